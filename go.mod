@@ -1,12 +1,8 @@
 module github.com/listwatch/listwatch
 
-go 1.26
+go 1.26.0
 
-require (
-	github.com/stretchr/testify v1.12.1
-	k8s.io/api v0.37.2
-	k8s.io/apimachinery v0.37.2
-)
+require k8s.io/apimachinery v0.37.2
 
 require (
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
@@ -14,9 +10,9 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect

@@ -1,0 +1,14 @@
+// Package objkey computes the cache key of a Kubernetes object, shared by
+// the deltafifo, indexer and processor packages so that all three agree.
+package objkey
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Key returns "namespace/name" for a namespaced object and "name" for a
+// cluster-scoped one.
+func Key(obj metav1.Object) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns + "/" + obj.GetName()
+	}
+	return obj.GetName()
+}
