@@ -1,0 +1,37 @@
+// Package reflector is the first stage of the list-watch flow: it keeps a
+// Store (normally a deltafifo.FIFO) in step with one resource on the
+// apiserver.
+//
+//	kube-apiserver ──LIST, WATCH──▶ Reflector ──Add/Update/Delete/Replace──▶ Store
+//
+// A Reflector lists the resource, hands the whole list to Store.Replace, and
+// then watches from the list's resourceVersion, turning each watch event into
+// Add, Update or Delete. It owns all of the recovery logic:
+//
+//   - A watch stream that ends cleanly is reopened from the last
+//     resourceVersion seen, without listing again.
+//   - BOOKMARK events only advance the resourceVersion.
+//   - 410 Gone (the resourceVersion was compacted away) means list again,
+//     then watch again.
+//   - "Too large resource version" (the server is behind us) means wait
+//     and retry, never a tight loop.
+//   - 429 and 5xx answers, dropped connections and malformed streams back
+//     off with jitter (honouring Retry-After) and resume without relisting.
+//   - A server whose resourceVersions go backwards is relisted, and a relist
+//     is never allowed to take the Store back in time.
+//
+// With streaming lists (WatchList mode) the initial state arrives as ADDED
+// events on a watch that ends its initial part with a BOOKMARK annotated
+// "k8s.io/initial-events-end"; the Reflector buffers those events and swaps
+// them into the Store in one Replace at that bookmark, so a consumer never
+// sees a partial state as synced.
+//
+// The Reflector talks to the server through the ListerWatcher interface.
+// NewListerWatcher returns the HTTP implementation, which decodes list pages
+// and watch events as they stream in, in one typed pass per object, as JSON or
+// protobuf.
+//
+// The Reflector's loop is one goroutine: Run. Every error it meets is passed
+// to the error handler (WithErrorHandler) before it recovers, so a caller can
+// report why a cache is not syncing.
+package reflector

@@ -1,0 +1,102 @@
+package reflector
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Store is what a Reflector writes to. deltafifo.FIFO implements it.
+type Store[T metav1.Object] interface {
+	Add(obj T) error
+	Update(obj T) error
+	Delete(obj T) error
+	// Replace is called with the complete state of the resource as of
+	// resourceVersion: after a LIST, or at the end of a streaming list.
+	Replace(list []T, resourceVersion string) error
+}
+
+// ListerWatcher is the Reflector's view of the apiserver for one resource.
+// NewListerWatcher returns the HTTP implementation; tests may supply their
+// own. Implementations must be safe for concurrent use.
+type ListerWatcher[T metav1.Object] interface {
+	// List fetches one page. Each item is handed to add as soon as it is
+	// decoded; an error from add stops the list and is returned.
+	List(ctx context.Context, opts ListOptions, add func(T) error) (ListMeta, error)
+	// Watch opens a watch stream. Closing the Watcher, or ending ctx, ends it.
+	Watch(ctx context.Context, opts WatchOptions) (Watcher[T], error)
+}
+
+// ListOptions are the query parameters of one LIST page.
+type ListOptions struct {
+	// ResourceVersion and ResourceVersionMatch select the state to list:
+	// "" for the newest consistent state, or a resourceVersion with
+	// ResourceVersionMatch "NotOlderThan" for a state at least that new.
+	ResourceVersion      string
+	ResourceVersionMatch metav1.ResourceVersionMatch
+	// Limit is the page size; 0 means no paging.
+	Limit int64
+	// Continue is the token from the previous page's ListMeta.
+	Continue string
+}
+
+// ListMeta is the metadata of one LIST page.
+type ListMeta struct {
+	// ResourceVersion is the resourceVersion of the listed state.
+	ResourceVersion string
+	// Continue is non-empty when more pages follow.
+	Continue string
+}
+
+// WatchOptions are the query parameters of one WATCH request.
+type WatchOptions struct {
+	// ResourceVersion to watch from: events after it are delivered.
+	ResourceVersion string
+	// ResourceVersionMatch is NotOlderThan for a streaming list.
+	ResourceVersionMatch metav1.ResourceVersionMatch
+	// AllowBookmarks asks the server for BOOKMARK events.
+	AllowBookmarks bool
+	// SendInitialEvents asks for the current state first, as ADDED events
+	// ending with an initial-events-end BOOKMARK (a streaming list).
+	SendInitialEvents bool
+	// TimeoutSeconds asks the server to end the stream after that long.
+	TimeoutSeconds int64
+}
+
+// EventType is the type of a watch event, as the apiserver names it.
+type EventType string
+
+// The watch event types.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	Bookmark EventType = "BOOKMARK"
+	Error    EventType = "ERROR"
+)
+
+// Event is one watch event.
+type Event[T metav1.Object] struct {
+	Type EventType
+	// Object is the object the event is about. For a BOOKMARK it carries
+	// only metadata: the resourceVersion, and possibly the
+	// k8s.io/initial-events-end annotation. For an ERROR it is the zero T.
+	Object T
+	// Status is set for ERROR events: the failure the server reported.
+	Status *metav1.Status
+}
+
+// Watcher is one open watch stream.
+type Watcher[T metav1.Object] interface {
+	// Next blocks for the next event. It returns io.EOF when the server
+	// ended the stream cleanly, and another error when the stream broke or
+	// could not be decoded; after any error the Watcher is done.
+	Next() (Event[T], error)
+	// Close ends the stream; a blocked Next returns. Close is safe to call
+	// from another goroutine and more than once.
+	Close() error
+}
+
+// InitialEventsEndAnnotation marks the BOOKMARK that ends the initial events
+// of a streaming list.
+const InitialEventsEndAnnotation = "k8s.io/initial-events-end"

@@ -1,0 +1,115 @@
+package reflector
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Mode chooses how a Reflector fills its Store.
+type Mode int
+
+const (
+	// Auto uses a streaming list when the server serves them and falls back
+	// to LIST then WATCH, for the rest of the Reflector's life, when it
+	// does not. It is the default.
+	Auto Mode = iota
+	// ListWatch always lists with paged LIST requests.
+	ListWatch
+	// WatchList always uses streaming lists and never falls back.
+	WatchList
+)
+
+// Option configures a Reflector.
+type Option[T metav1.Object] func(*options[T])
+
+type options[T metav1.Object] struct {
+	name            string
+	mode            Mode
+	pageSize        int64
+	transform       func(T) (T, error)
+	errorHandler    func(error)
+	logger          *slog.Logger
+	backoffInitial  time.Duration
+	backoffMax      time.Duration
+	minWatchTimeout time.Duration
+	relistInterval  time.Duration
+}
+
+func defaultOptions[T metav1.Object]() options[T] {
+	return options[T]{
+		name:            "objects",
+		pageSize:        500,
+		logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		backoffInitial:  800 * time.Millisecond,
+		backoffMax:      30 * time.Second,
+		minWatchTimeout: 5 * time.Minute,
+	}
+}
+
+// WithName sets what errors and logs call the resource, such as "pods" or
+// "pods in default". The default is "objects".
+func WithName[T metav1.Object](name string) Option[T] {
+	return func(o *options[T]) { o.name = name }
+}
+
+// WithMode chooses between streaming lists and LIST then WATCH. The default
+// is Auto.
+func WithMode[T metav1.Object](m Mode) Option[T] {
+	return func(o *options[T]) { o.mode = m }
+}
+
+// WithPageSize sets the LIST page size (the limit parameter). The default is
+// 500; 0 lists in one request.
+func WithPageSize[T metav1.Object](n int64) Option[T] {
+	return func(o *options[T]) { o.pageSize = max(n, 0) }
+}
+
+// WithTransform applies f to every object as it is decoded, before it reaches
+// the Store: dropping managedFields there keeps them out of memory. An object
+// whose transform fails is skipped and the error reported.
+func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
+	return func(o *options[T]) { o.transform = f }
+}
+
+// WithErrorHandler sets a function called with every list and watch error,
+// from the Reflector's goroutine, before it recovers. It must not block.
+func WithErrorHandler[T metav1.Object](f func(error)) Option[T] {
+	return func(o *options[T]) { o.errorHandler = f }
+}
+
+// WithLogger sets where the Reflector logs; the default discards.
+func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
+	return func(o *options[T]) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithBackoff sets the first and the largest wait between failed attempts.
+// The defaults are 800ms and 30s.
+func WithBackoff[T metav1.Object](initial, max time.Duration) Option[T] {
+	return func(o *options[T]) {
+		if initial > 0 && max >= initial {
+			o.backoffInitial, o.backoffMax = initial, max
+		}
+	}
+}
+
+// WithMinWatchTimeout sets the shortest timeoutSeconds asked of the server
+// for one watch; each watch picks a random value between it and twice it.
+// The default is 5 minutes; values below one second are raised to one second.
+func WithMinWatchTimeout[T metav1.Object](d time.Duration) Option[T] {
+	return func(o *options[T]) { o.minWatchTimeout = max(d, time.Second) }
+}
+
+// WithRelistInterval makes the Reflector relist every d even when the watch
+// is healthy, which repairs a cache after events that a faulty server lost
+// silently. A relist delivers only real changes downstream, so its cost is
+// one LIST per interval. The default, 0, never relists on a timer.
+func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
+	return func(o *options[T]) { o.relistInterval = max(d, 0) }
+}
