@@ -1,0 +1,42 @@
+// Package rest is the HTTP client layer under the Reflector: it turns a
+// cluster's address and credentials into requests the apiserver accepts, and
+// the apiserver's refusals into typed errors.
+//
+// Where it sits in the flow:
+//
+//	kube-apiserver
+//	  ▲ HTTPS (HTTP/2 with PING health checks, or HTTP/1.1 with TCP keepalive
+//	  │        and TCP_USER_TIMEOUT), bearer token / client certificate / exec plugin
+//	rest.Client          ← this package: Config → TLS, transport, auth chain
+//	  ▲ Do / DoShort, URL, CheckResponse, LimitReader
+//	the HTTP ListerWatcher (decodes LIST pages and WATCH frames)
+//	  ▲
+//	reflector.Reflector
+//
+// A caller follows four steps:
+//
+//  1. Get a Config: LoadKubeconfig (a kubeconfig file, $KUBECONFIG or
+//     ~/.kube/config), InClusterConfig (a pod's service account), or fill
+//     one in by hand.
+//  2. Build a Client with NewClient. It checks the configuration once:
+//     certificates parse, credentials are not sent over plain http, at most
+//     one way to authenticate is chosen.
+//  3. Build request URLs with Client.URL and send them with Client.Do (long
+//     requests such as WATCH, bounded by the request's context) or
+//     Client.DoShort (LIST pages, bounded by Config.Timeout as well).
+//  4. Turn a non-2xx response into an *APIError with CheckResponse, bound
+//     every body with LimitReader, and decide what to do with the helpers in
+//     errors.go: IsGone (relist), IsTooLargeResourceVersion (wait and retry),
+//     IsRetryable (back off and retry), RetryAfter (how long the server asked
+//     for).
+//
+// Credentials never appear in errors or logs: Config, TLSConfig and
+// ExecConfig redact themselves when formatted with fmt, marshalled to JSON or
+// logged with log/slog.
+//
+// Dead connections are noticed on the client: over HTTP/2 a PING is sent
+// after Config.HTTP2ReadIdleTimeout without a frame and the connection is
+// dropped when no answer comes within Config.HTTP2PingTimeout (5 s + 5 s by
+// default); over HTTP/1.1 TCP keepalive probes and, on Linux,
+// TCP_USER_TIMEOUT do the same job in the kernel.
+package rest

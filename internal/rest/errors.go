@@ -1,0 +1,356 @@
+package rest
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The errors of this package, and whether retrying helps:
+//
+//	*APIError              the apiserver refused: see APIError.Retryable
+//	ErrNoKubeconfig        no kubeconfig file: not retryable; fall back (e.g. InClusterConfig)
+//	ErrNotInCluster        not running in a pod: not retryable; fall back (e.g. LoadKubeconfig)
+//	ErrBodyTooLarge        a body exceeded its LimitReader bound: not retryable as is
+//	connection errors      refused, reset, EOF, timeouts, lost HTTP/2 connections: retryable
+//	TLS verification       wrong CA, wrong server name: not retryable; fix the configuration
+var (
+	// ErrNoKubeconfig reports that no kubeconfig file exists where one was
+	// looked for. Callers test for it with errors.Is to fall back to
+	// InClusterConfig. Not retryable.
+	ErrNoKubeconfig = errors.New("no kubeconfig file found")
+
+	// ErrNotInCluster reports that the process does not run inside a pod:
+	// KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is unset. Not
+	// retryable.
+	ErrNotInCluster = errors.New("not running in a Kubernetes cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set")
+
+	// ErrBodyTooLarge reports that a reader made by LimitReader was asked
+	// for more bytes than its limit. Not retryable: the same request gets
+	// the same body; ask for smaller pages or raise the limit.
+	ErrBodyTooLarge = errors.New("response body too large")
+)
+
+// APIError is a request the apiserver answered with a failure status: a
+// non-2xx response (see CheckResponse) or an ERROR event inside a watch
+// stream (see FromStatus).
+//
+// Error returns "<code> <reason>: <message>", for example
+// `403 Forbidden: pods is forbidden: User "x" cannot list resource "pods"`;
+// callers add what they were doing with %w. The zero value is an error with
+// code 0 and no message. An APIError is not modified after it is returned
+// and may be shared between goroutines.
+type APIError struct {
+	// Status is the Status object the server sent, or one made up from the
+	// HTTP status when the body was not a Status. Status.Code is always set.
+	Status metav1.Status
+	// Method and URL name the request, when known. URL never carries user
+	// info (credentials are sent in headers, never in URLs).
+	Method, URL string
+	// RetryAfter is how long the server asked the client to wait before
+	// retrying (Retry-After header or Status.Details.RetryAfterSeconds);
+	// zero when it did not say.
+	RetryAfter time.Duration
+}
+
+// Error returns "<code> <reason>: <message>".
+func (e *APIError) Error() string {
+	reason := string(e.Status.Reason)
+	if reason == "" {
+		reason = http.StatusText(int(e.Status.Code))
+	}
+	s := fmt.Sprintf("%d %s", e.Status.Code, reason)
+	if e.Status.Message != "" {
+		s += ": " + e.Status.Message
+	}
+	return s
+}
+
+// Retryable reports whether sending the same request again later may
+// succeed: true for 429 Too Many Requests and for the server-side failures
+// 500, 502, 503 and 504 (including "too large resource version", which
+// clears once the server's cache catches up). False for everything else:
+// 401 and 403 need other credentials, 404 another resource, 410 a relist.
+func (e *APIError) Retryable() bool {
+	switch e.Status.Code {
+	case http.StatusTooManyRequests,
+		http.StatusInternalServerError,
+		http.StatusBadGateway,
+		http.StatusServiceUnavailable,
+		http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// FromStatus makes an *APIError from a Status object received in a watch
+// stream's ERROR event. A Status without a code gets the code that its
+// reason implies (Expired → 410, Timeout → 504, ...). A nil status gives an
+// APIError with code 500 saying so.
+func FromStatus(status *metav1.Status) *APIError {
+	if status == nil {
+		return &APIError{Status: metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusInternalServerError,
+			Reason:  metav1.StatusReasonInternalError,
+			Message: "ERROR event without a Status object",
+		}}
+	}
+	e := &APIError{Status: *status}
+	if e.Status.Code == 0 {
+		e.Status.Code = codeForReason(status.Reason)
+	}
+	if d := status.Details; d != nil && d.RetryAfterSeconds > 0 {
+		e.RetryAfter = time.Duration(d.RetryAfterSeconds) * time.Second
+	}
+	return e
+}
+
+// IsGone reports whether err says the requested resource version or continue
+// token is too old (410, reason Expired or Gone): the caller must relist.
+func IsGone(err error) bool {
+	e, ok := asAPIError(err)
+	if !ok {
+		return false
+	}
+	return e.Status.Code == http.StatusGone ||
+		e.Status.Reason == metav1.StatusReasonExpired ||
+		e.Status.Reason == metav1.StatusReasonGone
+}
+
+// tooLargeRV is the text every apiserver version has used for a resource
+// version newer than its storage has seen.
+const tooLargeRV = "Too large resource version"
+
+// IsTooLargeResourceVersion reports whether err says the requested resource
+// version is newer than what the server has (its watch cache lags behind):
+// the caller should wait briefly and retry, not relist in a loop.
+//
+// It recognises the three forms apiservers have sent:
+//   - a cause of type ResourceVersionTooLarge (1.18.6 and later);
+//   - a Timeout status with a cause whose message is
+//     "Too large resource version" (1.17.0 to 1.18.5);
+//   - a Timeout status whose message contains "Too large resource version"
+//     (before 1.17).
+func IsTooLargeResourceVersion(err error) bool {
+	e, ok := asAPIError(err)
+	if !ok {
+		return false
+	}
+	if d := e.Status.Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Type == metav1.CauseTypeResourceVersionTooLarge {
+				return true
+			}
+		}
+	}
+	if e.Status.Reason != metav1.StatusReasonTimeout && e.Status.Code != http.StatusGatewayTimeout {
+		return false
+	}
+	if d := e.Status.Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Message == tooLargeRV {
+				return true
+			}
+		}
+	}
+	return strings.Contains(e.Status.Message, tooLargeRV)
+}
+
+// IsUnauthorized reports whether err is a 401: the credentials were not
+// accepted. Not retryable with the same credentials (an exec plugin's are
+// refreshed on the next request).
+func IsUnauthorized(err error) bool {
+	e, ok := asAPIError(err)
+	return ok && e.Status.Code == http.StatusUnauthorized
+}
+
+// IsForbidden reports whether err is a 403: the user may not do this. Not
+// retryable.
+func IsForbidden(err error) bool {
+	e, ok := asAPIError(err)
+	return ok && e.Status.Code == http.StatusForbidden
+}
+
+// IsNotFound reports whether err is a 404: the resource or its API does not
+// exist (for example a CRD that is not installed). Not retryable as is.
+func IsNotFound(err error) bool {
+	e, ok := asAPIError(err)
+	return ok && e.Status.Code == http.StatusNotFound
+}
+
+// RetryAfter returns how long the server asked the caller to wait before
+// retrying, or zero when err carries no such request.
+func RetryAfter(err error) time.Duration {
+	e, ok := asAPIError(err)
+	if !ok {
+		return 0
+	}
+	return e.RetryAfter
+}
+
+// IsRetryable reports whether the request that failed with err may succeed
+// if sent again later: an *APIError whose Retryable method says so, or a
+// connection error (refused, reset, unexpected EOF, a timeout, a lost or
+// shut-down HTTP/2 connection). It is false for nil, for context.Canceled
+// (the caller gave up), for TLS verification failures (the configuration
+// must change) and for ErrBodyTooLarge.
+func IsRetryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if e, ok := asAPIError(err); ok {
+		return e.Retryable()
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, ErrBodyTooLarge) || isTLSVerifyError(err) {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, io.EOF) ||
+		errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) ||
+		errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ETIMEDOUT) ||
+		errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) {
+		return true
+	}
+	// *url.Error is a net.Error whatever it wraps, so ask for the concrete
+	// network errors and for timeouts only.
+	var (
+		opErr  *net.OpError
+		dnsErr *net.DNSError
+		netErr net.Error
+	)
+	if errors.As(err, &opErr) || errors.As(err, &dnsErr) || (errors.As(err, &netErr) && netErr.Timeout()) {
+		return true
+	}
+	// The HTTP/2 transport reports a lost connection, a GOAWAY and a reset
+	// stream with unexported error values; their text is all there is.
+	msg := err.Error()
+	for _, s := range []string{
+		"http2: client connection lost",
+		"http2: client conn is closed",
+		"http2: server sent GOAWAY",
+		"GOAWAY",
+		"stream error:",
+		"connection reset by peer",
+		"broken pipe",
+		"server closed idle connection",
+	} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func asAPIError(err error) (*APIError, bool) {
+	var e *APIError
+	if errors.As(err, &e) && e != nil {
+		return e, true
+	}
+	return nil, false
+}
+
+// isTLSVerifyError reports whether err is the server's certificate failing
+// verification, which no retry fixes.
+func isTLSVerifyError(err error) bool {
+	var (
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &unknown) ||
+		errors.As(err, &hostname) || errors.As(err, &invalid)
+}
+
+// codeForReason is the HTTP status the apiserver pairs with each reason.
+func codeForReason(r metav1.StatusReason) int32 {
+	switch r {
+	case metav1.StatusReasonUnauthorized:
+		return http.StatusUnauthorized
+	case metav1.StatusReasonForbidden:
+		return http.StatusForbidden
+	case metav1.StatusReasonNotFound:
+		return http.StatusNotFound
+	case metav1.StatusReasonAlreadyExists, metav1.StatusReasonConflict:
+		return http.StatusConflict
+	case metav1.StatusReasonGone, metav1.StatusReasonExpired:
+		return http.StatusGone
+	case metav1.StatusReasonInvalid:
+		return http.StatusUnprocessableEntity
+	case metav1.StatusReasonServerTimeout:
+		return http.StatusInternalServerError
+	case metav1.StatusReasonTimeout:
+		return http.StatusGatewayTimeout
+	case metav1.StatusReasonTooManyRequests:
+		return http.StatusTooManyRequests
+	case metav1.StatusReasonBadRequest:
+		return http.StatusBadRequest
+	case metav1.StatusReasonMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case metav1.StatusReasonNotAcceptable:
+		return http.StatusNotAcceptable
+	case metav1.StatusReasonRequestEntityTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case metav1.StatusReasonUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case metav1.StatusReasonServiceUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// reasonForCode is the reason the apiserver pairs with each HTTP status,
+// used when a response body is not a Status object.
+func reasonForCode(code int) metav1.StatusReason {
+	switch code {
+	case http.StatusBadRequest:
+		return metav1.StatusReasonBadRequest
+	case http.StatusUnauthorized:
+		return metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	case http.StatusNotFound:
+		return metav1.StatusReasonNotFound
+	case http.StatusMethodNotAllowed:
+		return metav1.StatusReasonMethodNotAllowed
+	case http.StatusNotAcceptable:
+		return metav1.StatusReasonNotAcceptable
+	case http.StatusConflict:
+		return metav1.StatusReasonConflict
+	case http.StatusGone:
+		return metav1.StatusReasonGone
+	case http.StatusRequestEntityTooLarge:
+		return metav1.StatusReasonRequestEntityTooLarge
+	case http.StatusUnsupportedMediaType:
+		return metav1.StatusReasonUnsupportedMediaType
+	case http.StatusUnprocessableEntity:
+		return metav1.StatusReasonInvalid
+	case http.StatusTooManyRequests:
+		return metav1.StatusReasonTooManyRequests
+	case http.StatusServiceUnavailable:
+		return metav1.StatusReasonServiceUnavailable
+	case http.StatusGatewayTimeout:
+		return metav1.StatusReasonTimeout
+	}
+	if code >= 500 {
+		return metav1.StatusReasonInternalError
+	}
+	return metav1.StatusReasonUnknown
+}
