@@ -3,10 +3,13 @@ package reflector
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/rest"
 )
 
 // ErrSkipped marks an error about one event or item that was skipped while
@@ -36,48 +39,57 @@ func (e *streamingUnsupportedError) Error() string {
 	return "streaming list not supported by the server: " + e.reason
 }
 
+// statusOf finds the Status a server answered with in err: from an
+// apimachinery StatusError (or anything with a Status method, as a
+// ListerWatcher of your own may return) or from the HTTP client's APIError.
+func statusOf(err error) (metav1.Status, bool) {
+	var api *rest.APIError
+	if errors.As(err, &api) {
+		return api.Status, true
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status(), true
+	}
+	return metav1.Status{}, false
+}
+
 // isExpired reports a 410: the resourceVersion or continue token asked for
 // is older than the server keeps.
 func isExpired(err error) bool {
-	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+	s, ok := statusOf(err)
+	return ok && (s.Code == http.StatusGone || s.Reason == metav1.StatusReasonExpired || s.Reason == metav1.StatusReasonGone)
 }
 
 // isTooLargeResourceVersion reports the server saying it has not reached the
-// resourceVersion asked for yet. It has used three shapes for that answer.
+// resourceVersion asked for yet. It has used three shapes for that answer:
+// a cause of type ResourceVersionTooLarge, a cause with only the message,
+// and a Timeout whose message says it.
 func isTooLargeResourceVersion(err error) bool {
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
+	s, ok := statusOf(err)
+	if !ok {
 		return false
 	}
-	s := st.Status()
 	if s.Details != nil {
 		for _, c := range s.Details.Causes {
-			if c.Type == metav1.CauseTypeResourceVersionTooLarge || c.Message == "Too large resource version" {
+			if c.Type == metav1.CauseTypeResourceVersionTooLarge || strings.EqualFold(c.Message, tooLargeMessage) {
 				return true
 			}
 		}
 	}
-	return s.Reason == metav1.StatusReasonTimeout && containsTooLarge(s.Message)
+	return s.Reason == metav1.StatusReasonTimeout && strings.Contains(strings.ToLower(s.Message), strings.ToLower(tooLargeMessage))
 }
 
-func containsTooLarge(msg string) bool {
-	const a, b = "Too large resource version", "too large resource version"
-	for i := 0; i+len(a) <= len(msg); i++ {
-		if m := msg[i : i+len(a)]; m == a || m == b {
-			return true
-		}
-	}
-	return false
-}
+const tooLargeMessage = "Too large resource version"
 
 // refusesStreaming reports an answer to a streaming-list watch that says
 // the server does not serve them (as opposed to a transient failure).
 func refusesStreaming(err error) bool {
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
+	s, ok := statusOf(err)
+	if !ok {
 		return false
 	}
-	switch st.Status().Code {
+	switch s.Code {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusNotAcceptable,
 		http.StatusNotImplemented, http.StatusMethodNotAllowed:
 		return true
@@ -87,12 +99,12 @@ func refusesStreaming(err error) bool {
 
 // retryAfter returns how long the server asked us to wait, or 0.
 func retryAfter(err error) time.Duration {
-	if s, ok := apierrors.SuggestsClientDelay(err); ok && s > 0 {
-		return time.Duration(s) * time.Second
+	var api *rest.APIError
+	if errors.As(err, &api) && api.RetryAfter > 0 {
+		return api.RetryAfter
 	}
-	var ra interface{ RetryAfter() time.Duration }
-	if errors.As(err, &ra) {
-		return ra.RetryAfter()
+	if s, ok := statusOf(err); ok && s.Details != nil && s.Details.RetryAfterSeconds > 0 {
+		return time.Duration(s.Details.RetryAfterSeconds) * time.Second
 	}
 	return 0
 }

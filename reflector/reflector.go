@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/internal/rest"
 )
 
 // Reflector keeps a Store in step with one resource on the apiserver. Create
@@ -437,5 +437,5 @@ func statusError(st *metav1.Status) error {
 	if st == nil {
 		return fmt.Errorf("%w: ERROR event without a Status", ErrSkipped)
 	}
-	return &apierrors.StatusError{ErrStatus: *st}
+	return rest.FromStatus(st)
 }

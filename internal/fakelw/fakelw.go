@@ -1,0 +1,364 @@
+// Package fakelw is an in-memory reflector.ListerWatcher for unit tests of
+// the reflector and the informer: a tiny apiserver for one resource with a
+// resourceVersion counter, an event history that can be compacted, paged
+// lists, streaming lists, and scripted failures. It runs no goroutines of
+// its own. Tests that need real HTTP use internal/apisim instead.
+package fakelw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/internal/rest"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// Source holds the objects of one resource. The zero value is not usable;
+// use New. All methods are safe for concurrent use.
+type Source[T metav1.Object] struct {
+	newObj func() T
+
+	mu       sync.Mutex
+	rv       uint64
+	uids     uint64
+	objects  map[string]T
+	history  []event[T] // events after compactedRV, in RV order
+	compact  uint64     // events at or below this RV are forgotten
+	watchers map[*watcher[T]]struct{}
+
+	listErrs, watchErrs []error
+	noInitialEvents     bool
+
+	// Lists and Watches count the requests served.
+	Lists, Watches atomic.Int64
+}
+
+type event[T metav1.Object] struct {
+	rv  uint64
+	typ reflector.EventType
+	obj T
+}
+
+// New returns an empty Source; newObj makes an empty T (for bookmarks).
+func New[T metav1.Object](newObj func() T) *Source[T] {
+	return &Source[T]{newObj: newObj, objects: map[string]T{}, watchers: map[*watcher[T]]struct{}{}}
+}
+
+// ResourceVersion returns the current resourceVersion.
+func (s *Source[T]) ResourceVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strconv.FormatUint(s.rv, 10)
+}
+
+// Create stores obj as a new object, giving it a UID and a resourceVersion.
+// obj is kept: the caller must not modify it afterwards.
+func (s *Source[T]) Create(obj T) T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.uids++
+	obj.SetUID(types.UID("uid-" + strconv.FormatUint(s.uids, 10)))
+	s.writeLocked(reflector.Added, obj)
+	return obj
+}
+
+// Update replaces the stored object of obj's key with obj, keeping the
+// stored UID, and gives it a new resourceVersion.
+func (s *Source[T]) Update(obj T) T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.objects[objkey.Key(obj)]; ok {
+		obj.SetUID(old.GetUID())
+	}
+	s.writeLocked(reflector.Modified, obj)
+	return obj
+}
+
+// Delete removes the object with key; the DELETED event carries the last
+// state with the deletion's resourceVersion. It reports whether it existed.
+func (s *Source[T]) Delete(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.objects[key]
+	if !ok {
+		return false
+	}
+	s.writeLocked(reflector.Deleted, obj)
+	return true
+}
+
+func (s *Source[T]) writeLocked(typ reflector.EventType, obj T) {
+	s.rv++
+	obj.SetResourceVersion(strconv.FormatUint(s.rv, 10))
+	key := objkey.Key(obj)
+	if typ == reflector.Deleted {
+		delete(s.objects, key)
+	} else {
+		s.objects[key] = obj
+	}
+	ev := event[T]{rv: s.rv, typ: typ, obj: obj}
+	s.history = append(s.history, ev)
+	for w := range s.watchers {
+		w.push(reflector.Event[T]{Type: typ, Object: obj})
+	}
+}
+
+// Objects returns the stored objects, sorted by key.
+func (s *Source[T]) Objects() []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sortedLocked()
+}
+
+func (s *Source[T]) sortedLocked() []T {
+	keys := make([]string, 0, len(s.objects))
+	for k := range s.objects {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]T, len(keys))
+	for i, k := range keys {
+		out[i] = s.objects[k]
+	}
+	return out
+}
+
+// Compact forgets the event history: a watch from an older resourceVersion
+// now gets 410 Gone.
+func (s *Source[T]) Compact() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.compact = s.rv
+	s.history = nil
+}
+
+// CloseWatches ends every open watch cleanly, as a server does at a
+// timeout.
+func (s *Source[T]) CloseWatches() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watchers {
+		w.end(io.EOF)
+		delete(s.watchers, w)
+	}
+}
+
+// FailList makes the next List calls fail with errs, one each.
+func (s *Source[T]) FailList(errs ...error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listErrs = append(s.listErrs, errs...)
+}
+
+// FailWatch makes the next Watch calls fail with errs, one each.
+func (s *Source[T]) FailWatch(errs ...error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchErrs = append(s.watchErrs, errs...)
+}
+
+// RefuseStreaming makes streaming-list watches fail with 400 Bad Request,
+// as a server that does not serve them does.
+func (s *Source[T]) RefuseStreaming() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noInitialEvents = true
+}
+
+// Status builds the error a real server would answer with.
+func Status(code int32, reason metav1.StatusReason, msg string) error {
+	return &rest.APIError{Status: metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg}}
+}
+
+// List serves one page of the current state (not of a snapshot: later pages
+// see later writes); the continue token is the key the page ended at.
+func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
+	s.Lists.Add(1)
+	s.mu.Lock()
+	if len(s.listErrs) > 0 {
+		err := s.listErrs[0]
+		s.listErrs = s.listErrs[1:]
+		s.mu.Unlock()
+		return reflector.ListMeta{}, err
+	}
+	objs := s.sortedLocked()
+	rv := strconv.FormatUint(s.rv, 10)
+	s.mu.Unlock()
+
+	if opts.Continue != "" {
+		after := opts.Continue
+		i, _ := slices.BinarySearchFunc(objs, after, func(o T, k string) int {
+			return compare(objkey.Key(o), k)
+		})
+		for i < len(objs) && objkey.Key(objs[i]) <= after {
+			i++
+		}
+		objs = objs[i:]
+	}
+	meta := reflector.ListMeta{ResourceVersion: rv}
+	if opts.Limit > 0 && int64(len(objs)) > opts.Limit {
+		objs = objs[:opts.Limit]
+		meta.Continue = objkey.Key(objs[len(objs)-1])
+	}
+	for _, o := range objs {
+		if err := ctx.Err(); err != nil {
+			return reflector.ListMeta{}, err
+		}
+		if err := add(o); err != nil {
+			return reflector.ListMeta{}, err
+		}
+	}
+	return meta, nil
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Watch opens a stream from opts.ResourceVersion: a 410 ERROR event if that
+// is compacted away; the current state first if opts.SendInitialEvents.
+func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
+	s.Watches.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.watchErrs) > 0 {
+		err := s.watchErrs[0]
+		s.watchErrs = s.watchErrs[1:]
+		return nil, err
+	}
+	w := newWatcher[T](ctx)
+	if opts.SendInitialEvents {
+		if s.noInitialEvents {
+			return nil, Status(http.StatusBadRequest, metav1.StatusReasonBadRequest, "sendInitialEvents is forbidden")
+		}
+		for _, o := range s.sortedLocked() {
+			w.push(reflector.Event[T]{Type: reflector.Added, Object: o})
+		}
+		bm := s.newObj()
+		bm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
+		bm.SetAnnotations(map[string]string{reflector.InitialEventsEndAnnotation: "true"})
+		w.push(reflector.Event[T]{Type: reflector.Bookmark, Object: bm})
+	} else {
+		from, err := strconv.ParseUint(opts.ResourceVersion, 10, 64)
+		if err != nil {
+			return nil, Status(http.StatusBadRequest, metav1.StatusReasonBadRequest, "bad resourceVersion")
+		}
+		if from < s.compact {
+			w.push(reflector.Event[T]{Type: reflector.Error, Status: &metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired,
+				Message: fmt.Sprintf("too old resource version: %d (%d)", from, s.compact),
+			}})
+			w.end(io.EOF)
+			return w, nil
+		}
+		for _, ev := range s.history {
+			if ev.rv > from {
+				w.push(reflector.Event[T]{Type: ev.typ, Object: ev.obj})
+			}
+		}
+	}
+	s.watchers[w] = struct{}{}
+	return &tracked[T]{watcher: w, s: s}, nil
+}
+
+// tracked removes its watcher from the Source when closed.
+type tracked[T metav1.Object] struct {
+	*watcher[T]
+	s *Source[T]
+}
+
+func (t *tracked[T]) Close() error {
+	t.s.mu.Lock()
+	delete(t.s.watchers, t.watcher)
+	t.s.mu.Unlock()
+	return t.watcher.Close()
+}
+
+// watcher is one open stream: an unbounded queue of events.
+type watcher[T metav1.Object] struct {
+	mu     sync.Mutex
+	queue  []reflector.Event[T]
+	err    error         // what Next returns once the queue is empty
+	notify chan struct{} // receives a token when queue or err changes
+	ctx    context.Context
+}
+
+func newWatcher[T metav1.Object](ctx context.Context) *watcher[T] {
+	return &watcher[T]{notify: make(chan struct{}, 1), ctx: ctx}
+}
+
+func (w *watcher[T]) push(ev reflector.Event[T]) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.queue = append(w.queue, ev)
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *watcher[T]) end(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *watcher[T]) wake() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Next returns the next event, or the error that ended the stream.
+func (w *watcher[T]) Next() (reflector.Event[T], error) {
+	for {
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			ev := w.queue[0]
+			w.queue = w.queue[1:]
+			w.mu.Unlock()
+			return ev, nil
+		}
+		err := w.err
+		w.mu.Unlock()
+		if err != nil {
+			return reflector.Event[T]{}, err
+		}
+		select {
+		case <-w.notify:
+		case <-w.ctx.Done():
+			return reflector.Event[T]{}, w.ctx.Err()
+		}
+	}
+}
+
+// Close ends the stream; a blocked Next returns an error.
+func (w *watcher[T]) Close() error {
+	w.mu.Lock()
+	w.queue = nil
+	w.mu.Unlock()
+	w.end(errClosed)
+	return nil
+}
+
+var errClosed = errors.New("watch closed")

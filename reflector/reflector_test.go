@@ -1,0 +1,455 @@
+package reflector_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/fakelw"
+	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// recorder is a Store that keeps the state it was given and a log of calls.
+type recorder struct {
+	mu    sync.Mutex
+	state map[string]*corev1.Pod
+	log   []string
+}
+
+func newRecorder() *recorder { return &recorder{state: map[string]*corev1.Pod{}} }
+
+func (r *recorder) Add(p *corev1.Pod) error    { return r.put("add", p) }
+func (r *recorder) Update(p *corev1.Pod) error { return r.put("update", p) }
+func (r *recorder) put(op string, p *corev1.Pod) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state[objkey.Key(p)] = p
+	r.log = append(r.log, op+" "+p.Name+"@"+p.ResourceVersion)
+	return nil
+}
+func (r *recorder) Delete(p *corev1.Pod) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.state, objkey.Key(p))
+	r.log = append(r.log, "delete "+p.Name+"@"+p.ResourceVersion)
+	return nil
+}
+func (r *recorder) Replace(list []*corev1.Pod, rv string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state = map[string]*corev1.Pod{}
+	for _, p := range list {
+		r.state[objkey.Key(p)] = p
+	}
+	r.log = append(r.log, fmt.Sprintf("replace %d@%s", len(list), rv))
+	return nil
+}
+
+func (r *recorder) calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.log...)
+}
+
+// keys returns "name@rv" of the state, sorted.
+func (r *recorder) keys() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, p := range r.state {
+		out = append(out, p.Name+"@"+p.ResourceVersion)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sourceKeys(src *fakelw.Source[*corev1.Pod]) []string {
+	var out []string
+	for _, p := range src.Objects() {
+		out = append(out, p.Name+"@"+p.ResourceVersion)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func newSource() *fakelw.Source[*corev1.Pod] {
+	return fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+}
+
+func pod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+}
+
+// run starts a Reflector in the bubble and returns a function that stops it
+// and waits for Run to return.
+func run(t *testing.T, r *reflector.Reflector[*corev1.Pod]) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+func TestListThenWatch(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				src.Create(pod("b"))
+				r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](mode))
+				stop := run(t, r)
+				defer stop()
+				synctest.Wait()
+				assert.Equal(t, []string{"replace 2@2"}, store.calls())
+				assert.Equal(t, "2", r.LastSyncResourceVersion())
+
+				src.Create(pod("c"))
+				b := pod("b")
+				src.Update(b)
+				src.Delete("ns/a")
+				synctest.Wait()
+				assert.Equal(t, []string{"replace 2@2", "add c@3", "update b@4", "delete a@5"}, store.calls())
+				assert.Equal(t, sourceKeys(src), store.keys())
+				assert.Equal(t, "5", r.LastSyncResourceVersion())
+			})
+		})
+	}
+}
+
+func TestCleanWatchEndResumesWithoutRelist(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait()
+		src.Create(pod("b"))
+		synctest.Wait()
+		src.CloseWatches()
+		src.Create(pod("c")) // written while no watch is open
+		synctest.Wait()
+		assert.EqualValues(t, 1, src.Lists.Load(), "a clean end must not relist")
+		assert.EqualValues(t, 2, src.Watches.Load())
+		assert.Equal(t, sourceKeys(src), store.keys())
+	})
+}
+
+func TestGoneRelists(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait()
+		src.CloseWatches()
+		// While the reflector is away: writes, then compaction.
+		src.Delete("ns/a")
+		src.Create(pod("b"))
+		src.Compact()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		// Whether the reflector re-watched before the compaction or not,
+		// it must converge; a 410 must have caused exactly one relist.
+		assert.Equal(t, sourceKeys(src), store.keys())
+	})
+}
+
+func TestGoneOnResumeRelists(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		src.FailWatch(fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "down"))
+		r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](func(err error) { t.Log(err) }))
+		defer run(t, r)()
+		synctest.Wait()
+		// The first watch fails; during the backoff, the server moves on
+		// and compacts, so the resumed watch meets 410 and relists.
+		src.Delete("ns/a")
+		src.Create(pod("b"))
+		src.Compact()
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.EqualValues(t, 2, src.Lists.Load())
+		assert.Equal(t, sourceKeys(src), store.keys())
+		assert.Contains(t, store.calls(), "replace 1@3")
+	})
+}
+
+func TestBookmarkAdvancesResourceVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scripted{events: []reflector.Event[*corev1.Pod]{
+			{Type: reflector.Bookmark, Object: withRV(&corev1.Pod{}, "42")},
+		}}
+		store := newRecorder()
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, "42", r.LastSyncResourceVersion())
+		assert.Equal(t, []string{"replace 0@10"}, store.calls(), "a bookmark changes no object")
+	})
+}
+
+func TestContinueExpiredRestartsList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		for i := range 5 {
+			src.Create(pod(fmt.Sprint("p", i)))
+		}
+		// Page 1 succeeds, page 2's token has expired; the restarted list
+		// succeeds.
+		lw := &failSecondPage{Source: src}
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithPageSize[*corev1.Pod](2))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, "replace 5@5", store.calls()[0], "the pages before the expiry must not be kept twice")
+		assert.EqualValues(t, 5, src.Lists.Load(), "page 1, expired page 2, then pages 1, 2 and 3")
+	})
+}
+
+// failSecondPage fails the first request that carries a continue token with
+// 410 Expired.
+type failSecondPage struct {
+	*fakelw.Source[*corev1.Pod]
+	failed bool
+}
+
+func (f *failSecondPage) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	if opts.Continue != "" && !f.failed {
+		f.failed = true
+		f.Source.Lists.Add(1)
+		return reflector.ListMeta{}, fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "The provided continue parameter is too old")
+	}
+	return f.Source.List(ctx, opts, add)
+}
+
+func TestRejectedObjectsAreSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var errs []error
+		lw := &scripted{events: []reflector.Event[*corev1.Pod]{
+			{Type: reflector.Added, Object: withRV(pod(""), "11")},   // no name
+			{Type: reflector.Added, Object: pod("norv")},             // no RV
+			{Type: reflector.Added, Object: withRV(pod("ok"), "12")}, // fine
+		}}
+		store := newRecorder()
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](func(err error) { errs = append(errs, err) }))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 0@10", "add ok@12"}, store.calls())
+		require.Len(t, errs, 2)
+		for _, err := range errs {
+			assert.ErrorIs(t, err, reflector.ErrRejected)
+		}
+		assert.Equal(t, "12", r.LastSyncResourceVersion())
+	})
+}
+
+func TestResourceVersionGoingBackwardsRelists(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scripted{listRVs: []string{"10", "20"}, events: []reflector.Event[*corev1.Pod]{
+			{Type: reflector.Added, Object: withRV(pod("a"), "12")},
+			{Type: reflector.Modified, Object: withRV(pod("a"), "11")}, // backwards
+		}}
+		store := newRecorder()
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 0@10", "add a@12", "replace 0@20"}, store.calls(),
+			"a server going backwards must be relisted, not applied")
+	})
+}
+
+func TestRelistNeverGoesBackInTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scripted{listRVs: []string{"10", "7", "20"}, events: []reflector.Event[*corev1.Pod]{
+			{Type: reflector.Added, Object: withRV(pod("a"), "12")},
+			{Type: reflector.Error, Status: &metav1.Status{Code: http.StatusGone, Reason: metav1.StatusReasonExpired}},
+		}}
+		store := newRecorder()
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		calls := store.calls()
+		assert.NotContains(t, calls, "replace 0@7", "a list older than the cache must not be applied")
+		assert.Contains(t, calls, "replace 0@20")
+		assert.Equal(t, "12", lw.listOpts[1].ResourceVersion, "a relist asks for a state at least as new as the cache")
+		assert.Equal(t, metav1.ResourceVersionMatchNotOlderThan, lw.listOpts[1].ResourceVersionMatch)
+	})
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.FailList(&throttled{after: 7 * time.Second})
+		r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		start := time.Now()
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Empty(t, store.calls())
+		time.Sleep(7*time.Second - time.Millisecond)
+		synctest.Wait()
+		assert.Empty(t, store.calls(), "listed again before Retry-After")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		assert.Len(t, store.calls(), 1)
+		assert.GreaterOrEqual(t, time.Since(start), 7*time.Second)
+	})
+}
+
+type throttled struct{ after time.Duration }
+
+func (e *throttled) Error() string { return "429 TooManyRequests" }
+func (e *throttled) Status() metav1.Status {
+	return metav1.Status{Code: http.StatusTooManyRequests, Reason: metav1.StatusReasonTooManyRequests,
+		Details: &metav1.StatusDetails{RetryAfterSeconds: int32(e.after / time.Second)}}
+}
+
+func TestEmptyWatchesBackOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scripted{emptyWatches: true}
+		r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		// Backoff doubles from 0.8s to 30s: about 8 attempts in a minute,
+		// never thousands.
+		assert.Less(t, lw.watches, 15)
+		assert.Greater(t, lw.watches, 2)
+	})
+}
+
+func TestStreamingFallsBackToList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		src.RefuseStreaming()
+		var errs []error
+		r := reflector.New(src, store, reflector.WithErrorHandler[*corev1.Pod](func(err error) { errs = append(errs, err) }))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 1@1"}, store.calls())
+		assert.EqualValues(t, 1, src.Lists.Load())
+		require.NotEmpty(t, errs)
+		assert.Contains(t, errs[0].Error(), "streaming list not supported")
+	})
+}
+
+func TestStreamingWithoutEndBookmarkFallsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A server that ignores sendInitialEvents: initial ADDED events
+		// and then an ordinary bookmark, never the end marker.
+		lw := &scripted{events: []reflector.Event[*corev1.Pod]{
+			{Type: reflector.Added, Object: withRV(pod("a"), "3")},
+			{Type: reflector.Bookmark, Object: withRV(&corev1.Pod{}, "9")},
+		}}
+		store := newRecorder()
+		r := reflector.New[*corev1.Pod](lw, store)
+		defer run(t, r)()
+		synctest.Wait()
+		calls := store.calls()
+		require.NotEmpty(t, calls)
+		assert.Equal(t, "replace 0@10", calls[0], "the partial initial state must never be applied")
+		assert.Equal(t, 1, lw.lists)
+	})
+}
+
+// scripted is a ListerWatcher whose lists return no items at the RVs in
+// listRVs (default "10"), and whose first watch delivers events, then stays
+// open; later watches stay open without events. With emptyWatches, every
+// watch ends at once.
+type scripted struct {
+	mu           sync.Mutex
+	listRVs      []string
+	events       []reflector.Event[*corev1.Pod]
+	emptyWatches bool
+	lists        int
+	watches      int
+	listOpts     []reflector.ListOptions
+}
+
+func (s *scripted) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists++
+	s.listOpts = append(s.listOpts, opts)
+	rv := "10"
+	if len(s.listRVs) > 0 {
+		rv, s.listRVs = s.listRVs[0], s.listRVs[1:]
+	}
+	return reflector.ListMeta{ResourceVersion: rv}, nil
+}
+
+func (s *scripted) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watches++
+	w := &chanWatcher{ctx: ctx, events: s.events, stop: make(chan struct{})}
+	if s.emptyWatches {
+		w.eof = true
+	}
+	s.events = nil
+	return w, nil
+}
+
+type chanWatcher struct {
+	ctx    context.Context
+	events []reflector.Event[*corev1.Pod]
+	eof    bool
+	stop   chan struct{}
+	once   sync.Once
+}
+
+func (w *chanWatcher) Next() (reflector.Event[*corev1.Pod], error) {
+	if len(w.events) > 0 {
+		ev := w.events[0]
+		w.events = w.events[1:]
+		return ev, nil
+	}
+	if w.eof {
+		return reflector.Event[*corev1.Pod]{}, errEOF
+	}
+	select {
+	case <-w.ctx.Done():
+		return reflector.Event[*corev1.Pod]{}, w.ctx.Err()
+	case <-w.stop:
+		return reflector.Event[*corev1.Pod]{}, errors.New("closed")
+	}
+}
+
+func (w *chanWatcher) Close() error {
+	w.once.Do(func() { close(w.stop) })
+	return nil
+}
+
+var errEOF = fmt.Errorf("stream ended: %w", io.EOF)
+
+func withRV(p *corev1.Pod, rv string) *corev1.Pod {
+	p.ResourceVersion = rv
+	return p
+}
