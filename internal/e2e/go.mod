@@ -1,0 +1,9 @@
+module github.com/listwatch/listwatch/internal/e2e
+
+go 1.26.0
+
+require github.com/stretchr/testify v1.12.1
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect
+
+replace github.com/listwatch/listwatch => ../..
