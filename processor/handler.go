@@ -83,7 +83,8 @@ func (k Kind) String() string {
 
 // Notification is one event for the handlers. It is a plain value; the
 // objects it points to are shared by every listener it reaches, so handlers
-// must treat them as read-only.
+// must treat them as read-only. The zero value has no Kind: listeners drop
+// it.
 type Notification[T metav1.Object] struct {
 	Kind Kind
 	// Key identifies the object ("namespace/name", or "name" when it is

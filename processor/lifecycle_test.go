@@ -1,0 +1,269 @@
+// Tests of the life of listeners and of the Processor: added before and
+// during Run, removed, stopped with Run, used concurrently.
+
+package processor_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listwatch/listwatch/processor"
+)
+
+func TestRemoveListener(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		release := make(gate)
+		var inHandler, handlerReturned atomic.Bool
+		removed := &recorder{before: func(line string) {
+			if line == "Add ns/a 1" {
+				inHandler.Store(true)
+				defer handlerReturned.Store(true)
+				release.wait()
+			}
+		}}
+		stays := &recorder{}
+		l := p.AddListener(removed, processor.ListenerOptions{})
+		p.AddListener(stays, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+
+		p.Distribute(addOf("a", "1", false), false)
+		p.Distribute(addOf("b", "1", false), false) // still pending when removed
+		synctest.Wait()
+		if !inHandler.Load() {
+			t.Fatal("handler not called")
+		}
+
+		removedDone := make(chan struct{})
+		go func() {
+			defer close(removedDone)
+			p.RemoveListener(l)
+		}()
+		synctest.Wait()
+		select {
+		case <-removedDone:
+			t.Fatal("RemoveListener returned while the handler was still running")
+		default:
+		}
+		release.open()
+		<-removedDone
+		if !handlerReturned.Load() {
+			t.Fatal("RemoveListener returned before the handler did")
+		}
+
+		p.Distribute(addOf("c", "1", false), false)
+		l.Add(addOf("d", "1", false)) // does nothing, does not block
+		synctest.Wait()
+		checkLines(t, "removed listener", removed, []string{"Add ns/a 1"})
+		checkLines(t, "remaining listener", stays, []string{"Add ns/a 1", "Add ns/b 1", "Add ns/c 1"})
+		if got := l.Pending(); got != 0 {
+			t.Errorf("removed listener has %d pending, want 0", got)
+		}
+
+		p.RemoveListener(l) // idempotent
+		processor.New[*corev1.Pod]().RemoveListener(l)
+		p.RemoveListener(nil)
+	})
+}
+
+func TestRemoveListenerBeforeRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		r := &recorder{}
+		l := p.AddListener(r, processor.ListenerOptions{})
+		p.Distribute(addOf("a", "1", false), false)
+		p.RemoveListener(l)
+		stop := run(p)
+		p.Distribute(addOf("b", "1", false), false)
+		synctest.Wait()
+		stop()
+		checkLines(t, "listener removed before Run", r, nil)
+	})
+}
+
+func TestListenersAddedBeforeAndDuringRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		early, late := &recorder{}, &recorder{}
+		p.AddListener(early, processor.ListenerOptions{})
+		p.Distribute(addOf("a", "1", true), false) // buffered until Run
+		synctest.Wait()
+		checkLines(t, "listener before Run", early, nil)
+
+		stop := run(p)
+		defer stop()
+		p.Distribute(updateOf("a", "1", "2"), false)
+		ll := p.AddListener(late, processor.ListenerOptions{})
+		ll.Add(addOf("a", "2", true)) // replay of the cache, to this listener only
+		p.Distribute(updateOf("a", "2", "3"), false)
+		synctest.Wait()
+		checkLines(t, "listener added before Run", early, []string{"Add ns/a 1 initial", "Update ns/a 1->2", "Update ns/a 2->3"})
+		checkLines(t, "listener added during Run", late, []string{"Add ns/a 2 initial", "Update ns/a 2->3"})
+	})
+}
+
+func TestRunWaitsForEveryGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		release := make(gate)
+		var handlerReturned atomic.Bool
+		p.AddListener(processor.HandlerFuncs[*corev1.Pod]{
+			AddFunc: func(*corev1.Pod, bool) {
+				defer handlerReturned.Store(true)
+				release.wait()
+			},
+		}, processor.ListenerOptions{})
+		p.AddListener(&recorder{}, processor.ListenerOptions{})
+
+		ctx, cancel := context.WithCancel(context.Background())
+		runDone := make(chan struct{})
+		go func() {
+			defer close(runDone)
+			p.Run(ctx)
+		}()
+		p.Distribute(addOf("a", "1", false), false)
+		p.Distribute(addOf("b", "1", false), false) // pending, to be dropped
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		select {
+		case <-runDone:
+			t.Fatal("Run returned while a handler was still running")
+		default:
+		}
+		release.open()
+		<-runDone
+		if !handlerReturned.Load() {
+			t.Fatal("Run returned before the handler")
+		}
+		// The pop and run goroutines of both listeners must have exited
+		// too: synctest.Test fails if any goroutine of the bubble is left.
+	})
+}
+
+func TestAfterRunNothingBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		r := &recorder{}
+		l := p.AddListener(r, processor.ListenerOptions{})
+		stop := run(p)
+		stop()
+
+		// In the bubble, blocking here for ever would fail the test.
+		p.Distribute(addOf("a", "1", false), false)
+		l.Add(addOf("b", "1", false))
+		late := &recorder{}
+		ll := p.AddListener(late, processor.ListenerOptions{})
+		ll.Add(addOf("c", "1", false))
+		p.Distribute(addOf("d", "1", false), false)
+		p.Run(context.Background()) // a second Run returns at once
+		synctest.Wait()
+		checkLines(t, "listener after Run", r, nil)
+		checkLines(t, "listener added after Run", late, nil)
+		if l.Pending() != 0 || ll.Pending() != 0 {
+			t.Errorf("Pending after Run = %d, %d; want 0, 0", l.Pending(), ll.Pending())
+		}
+		p.RemoveListener(ll)
+	})
+}
+
+func TestInvalidInputIsHarmless(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var errs errorLog
+		p := processor.New[*corev1.Pod](processor.WithErrorHandler(errs.report), nil) // a nil Option is skipped
+		nilHandler := p.AddListener(nil, processor.ListenerOptions{MaxPending: -1})
+		emptyFuncs := p.AddListener(processor.HandlerFuncs[*corev1.Pod]{}, processor.ListenerOptions{})
+		r := &recorder{}
+		rl := p.AddListener(r, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+
+		p.Distribute(note{}, false)                      // no Kind: dropped
+		p.Distribute(note{Kind: 42, Key: "ns/a"}, false) // unknown Kind: dropped
+		p.Distribute(addOf("a", "1", false), false)      // fine
+		p.Distribute(updateOf("a", "1", "2"), false)     // fine
+		p.Distribute(deleteOf("a", "2", false), false)   // fine
+		synctest.Wait()
+		if got := errs.all(); len(got) != 0 {
+			t.Errorf("errors: %v", got)
+		}
+		checkLines(t, "recorder", r, []string{"Add ns/a 1", "Update ns/a 1->2", "Delete ns/a 2"})
+		for _, l := range []*processor.Listener[*corev1.Pod]{nilHandler, emptyFuncs, rl} {
+			if l.Pending() != 0 {
+				t.Errorf("%d pending", l.Pending())
+			}
+		}
+	})
+}
+
+func TestZeroProcessor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var p processor.Processor[*corev1.Pod]
+		r := &recorder{}
+		p.AddListener(r, processor.ListenerOptions{})
+		stop := run(&p)
+		p.Distribute(addOf("a", "1", false), false)
+		synctest.Wait()
+		stop()
+		checkLines(t, "listener of a zero Processor", r, []string{"Add ns/a 1"})
+	})
+}
+
+func TestConcurrentUse(t *testing.T) {
+	p := processor.New[*corev1.Pod]()
+	stop := run(p)
+	defer stop()
+	const distributors, each = 4, 500
+	var wg sync.WaitGroup
+	for d := range distributors {
+		wg.Go(func() {
+			for i := range each {
+				p.Distribute(updateOf(fmt.Sprint("d", d), fmt.Sprint(i), fmt.Sprint(i+1)), false)
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 50 {
+			r := &checker{t: t, last: map[string]int{}}
+			l := p.AddListener(r, processor.ListenerOptions{MaxPending: i % 3})
+			p.ShouldResync(time.Now())
+			p.Distribute(updateOf("resync", "0", "0"), true)
+			_ = l.HasSynced()
+			_ = l.Pending()
+			_ = p.MinResyncPeriod()
+			p.RemoveListener(l)
+		}
+	})
+	r := &checker{t: t, last: map[string]int{}}
+	p.AddListener(r, processor.ListenerOptions{MaxPending: 2})
+	wg.Wait()
+}
+
+// checker is a Handler that fails the test if the updates of one key do not
+// come in order of their new resourceVersion.
+type checker struct {
+	t    *testing.T
+	mu   sync.Mutex
+	last map[string]int
+}
+
+func (c *checker) OnAdd(*corev1.Pod, bool)    {}
+func (c *checker) OnDelete(*corev1.Pod, bool) {}
+func (c *checker) OnUpdate(_, n *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var rv int
+	fmt.Sscan(n.ResourceVersion, &rv)
+	if prev, ok := c.last[n.Name]; ok && rv <= prev && n.Name != "resync" {
+		c.t.Errorf("%s: update to %d after %d", n.Name, rv, prev)
+	}
+	c.last[n.Name] = rv
+}

@@ -1,0 +1,263 @@
+package processor
+
+import (
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MinimumResyncPeriod is the shortest resync period a listener can have: a
+// shorter non-zero ListenerOptions.ResyncPeriod is raised to it.
+const MinimumResyncPeriod = time.Second
+
+// ListenerOptions configures one Listener. The zero value means no resync
+// and an unbounded buffer.
+type ListenerOptions struct {
+	// ResyncPeriod is how often the listener gets the whole cache again as
+	// Updates (see Processor.ShouldResync). Zero or negative: never. A
+	// period below MinimumResyncPeriod is raised to MinimumResyncPeriod.
+	ResyncPeriod time.Duration
+
+	// MaxPending bounds how many duplicate notifications of one object the
+	// listener buffers while its handler is behind. Zero or negative: no
+	// bound, every notification is buffered and delivered.
+	//
+	// With MaxPending > 0, when the buffer already holds MaxPending or more
+	// notifications, an incoming Update is merged into the latest buffered
+	// Add or Update of the same Key, if there is one and no Delete of that
+	// Key was buffered after it: Add+Update becomes an Add of the Update's
+	// New (IsInInitialList kept), Update+Update an Update from the first Old
+	// to the second New. The latest state always wins; nothing else is
+	// merged: Adds and Deletes are always buffered, so a Delete is never
+	// dropped and an object recreated after a Delete is seen as Delete then
+	// Add. Notifications of one Key keep their order; a merged Update takes
+	// the place of the notification it merged into, so it may now come
+	// before notifications of other keys that it followed. Notifications
+	// with an empty Key are never merged.
+	//
+	// So MaxPending bounds duplicates, not distinct keys: the buffer holds
+	// more than MaxPending notifications only while they are Adds, Deletes,
+	// or Updates of keys with nothing buffered to merge into.
+	MaxPending int
+}
+
+// Listener delivers notifications to one Handler, in order, on its own
+// goroutines, so that a slow handler delays nobody else:
+//
+//	Add ─▶ addCh ─▶ pop(): backlog ─▶ nextCh ─▶ run(): Handler
+//
+// pop always stands ready to receive, so Add never waits for the handler.
+// Listeners are made by Processor.AddListener; the zero value is not usable.
+// All methods are safe for concurrent use.
+type Listener[T metav1.Object] struct {
+	owner        *Processor[T]
+	cfg          *config
+	name         string // "listener N (handler type)", for error reports
+	handler      Handler[T]
+	maxPending   int
+	resyncPeriod time.Duration
+	nextResync   time.Time // guarded by owner.mu
+
+	addCh  chan Notification[T] // Add → pop
+	nextCh chan Notification[T] // pop → run; closed when pop returns
+	done   chan struct{}        // closed when the listener stops
+
+	mu    sync.Mutex
+	state atomic.Uint32 // a runState; changed only under mu
+	early *backlog[T]   // what Add got before the start; guarded by mu
+	wg    sync.WaitGroup
+
+	pending      atomic.Int64 // notifications received and not yet handled or merged
+	initialsLeft atomic.Int64 // of those, the Adds with IsInInitialList
+}
+
+func newListener[T metav1.Object](cfg *config, name string, h Handler[T], opts ListenerOptions) *Listener[T] {
+	l := &Listener[T]{
+		cfg:        cfg,
+		name:       name,
+		handler:    h,
+		maxPending: max(opts.MaxPending, 0),
+		addCh:      make(chan Notification[T]),
+		nextCh:     make(chan Notification[T]),
+		done:       make(chan struct{}),
+	}
+	switch {
+	case opts.ResyncPeriod <= 0:
+	case opts.ResyncPeriod < MinimumResyncPeriod:
+		l.resyncPeriod = MinimumResyncPeriod
+	default:
+		l.resyncPeriod = opts.ResyncPeriod
+	}
+	l.early = newBacklog[T](l.maxPending)
+	return l
+}
+
+// Add hands n to this listener only. The informer uses it to replay its cache
+// to a handler added late. Like Distribute, it does not wait for the
+// handler. It does nothing once the listener is stopped, and drops n if its
+// Kind is not Add, Update or Delete.
+func (l *Listener[T]) Add(n Notification[T]) {
+	if n.Kind < Add || n.Kind > Delete {
+		return
+	}
+	// Count n before anyone can see it, so HasSynced has no window in which
+	// an initial notification is neither counted nor handled.
+	l.pending.Add(1)
+	if n.initial() {
+		l.initialsLeft.Add(1)
+	}
+	if runState(l.state.Load()) != running {
+		l.mu.Lock()
+		switch runState(l.state.Load()) {
+		case idle:
+			if l.early.push(n) {
+				l.pending.Add(-1)
+			}
+			l.mu.Unlock()
+			return
+		case stopped:
+			l.mu.Unlock()
+			l.forget(n)
+			return
+		}
+		l.mu.Unlock()
+	}
+	select {
+	case l.addCh <- n:
+	case <-l.done:
+		l.forget(n)
+	}
+}
+
+// uncount takes back the counting of a notification that was not taken in.
+func (l *Listener[T]) forget(n Notification[T]) {
+	l.pending.Add(-1)
+	if n.initial() {
+		l.initialsLeft.Add(-1)
+	}
+}
+
+// HasSynced reports whether the upstream has synced (see
+// WithUpstreamSynced) and every Add with IsInInitialList that this listener
+// received has been handled: its handler call returned or panicked. A
+// listener stopped before handling its initial notifications never reports
+// synced.
+func (l *Listener[T]) HasSynced() bool {
+	// Upstream first: once it is synced, every initial notification has
+	// been counted, so the count read next is final.
+	return l.cfg.synced() && l.initialsLeft.Load() == 0
+}
+
+// Pending returns how many notifications the listener has received and not
+// yet finished handling, the one in the handler included, not counting those
+// merged into others (see MaxPending). It is a snapshot that may be stale by
+// the time it returns. A stopped listener has nothing pending.
+func (l *Listener[T]) Pending() int {
+	if runState(l.state.Load()) == stopped {
+		return 0
+	}
+	return int(max(l.pending.Load(), 0))
+}
+
+// start starts the listener's goroutines, counting them in wg too. It does
+// nothing unless the listener is idle.
+func (l *Listener[T]) start(wg *sync.WaitGroup) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if runState(l.state.Load()) != idle {
+		return
+	}
+	l.state.Store(uint32(running))
+	b := l.early
+	l.early = nil
+	wg.Add(2)
+	l.wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer l.wg.Done()
+		l.pop(b)
+	}()
+	go func() {
+		defer wg.Done()
+		defer l.wg.Done()
+		l.run()
+	}()
+	l.cfg.log().Debug("processor: listener started", "listener", l.name)
+}
+
+// stop tells the listener's goroutines to exit; it does not wait for them.
+func (l *Listener[T]) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if runState(l.state.Load()) == stopped {
+		return
+	}
+	l.state.Store(uint32(stopped))
+	l.early = nil
+	close(l.done)
+	l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
+}
+
+// pop moves notifications from addCh into the backlog b and from b to
+// nextCh, until the listener stops. It always stands ready to receive; the
+// send case is switched off, by a nil channel, while b is empty.
+func (l *Listener[T]) pop(b *backlog[T]) {
+	defer close(l.nextCh)
+	for {
+		var next chan<- Notification[T] // nil: nothing to send
+		var n Notification[T]
+		if b.len() > 0 {
+			next, n = l.nextCh, b.peek()
+		}
+		select {
+		case next <- n:
+			b.pop()
+		case in := <-l.addCh:
+			if b.push(in) {
+				l.pending.Add(-1)
+			}
+		case <-l.done:
+			return
+		}
+	}
+}
+
+// run calls the handler for each notification pop hands over, until pop
+// closes nextCh. Once the listener is stopped, what is left is dropped.
+func (l *Listener[T]) run() {
+	for n := range l.nextCh {
+		select {
+		case <-l.done:
+		default:
+			l.handle(n)
+		}
+	}
+}
+
+// handle calls the handler for n, recovering and reporting a panic.
+func (l *Listener[T]) handle(n Notification[T]) {
+	defer func() {
+		r := recover()
+		l.forget(n) // handled, even if it panicked
+		if r != nil {
+			l.cfg.reportPanic(&HandlerPanicError{
+				Listener: l.name,
+				Kind:     n.Kind,
+				Key:      n.Key,
+				Value:    r,
+				Stack:    debug.Stack(),
+			})
+		}
+	}()
+	switch n.Kind {
+	case Add:
+		l.handler.OnAdd(n.New, n.IsInInitialList)
+	case Update:
+		l.handler.OnUpdate(n.Old, n.New)
+	case Delete:
+		l.handler.OnDelete(n.Old, n.FinalStateUnknown)
+	}
+}

@@ -1,0 +1,61 @@
+package processor
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// Option configures a Processor; pass options to New.
+type Option func(*config)
+
+// config is what the options set. Its zero value is the default: panics are
+// logged to a discarding logger and the upstream counts as synced.
+type config struct {
+	errorHandler   func(error)
+	logger         *slog.Logger
+	upstreamSynced func() bool
+}
+
+// WithErrorHandler sets the function told about handler panics, each as a
+// *HandlerPanicError. It is called on the panicking listener's goroutine, so
+// that listener waits for it; it must not panic. Without it (or with nil),
+// panics are logged at level Error through the logger of WithLogger.
+func WithErrorHandler(f func(error)) Option {
+	return func(c *config) { c.errorHandler = f }
+}
+
+// WithLogger sets the logger. A nil logger, the default, discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithUpstreamSynced sets the function that says whether the source of the
+// notifications (the informer) has delivered its initial list; see
+// Listener.HasSynced. It must be safe for concurrent use. Nil, the default,
+// means always synced.
+func WithUpstreamSynced(f func() bool) Option {
+	return func(c *config) { c.upstreamSynced = f }
+}
+
+func (c *config) log() *slog.Logger {
+	if c.logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.logger
+}
+
+func (c *config) synced() bool {
+	return c.upstreamSynced == nil || c.upstreamSynced()
+}
+
+// reportPanic hands a recovered handler panic to the error handler, or logs
+// it.
+func (c *config) reportPanic(e *HandlerPanicError) {
+	if c.errorHandler != nil {
+		c.errorHandler(e)
+		return
+	}
+	c.log().Error("processor: handler panicked",
+		"listener", e.Listener, "kind", e.Kind.String(), "key", e.Key,
+		"panic", fmt.Sprint(e.Value), "stack", string(e.Stack))
+}

@@ -1,0 +1,192 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Processor fans notifications out to a set of Listeners, one per Handler.
+// The informer calls Distribute for every change it applies to its cache and
+// ShouldResync on every resync tick; Run keeps the listeners' goroutines
+// going until its context ends.
+//
+// The zero value is a Processor with default options, ready to use. All
+// methods are safe for concurrent use.
+type Processor[T metav1.Object] struct {
+	cfg config
+
+	mu    sync.RWMutex
+	state runState
+	// listeners and syncing are copied on write, never changed in place, so
+	// Distribute can range over them after releasing mu.
+	listeners []*Listener[T]
+	syncing   []*Listener[T] // the listeners picked by the last ShouldResync
+	added     int            // listeners added so far, to number them
+
+	wg sync.WaitGroup // every goroutine of every started listener
+}
+
+// runState is the life of a Processor, and of a Listener: idle until Run,
+// running until its context ends (or the listener is removed), then stopped
+// for good.
+type runState uint32
+
+const (
+	idle runState = iota
+	running
+	stopped
+)
+
+// New returns a Processor with no listeners.
+func New[T metav1.Object](opts ...Option) *Processor[T] {
+	p := &Processor[T]{}
+	for _, o := range opts {
+		if o != nil {
+			o(&p.cfg)
+		}
+	}
+	return p
+}
+
+// AddListener adds a Listener that calls h. If Run is going, the listener
+// starts at once; before Run, it buffers what it is given and starts with
+// Run; after Run has returned, it never starts and drops everything. A nil h
+// ignores every notification.
+//
+// The new listener receives only notifications distributed after
+// AddListener returns. To bring a late handler up to date, hand it the
+// current state with Listener.Add (Adds with IsInInitialList set) before
+// distributing anything newer to it.
+func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions) *Listener[T] {
+	if h == nil {
+		h = HandlerFuncs[T]{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.added++
+	l := newListener(&p.cfg, fmt.Sprintf("listener %d (%T)", p.added, h), h, opts)
+	l.owner = p
+	if l.resyncPeriod > 0 {
+		l.nextResync = time.Now().Add(l.resyncPeriod)
+	}
+	p.listeners = append(slices.Clip(p.listeners), l)
+	switch p.state {
+	case running:
+		l.start(&p.wg)
+	case stopped:
+		l.stop()
+	}
+	return l
+}
+
+// Run starts the goroutines of every listener and keeps starting those added
+// later, until ctx ends. Then it stops every listener, dropping the
+// notifications they have not handled, and returns once all the goroutines it
+// started have exited, which includes waiting for handler calls in progress
+// to return.
+//
+// Run is meant to be called once; a call while Run is going or after it has
+// returned returns at once. After Run has returned, Distribute and
+// Listener.Add do nothing.
+func (p *Processor[T]) Run(ctx context.Context) {
+	p.mu.Lock()
+	if p.state != idle {
+		p.mu.Unlock()
+		return
+	}
+	p.state = running
+	for _, l := range p.listeners {
+		l.start(&p.wg)
+	}
+	p.mu.Unlock()
+	p.cfg.log().Debug("processor: running")
+
+	<-ctx.Done()
+
+	p.mu.Lock()
+	p.state = stopped
+	ls := p.listeners
+	p.mu.Unlock()
+	for _, l := range ls {
+		l.stop()
+	}
+	// Listeners removed meanwhile are counted in wg too: none escapes.
+	p.wg.Wait()
+	p.cfg.log().Debug("processor: stopped")
+}
+
+// Distribute hands n to every listener, or, if isSync, only to the listeners
+// picked by the last call to ShouldResync. It does not wait for any handler:
+// each listener takes n into its own buffer. Listeners added or removed while
+// Distribute runs may or may not get n.
+func (p *Processor[T]) Distribute(n Notification[T], isSync bool) {
+	p.mu.RLock()
+	ls := p.listeners
+	if isSync {
+		ls = p.syncing
+	}
+	over := p.state == stopped
+	p.mu.RUnlock()
+	if over {
+		return
+	}
+	for _, l := range ls {
+		l.Add(n)
+	}
+}
+
+// ShouldResync picks the listeners whose resync is due at now, schedules
+// their next resync at now plus their period, and reports whether it picked
+// any. The following calls to Distribute with isSync set reach only the
+// picked listeners. A listener's first resync is due one period after
+// AddListener (by time.Now).
+func (p *Processor[T]) ShouldResync(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var due []*Listener[T]
+	for _, l := range p.listeners {
+		if l.resyncPeriod > 0 && !now.Before(l.nextResync) {
+			due = append(due, l)
+			l.nextResync = now.Add(l.resyncPeriod)
+		}
+	}
+	p.syncing = due
+	return len(due) > 0
+}
+
+// MinResyncPeriod returns the smallest resync period among the listeners, 0
+// if none resyncs. The informer calls ShouldResync at that rate.
+func (p *Processor[T]) MinResyncPeriod() time.Duration {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var least time.Duration
+	for _, l := range p.listeners {
+		if l.resyncPeriod > 0 && (least == 0 || l.resyncPeriod < least) {
+			least = l.resyncPeriod
+		}
+	}
+	return least
+}
+
+// RemoveListener stops l, dropping the notifications it has not handled,
+// and returns once its goroutines have exited (after the handler call in
+// progress, if any, returns). Removing a listener twice, or one that belongs
+// to another Processor, does nothing. It must not be called from l's own
+// handler, which would wait for itself.
+func (p *Processor[T]) RemoveListener(l *Listener[T]) {
+	if l == nil || l.owner != p {
+		return
+	}
+	p.mu.Lock()
+	isL := func(x *Listener[T]) bool { return x == l }
+	p.listeners = slices.DeleteFunc(slices.Clone(p.listeners), isL)
+	p.syncing = slices.DeleteFunc(slices.Clone(p.syncing), isL)
+	p.mu.Unlock()
+	l.stop()
+	l.wg.Wait()
+}

@@ -1,0 +1,393 @@
+package processor_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listwatch/listwatch/processor"
+)
+
+// Every test that runs goroutines runs in a synctest bubble: synctest.Wait
+// lets the listeners settle without sleeping, a deadlock (a Distribute that
+// waits for a handler, say) fails the test instead of hanging it, and the
+// bubble fails if any goroutine is left over at the end.
+
+func TestDeliveryInOrderToEveryListener(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		a, b := &recorder{}, &recorder{}
+		p.AddListener(a, processor.ListenerOptions{})
+		p.AddListener(b, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+
+		var want []string
+		for i := range 100 {
+			name := fmt.Sprint("p", i%7)
+			switch i % 3 {
+			case 0:
+				p.Distribute(addOf(name, fmt.Sprint(i), i < 10), false)
+				want = append(want, fmt.Sprintf("Add ns/%s %d", name, i)+map[bool]string{true: " initial"}[i < 10])
+			case 1:
+				p.Distribute(updateOf(name, fmt.Sprint(i-1), fmt.Sprint(i)), false)
+				want = append(want, fmt.Sprintf("Update ns/%s %d->%d", name, i-1, i))
+			case 2:
+				p.Distribute(deleteOf(name, fmt.Sprint(i), i%2 == 0), false)
+				want = append(want, fmt.Sprintf("Delete ns/%s %d", name, i)+map[bool]string{true: " unknown"}[i%2 == 0])
+			}
+		}
+		synctest.Wait()
+		checkLines(t, "listener a", a, want)
+		checkLines(t, "listener b", b, want)
+	})
+}
+
+func TestBlockedHandlerDelaysNoOtherListener(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		release := make(gate)
+		blocked := &recorder{before: func(string) { release.wait() }}
+		lb := p.AddListener(blocked, processor.ListenerOptions{})
+		const n = 1000
+		allSeen := make(chan struct{})
+		var seen atomic.Int64
+		p.AddListener(processor.HandlerFuncs[*corev1.Pod]{
+			UpdateFunc: func(_, _ *corev1.Pod) {
+				if seen.Add(1) == n {
+					close(allSeen)
+				}
+			},
+		}, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+
+		var want []string
+		for i := range n {
+			p.Distribute(updateOf("a", fmt.Sprint(i), fmt.Sprint(i+1)), false)
+			want = append(want, fmt.Sprintf("Update ns/a %d->%d", i, i+1))
+		}
+		<-allSeen // the other listener got everything while the first one is stuck
+		synctest.Wait()
+		if got := len(blocked.lines()); got != 0 {
+			t.Fatalf("blocked handler finished %d calls, want 0", got)
+		}
+		if got := lb.Pending(); got != n {
+			t.Errorf("blocked listener has %d pending, want %d", got, n)
+		}
+
+		release.open()
+		synctest.Wait()
+		checkLines(t, "the formerly blocked listener", blocked, want)
+		if got := lb.Pending(); got != 0 {
+			t.Errorf("%d pending after catching up, want 0", got)
+		}
+	})
+}
+
+func TestPanickingHandlerIsReportedAndGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var errs errorLog
+		p := processor.New[*corev1.Pod](processor.WithErrorHandler(errs.report))
+		boom := errors.New("boom")
+		panicky := &recorder{before: func(line string) {
+			if strings.Contains(line, "ns/bad") {
+				panic(boom)
+			}
+		}}
+		calm := &recorder{}
+		p.AddListener(panicky, processor.ListenerOptions{})
+		p.AddListener(calm, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+
+		p.Distribute(addOf("good", "1", false), false)
+		p.Distribute(updateOf("bad", "1", "2"), false)
+		p.Distribute(updateOf("good", "1", "2"), false)
+		synctest.Wait()
+
+		checkLines(t, "panicking listener", panicky, []string{"Add ns/good 1", "Update ns/good 1->2"})
+		checkLines(t, "other listener", calm, []string{"Add ns/good 1", "Update ns/bad 1->2", "Update ns/good 1->2"})
+
+		reported := errs.all()
+		if len(reported) != 1 {
+			t.Fatalf("reported %v, want one error", reported)
+		}
+		var pe *processor.HandlerPanicError
+		if !errors.As(reported[0], &pe) {
+			t.Fatalf("reported %T, want *processor.HandlerPanicError", reported[0])
+		}
+		if pe.Kind != processor.Update || pe.Key != "ns/bad" || pe.Value != boom {
+			t.Errorf("got Kind=%v Key=%q Value=%v, want Update, ns/bad, boom", pe.Kind, pe.Key, pe.Value)
+		}
+		if !errors.Is(pe, boom) {
+			t.Errorf("errors.Is(%v, boom) = false, want true", pe)
+		}
+		if !strings.Contains(string(pe.Stack), "processor_test.TestPanickingHandlerIsReportedAndGoesOn") {
+			t.Errorf("stack does not show where the panic was:\n%s", pe.Stack)
+		}
+		msg := pe.Error()
+		for _, want := range []string{"listener 1", "*processor_test.recorder", "Update", `"ns/bad"`, "boom"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q does not contain %q", msg, want)
+			}
+		}
+	})
+}
+
+func TestPanicIsLoggedWithoutErrorHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&buf, nil))
+		p := processor.New[*corev1.Pod](processor.WithLogger(logger))
+		p.AddListener(processor.HandlerFuncs[*corev1.Pod]{
+			AddFunc: func(*corev1.Pod, bool) { panic("oops") },
+		}, processor.ListenerOptions{})
+		stop := run(p)
+		p.Distribute(addOf("a", "1", false), false)
+		synctest.Wait()
+		stop()
+		out := buf.String()
+		for _, want := range []string{"level=ERROR", "handler panicked", "key=ns/a", "panic=oops", "kind=Add"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("log %q does not contain %q", out, want)
+			}
+		}
+	})
+}
+
+func TestHasSynced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var upstream atomic.Bool
+		var errs errorLog
+		p := processor.New[*corev1.Pod](processor.WithUpstreamSynced(upstream.Load), processor.WithErrorHandler(errs.report))
+		release := make(gate)
+		slow := p.AddListener(&recorder{before: func(line string) {
+			if line == "Add ns/b 1 initial" {
+				release.wait()
+			}
+		}}, processor.ListenerOptions{})
+		// A panic counts as handled.
+		panicky := p.AddListener(&recorder{before: func(string) { panic("no") }}, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+
+		p.Distribute(addOf("a", "1", true), false)
+		p.Distribute(addOf("b", "1", true), false)
+		// Counted on receipt: no window right after Distribute returns.
+		if slow.HasSynced() {
+			t.Fatal("slow listener synced before handling its initial list")
+		}
+		synctest.Wait()
+		if slow.HasSynced() || panicky.HasSynced() {
+			t.Fatal("listeners synced before the upstream")
+		}
+		upstream.Store(true)
+		if !panicky.HasSynced() {
+			t.Error("listener that handled (by panicking) its initial list and whose upstream synced is not synced")
+		}
+		if slow.HasSynced() {
+			t.Error("listener still handling its initial list is synced")
+		}
+		p.Distribute(addOf("c", "1", false), false) // live events do not count
+		release.open()
+		synctest.Wait()
+		if !slow.HasSynced() {
+			t.Error("slow listener not synced after handling its initial list")
+		}
+		if got := len(errs.all()); got != 3 {
+			t.Errorf("%d panics reported, want 3", got)
+		}
+
+		// A late handler gets the cache replayed with Listener.Add.
+		lateRelease := make(gate)
+		late := p.AddListener(&recorder{before: func(string) { lateRelease.wait() }}, processor.ListenerOptions{})
+		if !late.HasSynced() {
+			t.Error("a new listener with nothing to handle is not synced")
+		}
+		late.Add(addOf("a", "1", true))
+		if late.HasSynced() {
+			t.Error("late listener synced before handling its replay")
+		}
+		lateRelease.open()
+		synctest.Wait()
+		if !late.HasSynced() {
+			t.Error("late listener not synced after handling its replay")
+		}
+	})
+}
+
+// TestHasSyncedHasNoWindow checks that an initial notification counts as
+// soon as Distribute returns, before the listener's goroutines have even
+// looked at it. A listener that counted it later would be caught out now and
+// then; a hundred rounds make that near certain.
+func TestHasSyncedHasNoWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		proceed := make(chan struct{})
+		l := p.AddListener(processor.HandlerFuncs[*corev1.Pod]{
+			AddFunc: func(*corev1.Pod, bool) { <-proceed },
+		}, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+		for i := range 100 {
+			p.Distribute(addOf("a", fmt.Sprint(i), true), false)
+			if l.HasSynced() {
+				t.Fatalf("round %d: synced before the handler returned", i)
+			}
+			proceed <- struct{}{}
+			synctest.Wait()
+			if !l.HasSynced() {
+				t.Fatalf("round %d: not synced after the handler returned", i)
+			}
+		}
+	})
+}
+
+func TestHasSyncedWithoutUpstream(t *testing.T) {
+	p := processor.New[*corev1.Pod]()
+	l := p.AddListener(&recorder{}, processor.ListenerOptions{})
+	if !l.HasSynced() {
+		t.Error("no upstream and nothing received: not synced")
+	}
+	l.Add(addOf("a", "1", true)) // idle: buffered until Run
+	if l.HasSynced() {
+		t.Error("synced with an initial notification unhandled")
+	}
+}
+
+func TestResyncPicksListenersThatAreDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now() // the bubble's clock stands still: nothing here sleeps
+		p := processor.New[*corev1.Pod]()
+		every10, every25, never := &recorder{}, &recorder{}, &recorder{}
+		p.AddListener(every10, processor.ListenerOptions{ResyncPeriod: 10 * time.Second})
+		p.AddListener(every25, processor.ListenerOptions{ResyncPeriod: 25 * time.Second})
+		p.AddListener(never, processor.ListenerOptions{})
+		if got := p.MinResyncPeriod(); got != 10*time.Second {
+			t.Errorf("MinResyncPeriod = %v, want 10s", got)
+		}
+		stop := run(p)
+		defer stop()
+
+		steps := []struct {
+			at   time.Duration
+			want bool
+		}{
+			{5 * time.Second, false},
+			{10 * time.Second, true},  // every10
+			{15 * time.Second, false}, // every10 next at 20s
+			{20 * time.Second, true},  // every10
+			{25 * time.Second, true},  // every25
+			{31 * time.Second, true},  // every10 (due at 30s)
+			{50 * time.Second, true},  // both: every10 was due at 41s, every25 at 50s
+		}
+		for i, s := range steps {
+			if got := p.ShouldResync(t0.Add(s.at)); got != s.want {
+				t.Errorf("ShouldResync(t0+%v) = %v, want %v", s.at, got, s.want)
+			}
+			p.Distribute(updateOf("a", fmt.Sprint(i), fmt.Sprint(i)), true)
+		}
+		p.Distribute(updateOf("a", "live", "live"), false) // not a resync: to all
+		synctest.Wait()
+		checkLines(t, "every 10s", every10, []string{"Update ns/a 1->1", "Update ns/a 3->3", "Update ns/a 5->5", "Update ns/a 6->6", "Update ns/a live->live"})
+		checkLines(t, "every 25s", every25, []string{"Update ns/a 4->4", "Update ns/a 6->6", "Update ns/a live->live"})
+		checkLines(t, "never", never, []string{"Update ns/a live->live"})
+	})
+}
+
+func TestResyncPeriodBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		p := processor.New[*corev1.Pod]()
+		p.AddListener(&recorder{}, processor.ListenerOptions{ResyncPeriod: -time.Second})
+		if got := p.MinResyncPeriod(); got != 0 {
+			t.Errorf("MinResyncPeriod with a negative period = %v, want 0", got)
+		}
+		if p.ShouldResync(t0.Add(time.Hour)) {
+			t.Error("a negative period resyncs")
+		}
+		l := p.AddListener(&recorder{}, processor.ListenerOptions{ResyncPeriod: time.Millisecond})
+		if got := p.MinResyncPeriod(); got != processor.MinimumResyncPeriod {
+			t.Errorf("MinResyncPeriod with a 1ms period = %v, want %v", got, processor.MinimumResyncPeriod)
+		}
+		if p.ShouldResync(t0.Add(999 * time.Millisecond)) {
+			t.Error("resync due before MinimumResyncPeriod")
+		}
+		if !p.ShouldResync(t0.Add(time.Second)) {
+			t.Error("resync not due after MinimumResyncPeriod")
+		}
+		p.RemoveListener(l)
+		if got := p.MinResyncPeriod(); got != 0 {
+			t.Errorf("MinResyncPeriod after removing the listener = %v, want 0", got)
+		}
+	})
+}
+
+func TestMaxPendingCoalescesUpdates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		release := make(gate)
+		r := &recorder{before: func(line string) {
+			if line == "Add ns/first 1" {
+				release.wait()
+			}
+		}}
+		const maxPending = 4
+		l := p.AddListener(r, processor.ListenerOptions{MaxPending: maxPending})
+		stop := run(p)
+		defer stop()
+
+		p.Distribute(addOf("first", "1", false), false)
+		synctest.Wait() // the handler is now stuck on it; the buffer is empty
+
+		// Two keys updated in turn, 1000 times each; then x deleted,
+		// recreated, updated 100 times and deleted again.
+		for i := 1; i <= 1000; i++ {
+			p.Distribute(updateOf("x", fmt.Sprint(i), fmt.Sprint(i+1)), false)
+			p.Distribute(updateOf("y", fmt.Sprint(i), fmt.Sprint(i+1)), false)
+		}
+		p.Distribute(deleteOf("x", "1001", false), false)
+		p.Distribute(addOf("x", "2000", false), false)
+		for i := 2000; i < 2100; i++ {
+			p.Distribute(updateOf("x", fmt.Sprint(i), fmt.Sprint(i+1)), false)
+		}
+		p.Distribute(deleteOf("x", "2100", true), false)
+		synctest.Wait()
+		want := []string{
+			"Add ns/first 1",
+			// The first maxPending go in as they are; later updates merge
+			// into the latest pending one of their key.
+			"Update ns/x 1->2", "Update ns/y 1->2", "Update ns/x 2->1001", "Update ns/y 2->1001",
+			"Delete ns/x 1001", // never dropped
+			"Add ns/x 2100",    // the recreate, with the updates that followed merged in
+			"Delete ns/x 2100 unknown",
+		}
+		if got := l.Pending(); got != len(want) {
+			t.Errorf("%d pending, want %d", got, len(want))
+		}
+		release.open()
+		synctest.Wait()
+		checkLines(t, "listener with MaxPending", r, want)
+	})
+}
+
+func TestKindString(t *testing.T) {
+	for k, want := range map[processor.Kind]string{processor.Add: "Add", processor.Update: "Update", processor.Delete: "Delete", 0: "Kind(0)", 9: "Kind(9)"} {
+		if got := k.String(); got != want {
+			t.Errorf("Kind(%d).String() = %q, want %q", k, got, want)
+		}
+	}
+}
+
+// TestConcurrentUse distributes from several goroutines while listeners
+// come and go. It checks, with -race, that nothing races or deadlocks, and
+// that each listener sees each distributor's notifications in order.
