@@ -1,0 +1,270 @@
+package wire
+
+import (
+	"fmt"
+	"reflect"
+
+	jsoniter "github.com/json-iterator/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Codec knows how to turn the server's bytes for one object type into a T:
+// how to make a new T, how to decode JSON and (for built-in types) protobuf
+// into it, and which kind the server must say the object is.
+//
+// Build one with TypedCodec, UnstructuredCodec or MetadataCodec; the zero
+// Codec is not usable. A Codec is immutable and safe for concurrent use by
+// any number of decoders.
+//
+// Every object a Codec decodes carries the codec's apiVersion and kind in
+// its TypeMeta (filled in when the server left them out, as it does for
+// list items and protobuf objects), so JSON and protobuf give equal objects.
+type Codec[T any] struct {
+	gvk schema.GroupVersionKind // what the caller asked for
+
+	// objAPIVersion and objKind stamp decoded objects; the strings are
+	// shared by every object instead of being copied from the wire.
+	objAPIVersion, objKind string
+	// listKind is the kind a list body must have ("" accepts any: custom
+	// resources choose their own list kind).
+	listKind string
+	// alsoAccept is a second kind an object may have (a metadata codec
+	// accepts both PartialObjectMetadata and the full resource's kind).
+	alsoAPIVersion, alsoKind string
+
+	json              jsoniter.API
+	dropManagedFields bool
+
+	// readJSON decodes the iterator's next JSON value into a new T and
+	// reports problems through it.Error.
+	readJSON func(it *jsoniter.Iterator) T
+	// kindOf reports what a JSON-decoded object says it is.
+	kindOf func(obj T) (apiVersion, kind string)
+	// stamp fills in the canonical apiVersion and kind.
+	stamp func(obj T)
+	// unmarshalProto decodes an object's protobuf bytes (without the
+	// k8s\x00 envelope) into a new T; nil when T has no protobuf form.
+	unmarshalProto func(data []byte) (T, error)
+}
+
+// CodecOption changes how a Codec decodes.
+type CodecOption func(*codecOptions)
+
+type codecOptions struct {
+	dropManagedFields bool
+}
+
+// WithoutManagedFields makes the codec skip metadata.managedFields while
+// decoding, so that the entries (often the largest part of an object) are
+// never allocated. A transform that clears them after decoding saves the
+// memory held but not the work or the garbage.
+//
+// For JSON the field is skipped by the decoder. For protobuf the
+// managedFields entries of the object's metadata (field 1, ObjectMeta
+// field 17, true of every k8s.io/api type) are relabelled in the read
+// buffer as a field number ObjectMeta does not know, which the generated
+// Unmarshal skips without allocating.
+func WithoutManagedFields() CodecOption {
+	return func(o *codecOptions) { o.dropManagedFields = true }
+}
+
+// GroupVersionKind returns the kind the codec was built for.
+func (c *Codec[T]) GroupVersionKind() schema.GroupVersionKind { return c.gvk }
+
+// SupportsProtobuf reports whether the codec can decode protobuf
+// (application/vnd.kubernetes.protobuf). Ask the server for JSON otherwise.
+func (c *Codec[T]) SupportsProtobuf() bool { return c.unmarshalProto != nil }
+
+// DropsManagedFields reports whether the codec was built with
+// WithoutManagedFields.
+func (c *Codec[T]) DropsManagedFields() bool { return c.dropManagedFields }
+
+// TypedCodec returns a codec for a Go type generated from the Kubernetes API
+// such as *corev1.Pod (T must be a pointer to a struct). gvk is the kind the
+// server sends for it (for example corev1.SchemeGroupVersion.WithKind("Pod")).
+// Protobuf is supported when *T's struct has the generated
+// Unmarshal([]byte) error method, as every k8s.io/api type does.
+func TypedCodec[T runtime.Object](gvk schema.GroupVersionKind, opts ...CodecOption) (*Codec[T], error) {
+	typ := reflect.TypeFor[T]()
+	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("wire.TypedCodec: %v is not a pointer to a struct", typ)
+	}
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, fmt.Errorf("wire.TypedCodec[%v]: the GroupVersionKind %q needs a version and a kind", typ, gvk.String())
+	}
+	elem := typ.Elem()
+	newObject := func() T { return reflect.New(elem).Interface().(T) }
+
+	c := newCodec[T](gvk, opts)
+	c.listKind = gvk.Kind + "List"
+	c.readJSON = func(it *jsoniter.Iterator) T {
+		obj := newObject()
+		it.ReadVal(obj)
+		return obj
+	}
+	c.kindOf = func(obj T) (string, string) { return typeMetaOf(obj) }
+	c.stamp = func(obj T) { stampTypeMeta(obj, c.objAPIVersion, c.objKind, c.gvk) }
+	if _, ok := any(newObject()).(protoUnmarshaler); ok {
+		c.unmarshalProto = func(data []byte) (T, error) {
+			obj := newObject()
+			return obj, any(obj).(protoUnmarshaler).Unmarshal(data)
+		}
+	}
+	return c, nil
+}
+
+// UnstructuredCodec returns a codec for *unstructured.Unstructured objects
+// of the given kind, for custom resources and any type without Go structs.
+// It decodes JSON only; numbers become int64 when they are integers and
+// float64 otherwise, as in k8s.io/apimachinery.
+func UnstructuredCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[*unstructured.Unstructured] {
+	c := newCodec[*unstructured.Unstructured](gvk, opts)
+	c.readJSON = func(it *jsoniter.Iterator) *unstructured.Unstructured {
+		return readUnstructured(it, c.dropManagedFields)
+	}
+	c.kindOf = func(u *unstructured.Unstructured) (string, string) {
+		apiVersion, _ := u.Object["apiVersion"].(string)
+		kind, _ := u.Object["kind"].(string)
+		return apiVersion, kind
+	}
+	c.stamp = func(u *unstructured.Unstructured) {
+		u.Object["apiVersion"] = c.objAPIVersion
+		u.Object["kind"] = c.objKind
+	}
+	return c
+}
+
+// MetadataCodec returns a codec for *metav1.PartialObjectMetadata, the form
+// the server sends when asked for metadata only (Accept:
+// application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1). gvk is the
+// full resource's kind; objects of that kind are accepted too, and only
+// their metadata is kept. Decoded objects are stamped as
+// PartialObjectMetadata meta.k8s.io/v1. It decodes JSON and protobuf.
+func MetadataCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[*metav1.PartialObjectMetadata] {
+	c := newCodec[*metav1.PartialObjectMetadata](gvk, opts)
+	c.objAPIVersion, c.objKind = "meta.k8s.io/v1", "PartialObjectMetadata"
+	c.alsoAPIVersion, c.alsoKind = gvk.GroupVersion().String(), gvk.Kind
+	c.listKind = "PartialObjectMetadataList"
+	c.readJSON = func(it *jsoniter.Iterator) *metav1.PartialObjectMetadata {
+		obj := new(metav1.PartialObjectMetadata)
+		it.ReadVal(obj)
+		return obj
+	}
+	c.kindOf = func(obj *metav1.PartialObjectMetadata) (string, string) { return obj.APIVersion, obj.Kind }
+	c.stamp = func(obj *metav1.PartialObjectMetadata) { obj.APIVersion, obj.Kind = c.objAPIVersion, c.objKind }
+	c.unmarshalProto = func(data []byte) (*metav1.PartialObjectMetadata, error) {
+		obj := new(metav1.PartialObjectMetadata)
+		return obj, obj.Unmarshal(data)
+	}
+	return c
+}
+
+func newCodec[T any](gvk schema.GroupVersionKind, opts []CodecOption) *Codec[T] {
+	var o codecOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Codec[T]{
+		gvk:               gvk,
+		objAPIVersion:     gvk.GroupVersion().String(),
+		objKind:           gvk.Kind,
+		json:              newJSONAPI(o.dropManagedFields),
+		dropManagedFields: o.dropManagedFields,
+	}
+}
+
+// protoUnmarshaler is the method gogo-protobuf generated for every
+// k8s.io/api type. The generated code copies every string and []byte it
+// keeps, so the input buffer may be reused afterwards.
+type protoUnmarshaler interface {
+	Unmarshal(data []byte) error
+}
+
+// accepts reports whether an object that says it is (apiVersion, kind) is
+// one this codec decodes. Empty fields are accepted: list items and
+// protobuf bodies often omit them.
+func (c *Codec[T]) accepts(apiVersion, kind string) bool {
+	matches := func(wantAPIVersion, wantKind string) bool {
+		return (kind == "" || kind == wantKind) && (apiVersion == "" || apiVersion == wantAPIVersion)
+	}
+	switch {
+	case matches(c.objAPIVersion, c.objKind):
+		return true
+	case c.alsoKind != "" && matches(c.alsoAPIVersion, c.alsoKind):
+		return true
+	}
+	// meta.k8s.io/v1beta1 PartialObjectMetadata is the same type as v1.
+	return c.objKind == "PartialObjectMetadata" && kind == c.objKind && apiVersion == "meta.k8s.io/v1beta1"
+}
+
+// acceptsList reports whether a list body of this kind holds our objects.
+func (c *Codec[T]) acceptsList(kind string) bool {
+	if kind == "" || c.listKind == "" || kind == c.listKind {
+		return true
+	}
+	return c.alsoKind != "" && kind == c.alsoKind+"List"
+}
+
+// wrongKind builds the error for an object that is not ours.
+func (c *Codec[T]) wrongKind(apiVersion, kind string) error {
+	return &WrongKindError{
+		Got:  schema.FromAPIVersionAndKind(apiVersion, kind),
+		Want: schema.FromAPIVersionAndKind(c.objAPIVersion, c.objKind),
+	}
+}
+
+// finishJSON checks the kind of a JSON-decoded object and stamps it.
+func (c *Codec[T]) finishJSON(obj T) error {
+	apiVersion, kind := c.kindOf(obj)
+	if !c.accepts(apiVersion, kind) {
+		return c.wrongKind(apiVersion, kind)
+	}
+	c.stamp(obj)
+	return nil
+}
+
+// decodeProto unmarshals one object's protobuf bytes into a new T. data is
+// owned by the caller's read buffer and may be modified (managedFields are
+// relabelled in place when the codec drops them). A panic in generated
+// code becomes an error.
+func (c *Codec[T]) decodeProto(data []byte) (obj T, err error) {
+	if c.dropManagedFields {
+		hideManagedFields(data)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			obj, err = zero, fmt.Errorf("%w: protobuf %s: decoder panicked: %v", ErrMalformed, c.objKind, r)
+		}
+	}()
+	obj, err = c.unmarshalProto(data)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%w: protobuf %s: %v", ErrMalformed, c.objKind, err)
+	}
+	c.stamp(obj)
+	return obj, nil
+}
+
+// typeMetaOf reads apiVersion and kind without allocating when the object
+// keeps them in a metav1.TypeMeta, as every generated type does.
+func typeMetaOf(obj runtime.Object) (apiVersion, kind string) {
+	switch tm := obj.GetObjectKind().(type) {
+	case *metav1.TypeMeta:
+		return tm.APIVersion, tm.Kind
+	default:
+		return tm.GroupVersionKind().ToAPIVersionAndKind()
+	}
+}
+
+func stampTypeMeta(obj runtime.Object, apiVersion, kind string, gvk schema.GroupVersionKind) {
+	switch tm := obj.GetObjectKind().(type) {
+	case *metav1.TypeMeta:
+		tm.APIVersion, tm.Kind = apiVersion, kind
+	default:
+		tm.SetGroupVersionKind(gvk)
+	}
+}

@@ -1,0 +1,39 @@
+// Package wire decodes what kube-apiserver sends for LIST and WATCH into
+// typed objects: it is the bottom of the flow, between the HTTP response
+// body and the reflector.
+//
+//	HTTP body ──► wire decoder ──► T (one object at a time) ──► reflector
+//
+// A Codec[T] describes one object type: TypedCodec for generated API types
+// such as *corev1.Pod (JSON and protobuf), UnstructuredCodec for custom
+// resources (JSON), MetadataCodec for *metav1.PartialObjectMetadata (JSON
+// and protobuf). WithoutManagedFields makes any of them skip
+// metadata.managedFields while decoding, so those entries are never
+// allocated.
+//
+// Watch streams are read event by event:
+//
+//	dec := wire.NewJSONWatchDecoder(body, codec, 0) // or NewProtobufWatchDecoder
+//	for {
+//		ev, err := dec.Next()
+//		switch {
+//		case err == io.EOF: // the server closed the stream: watch again from the last RV
+//		case errors.Is(err, wire.ErrWrongKind): continue // skip the event
+//		case err != nil: // close the body, reconnect
+//		}
+//		... ev.Type, ev.Object, ev.Status ...
+//	}
+//
+// List bodies are decoded as they stream in, each item handed to a callback
+// (DecodeJSONList, DecodeProtobufList), so a list of any size is never held
+// in memory twice. Every decoder bounds what it buffers (one watch event,
+// one list item) and stops reading at the bound, so a hostile or
+// decompressed body cannot exhaust memory. No input makes a decoder panic.
+//
+// Each event and item is decoded in one pass: JSON straight from the
+// stream into the typed value with json-iterator; protobuf by walking the
+// envelopes (WatchEvent, runtime.Unknown, XxxList) by hand in the read
+// buffer and handing only the object's bytes to its generated Unmarshal.
+//
+// Decoders are not safe for concurrent use; codecs are.
+package wire
