@@ -1,0 +1,173 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	jsoniter "github.com/json-iterator/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultMaxFrameBytes is the limit on one watch event used when a decoder
+// is given a limit of zero or less.
+const DefaultMaxFrameBytes = 64 << 20
+
+// JSONWatchDecoder reads a JSON watch stream (Content-Type application/json,
+// the body of GET ...?watch=1): a sequence of objects
+// {"type":"ADDED","object":{...}}, usually separated by newlines, which the
+// decoder does not rely on.
+//
+// Each event is decoded in one pass: the object goes straight into a new T
+// (or, for ERROR, into a metav1.Status) as the bytes arrive; nothing is
+// buffered beyond a 32 KiB read buffer and the strings the object keeps.
+//
+// A JSONWatchDecoder is not safe for concurrent use. The zero value is not
+// usable; call NewJSONWatchDecoder.
+type JSONWatchDecoder[T any] struct {
+	codec  *Codec[T]
+	src    *window
+	it     *jsoniter.Iterator
+	events int   // events started, for error messages
+	err    error // sticky: once set, every Next returns it
+}
+
+// NewJSONWatchDecoder returns a decoder reading events from r (the response
+// body; the caller closes it). An event larger than maxFrame bytes (zero or
+// less: DefaultMaxFrameBytes) fails with ErrFrameTooLarge.
+func NewJSONWatchDecoder[T any](r io.Reader, codec *Codec[T], maxFrame int) *JSONWatchDecoder[T] {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrameBytes
+	}
+	src := &window{r: r, limit: int64(maxFrame)}
+	return &JSONWatchDecoder[T]{
+		codec: codec,
+		src:   src,
+		it:    jsoniter.Parse(codec.json, src, readBufferSize),
+	}
+}
+
+// Next decodes the next event. It returns io.EOF when the stream ends
+// cleanly between events, and otherwise:
+//   - a *WrongKindError (errors.Is ErrWrongKind) for an object of another
+//     kind: the event was consumed and Next may be called again;
+//   - any other error (ErrMalformed, ErrUnknownEventType, ErrMissingObject,
+//     ErrFrameTooLarge, io.ErrUnexpectedEOF for a stream cut inside an
+//     event, or the body's read error): the decoder is finished, every
+//     later call returns the same error, and the caller closes the body and
+//     reconnects.
+func (d *JSONWatchDecoder[T]) Next() (ev Event[T], err error) {
+	if d.err != nil {
+		return Event[T]{}, d.err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			ev, err = Event[T]{}, fmt.Errorf("%w: watch event %d: decoder panicked: %v", ErrMalformed, d.events, r)
+		}
+		if err != nil && !errors.Is(err, ErrWrongKind) {
+			d.err = err
+		}
+	}()
+	return d.next()
+}
+
+func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
+	d.src.reset()
+	it := d.it
+	switch it.WhatIsNext() {
+	case jsoniter.ObjectValue:
+	case jsoniter.InvalidValue:
+		if it.Error == io.EOF && d.src.readErr == nil && !d.src.tooLarge {
+			return Event[T]{}, io.EOF // nothing but whitespace since the last event
+		}
+		d.events++
+		return Event[T]{}, d.src.failure(it, d.what(), ErrFrameTooLarge)
+	default:
+		d.events++
+		it.ReportError("read watch event", "expected a JSON object")
+		return Event[T]{}, d.src.failure(it, d.what(), ErrFrameTooLarge)
+	}
+	d.events++
+
+	var (
+		ev       Event[T]
+		typeSeen bool
+		unknown  string // an unknown event type, reported after the object is read
+		objSeen  bool
+		raw      []byte // the object, when it came before "type"
+		kindErr  error  // the object is not ours: reported once the event is read
+	)
+	it.ReadObjectCB(func(it *jsoniter.Iterator, field string) bool {
+		switch field {
+		case "type":
+			s := it.ReadString()
+			if t, ok := parseEventType(s); ok {
+				ev.Type, typeSeen, unknown = t, true, ""
+			} else {
+				ev.Type, typeSeen, unknown = "", false, s
+			}
+		case "object":
+			if it.ReadNil() {
+				objSeen = false
+				return true
+			}
+			objSeen = true
+			if !typeSeen {
+				// Legal JSON, never sent by kube-apiserver: keep the bytes
+				// until the type says what they are.
+				raw = it.SkipAndReturnBytes()
+				return it.Error == nil
+			}
+			raw = nil
+			ev.Object, ev.Status, kindErr = d.decodeObject(it, ev.Type)
+		default:
+			it.Skip()
+		}
+		return it.Error == nil
+	})
+	if it.Error != nil {
+		return Event[T]{}, d.src.failure(it, d.what(), ErrFrameTooLarge)
+	}
+	switch {
+	case unknown != "":
+		return Event[T]{}, fmt.Errorf("%s: %w %q", d.what(), ErrUnknownEventType, unknown)
+	case !typeSeen:
+		return Event[T]{}, fmt.Errorf("%w: %s has no \"type\"", ErrMalformed, d.what())
+	case !objSeen:
+		return Event[T]{}, fmt.Errorf("%s (%s): %w", d.what(), ev.Type, ErrMissingObject)
+	case raw != nil:
+		bit := jsoniter.ParseBytes(d.codec.json, raw)
+		ev.Object, ev.Status, kindErr = d.decodeObject(bit, ev.Type)
+		if bit.Error != nil {
+			return Event[T]{}, fmt.Errorf("%w: %s: %v", ErrMalformed, d.what(), bit.Error)
+		}
+	}
+	if kindErr != nil {
+		return Event[T]{}, kindErr
+	}
+	return ev, nil
+}
+
+// decodeObject reads the event's object: a Status for ERROR, a T otherwise.
+// A syntax error is left in it.Error; the returned error is for a
+// well-formed object of the wrong kind.
+func (d *JSONWatchDecoder[T]) decodeObject(it *jsoniter.Iterator, typ EventType) (T, *metav1.Status, error) {
+	var zero T
+	if typ == Error {
+		status := new(metav1.Status)
+		it.ReadVal(status)
+		return zero, status, nil
+	}
+	obj := d.codec.readJSON(it)
+	if it.Error != nil {
+		return zero, nil, nil
+	}
+	if err := d.codec.finishJSON(obj); err != nil {
+		return zero, nil, fmt.Errorf("%s (%s): %w", d.what(), typ, err)
+	}
+	return obj, nil, nil
+}
+
+func (d *JSONWatchDecoder[T]) what() string {
+	return fmt.Sprintf("JSON watch event %d", d.events)
+}
