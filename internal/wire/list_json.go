@@ -1,0 +1,162 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	jsoniter "github.com/json-iterator/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// DefaultMaxItemBytes is the limit on one list item used when a list
+// decoder is given a limit of zero or less.
+const DefaultMaxItemBytes = 64 << 20
+
+// ListMeta is what a list response says about itself: the resource version
+// the list is consistent at, and, for a paged list, the token for the next
+// page and an estimate of the items left.
+type ListMeta struct {
+	ResourceVersion    string
+	Continue           string
+	RemainingItemCount *int64
+}
+
+func listMetaOf(lm *metav1.ListMeta) ListMeta {
+	return ListMeta{ResourceVersion: lm.ResourceVersion, Continue: lm.Continue, RemainingItemCount: lm.RemainingItemCount}
+}
+
+// DecodeJSONList decodes a JSON list body ({"kind":"PodList","metadata":
+// {...},"items":[...]}) as it streams in: each item is decoded straight into
+// a new T and handed to add before the next one is read, so the body is
+// never held in memory. metadata may come before or after items.
+//
+// An item larger than maxItem bytes (zero or less: DefaultMaxItemBytes) fails
+// with ErrListTooLarge; so do more than maxItem bytes between two items.
+// If add returns an error, decoding stops and that error is returned as is.
+// A Status body (kind "Status") is returned as a *StatusError. An item of
+// another kind fails the whole list with a *WrongKindError. Any error means
+// the list is incomplete: items already handed to add must be discarded.
+func DecodeJSONList[T any](r io.Reader, codec *Codec[T], maxItem int, add func(T) error) (meta ListMeta, err error) {
+	if maxItem <= 0 {
+		maxItem = DefaultMaxItemBytes
+	}
+	src := &window{r: r, limit: int64(maxItem)}
+	l := &jsonList[T]{codec: codec, src: src, it: jsoniter.Parse(codec.json, src, readBufferSize), add: add}
+	defer func() {
+		if r := recover(); r != nil {
+			meta, err = ListMeta{}, fmt.Errorf("%w: %s: decoder panicked: %v", ErrMalformed, l.what(), r)
+		}
+	}()
+	return l.decode()
+}
+
+// jsonList is the state of one DecodeJSONList call.
+type jsonList[T any] struct {
+	codec *Codec[T]
+	src   *window
+	it    *jsoniter.Iterator
+	add   func(T) error
+
+	kind     string
+	meta     metav1.ListMeta
+	items    int
+	inItem   bool
+	stop     error             // add's error, or an item of the wrong kind
+	statusKV map[string][]byte // the fields a Status body has, kept raw
+}
+
+func (l *jsonList[T]) decode() (ListMeta, error) {
+	it := l.it
+	if it.WhatIsNext() != jsoniter.ObjectValue {
+		it.ReportError("read list", "expected a JSON object")
+		return ListMeta{}, l.src.failure(it, l.what(), ErrListTooLarge)
+	}
+	it.ReadObjectCB(l.field)
+	if l.stop != nil {
+		return ListMeta{}, l.stop
+	}
+	if it.Error != nil {
+		return ListMeta{}, l.src.failure(it, l.what(), ErrListTooLarge)
+	}
+	if l.kind == "Status" {
+		return ListMeta{}, l.statusError()
+	}
+	return listMetaOf(&l.meta), nil
+}
+
+// field decodes one top-level field of the list body.
+func (l *jsonList[T]) field(it *jsoniter.Iterator, name string) bool {
+	switch name {
+	case "kind":
+		l.kind = it.ReadString()
+		if it.Error == nil && l.kind != "Status" && !l.codec.acceptsList(l.kind) {
+			l.stop = fmt.Errorf("JSON list: %w", &WrongKindError{
+				Got:  schema.GroupVersionKind{Kind: l.kind},
+				Want: schema.GroupVersionKind{Kind: l.codec.listKind},
+			})
+		}
+	case "metadata":
+		it.ReadVal(&l.meta)
+	case "items":
+		if l.kind == "Status" {
+			it.Skip()
+			break
+		}
+		it.ReadArrayCB(l.item)
+	case "status", "message", "reason", "details", "code":
+		// A Status body's fields; a list has none of them.
+		if l.statusKV == nil {
+			l.statusKV = make(map[string][]byte)
+		}
+		l.statusKV[name] = it.SkipAndReturnBytes()
+	default:
+		it.Skip()
+	}
+	return it.Error == nil && l.stop == nil
+}
+
+// item decodes one element of "items" and hands it over.
+func (l *jsonList[T]) item(it *jsoniter.Iterator) bool {
+	l.inItem = true
+	obj := l.codec.readJSON(it)
+	if it.Error != nil {
+		return false
+	}
+	if err := l.codec.finishJSON(obj); err != nil {
+		l.stop = fmt.Errorf("%s: %w", l.what(), err)
+		return false
+	}
+	if err := l.add(obj); err != nil {
+		l.stop = err
+		return false
+	}
+	l.items++
+	l.inItem = false
+	l.src.reset()
+	return true
+}
+
+// statusError rebuilds the Status from the fields kept raw.
+func (l *jsonList[T]) statusError() error {
+	var b bytes.Buffer
+	b.WriteString(`{"kind":"Status","apiVersion":"v1"`)
+	for k, v := range l.statusKV {
+		fmt.Fprintf(&b, ",%q:%s", k, v)
+	}
+	b.WriteByte('}')
+	status, err := decodeJSONStatus(b.Bytes())
+	if err != nil {
+		return err
+	}
+	status.ListMeta = l.meta
+	return &StatusError{Status: *status}
+}
+
+func (l *jsonList[T]) what() string {
+	if l.inItem {
+		return fmt.Sprintf("JSON list item %d", l.items)
+	}
+	return fmt.Sprintf("JSON list (after %d items)", l.items)
+}

@@ -1,0 +1,361 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// DecodeProtobufList decodes a protobuf list body (Content-Type
+// application/vnd.kubernetes.protobuf): "k8s\x00" and a runtime.Unknown
+// whose raw field is an XxxList {metadata = 1 (ListMeta), items = 2
+// (repeated, each an object's bytes)}.
+//
+// Although the list is one protobuf message, every field is length-prefixed,
+// so it is decoded as it streams in: each item is read into one reused
+// buffer, unmarshalled into a new T and handed to add before the next is
+// read. Memory is bounded by the largest item, not by the list.
+//
+// Limits and errors are those of DecodeJSONList: an item, or any other
+// field read into memory, larger than maxItem bytes (zero or less:
+// DefaultMaxItemBytes) fails with ErrListTooLarge; add's error is returned
+// as is; a Status body is returned as a *StatusError; ErrProtobufUnsupported
+// if the codec has no protobuf form.
+func DecodeProtobufList[T any](r io.Reader, codec *Codec[T], maxItem int, add func(T) error) (meta ListMeta, err error) {
+	if !codec.SupportsProtobuf() {
+		return ListMeta{}, fmt.Errorf("protobuf list of %s: %w", codec.objKind, ErrProtobufUnsupported)
+	}
+	if maxItem <= 0 {
+		maxItem = DefaultMaxItemBytes
+	}
+	l := &protoList[T]{codec: codec, s: protoStream{r: bufio.NewReaderSize(r, readBufferSize), limit: maxItem}, add: add}
+	defer func() {
+		if r := recover(); r != nil {
+			meta, err = ListMeta{}, fmt.Errorf("%w: %s: decoder panicked: %v", ErrMalformed, l.what(), r)
+		}
+	}()
+	return l.decode()
+}
+
+// protoList is the state of one DecodeProtobufList call.
+type protoList[T any] struct {
+	codec  *Codec[T]
+	s      protoStream
+	add    func(T) error
+	kind   string
+	meta   ListMeta
+	items  int
+	inItem bool
+}
+
+func (l *protoList[T]) decode() (ListMeta, error) {
+	var magic [4]byte
+	if _, err := io.ReadFull(l.s.r, magic[:]); err != nil {
+		return ListMeta{}, l.fail("the k8s\\x00 prefix", err)
+	}
+	if !bytes.Equal(magic[:], protobufMagic) {
+		return ListMeta{}, fmt.Errorf("%w: protobuf list: the body does not start with k8s\\x00 (got %q)", ErrMalformed, magic[:])
+	}
+	l.s.off = int64(len(magic))
+	sawList := false
+	for {
+		num, typ, err := l.s.tag()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return ListMeta{}, l.fail("the envelope", err)
+		}
+		switch {
+		case num == 1 && typ == wireBytes: // typeMeta
+			b, err := l.s.bytesField("Unknown.typeMeta", l.s.remaining())
+			if err != nil {
+				return ListMeta{}, l.fail("the envelope", err)
+			}
+			apiVersion, kind, err := parseTypeMeta(b)
+			if err != nil {
+				return ListMeta{}, l.fail("the envelope", err)
+			}
+			l.kind = string(kind)
+			if l.kind != "Status" && !l.codec.acceptsList(l.kind) {
+				return ListMeta{}, fmt.Errorf("protobuf list: %w", &WrongKindError{
+					Got:  schema.FromAPIVersionAndKind(string(apiVersion), l.kind),
+					Want: schema.GroupVersionKind{Kind: l.codec.listKind},
+				})
+			}
+		case num == 2 && typ == wireBytes: // raw: the list itself
+			n, err := l.s.length(l.s.remaining())
+			if err != nil {
+				return ListMeta{}, l.fail("the envelope", err)
+			}
+			if l.kind == "Status" {
+				return ListMeta{}, l.status(n)
+			}
+			if err := l.list(l.s.off + int64(n)); err != nil {
+				return ListMeta{}, err
+			}
+			sawList = true
+		case (num == 3 || num == 4) && typ == wireBytes: // contentEncoding, contentType
+			b, err := l.s.bytesField("Unknown.content", l.s.remaining())
+			if err != nil {
+				return ListMeta{}, l.fail("the envelope", err)
+			}
+			u := unknown{}
+			if num == 3 {
+				u.contentEncoding = b
+			} else {
+				u.contentType = b
+			}
+			if err := u.check(); err != nil {
+				return ListMeta{}, l.fail("the envelope", err)
+			}
+		default:
+			if err := l.s.skip(num, typ, l.s.remaining()); err != nil {
+				return ListMeta{}, l.fail("the envelope", err)
+			}
+		}
+	}
+	if !sawList {
+		return ListMeta{}, fmt.Errorf("%w: protobuf list: the envelope holds no list", ErrMalformed)
+	}
+	return l.meta, nil
+}
+
+// list reads the XxxList message that ends at offset end.
+func (l *protoList[T]) list(end int64) error {
+	for l.s.off < end {
+		num, typ, err := l.s.tag()
+		if err != nil {
+			return l.fail("the list", eofIsUnexpected(err))
+		}
+		left := end - l.s.off
+		switch {
+		case num == 1 && typ == wireBytes:
+			b, err := l.s.bytesField("ListMeta", left)
+			if err != nil {
+				return l.fail("the list metadata", err)
+			}
+			if err := parseListMeta(b, &l.meta); err != nil {
+				return l.fail("the list metadata", err)
+			}
+		case num == 2 && typ == wireBytes:
+			l.inItem = true
+			b, err := l.s.bytesField("item", left)
+			if err != nil {
+				return l.fail("the item", err)
+			}
+			obj, err := l.codec.decodeProto(b)
+			if err != nil {
+				return fmt.Errorf("%s: %w", l.what(), err)
+			}
+			if err := l.add(obj); err != nil {
+				return err
+			}
+			l.items++
+			l.inItem = false
+		case num == 1 || num == 2:
+			return l.fail("the list", fmt.Errorf("%w: field %d has wire type %d, want 2", errProtobuf, num, typ))
+		default:
+			if err := l.s.skip(num, typ, left); err != nil {
+				return l.fail("the list", err)
+			}
+		}
+	}
+	if l.s.off != end {
+		return l.fail("the list", fmt.Errorf("%w: a field runs past the end of the list", errProtobuf))
+	}
+	return nil
+}
+
+// status reads a Status body's n bytes.
+func (l *protoList[T]) status(n uint64) error {
+	b, err := l.s.read("Status", n)
+	if err != nil {
+		return l.fail("the Status", err)
+	}
+	status, err := unmarshalStatus(b)
+	if err != nil {
+		return err
+	}
+	return &StatusError{Status: *status}
+}
+
+func parseListMeta(b []byte, meta *ListMeta) (err error) {
+	for len(b) > 0 {
+		var f protoField
+		if f, b, err = nextField(b); err != nil {
+			return err
+		}
+		var v []byte
+		switch f.num {
+		case 2:
+			if v, err = bytesField(f, "ListMeta.resourceVersion"); err == nil {
+				meta.ResourceVersion = string(v)
+			}
+		case 3:
+			if v, err = bytesField(f, "ListMeta.continue"); err == nil {
+				meta.Continue = string(v)
+			}
+		case 4:
+			if f.typ != wireVarint {
+				return fmt.Errorf("%w: ListMeta.remainingItemCount has wire type %d", errProtobuf, f.typ)
+			}
+			n := int64(f.varint)
+			meta.RemainingItemCount = &n
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fail wraps an error met at part of the body with what it means.
+func (l *protoList[T]) fail(part string, err error) error {
+	switch {
+	case errors.Is(err, ErrListTooLarge):
+		return fmt.Errorf("%s: %s: %w", l.what(), part, err)
+	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%s: the body ended inside %s: %w", l.what(), part, io.ErrUnexpectedEOF)
+	case errors.Is(err, errProtobuf):
+		return fmt.Errorf("%w: %s (byte %d): %s: %v", ErrMalformed, l.what(), l.s.off, part, err)
+	default:
+		return fmt.Errorf("%s: reading %s: %w", l.what(), part, err)
+	}
+}
+
+func (l *protoList[T]) what() string {
+	if l.inItem {
+		return fmt.Sprintf("protobuf list item %d", l.items)
+	}
+	return fmt.Sprintf("protobuf list (after %d items)", l.items)
+}
+
+func eofIsUnexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// protoStream reads protobuf fields from a stream, counting the bytes it
+// consumes so that nested lengths can be checked without holding the
+// enclosing message.
+type protoStream struct {
+	r     *bufio.Reader
+	limit int    // the most bytes one field may be read into memory
+	off   int64  // bytes consumed
+	buf   []byte // reused for fields up to maxRetainedFrame
+}
+
+// remaining is the bound for a top-level field: the stream's end is unknown.
+func (s *protoStream) remaining() int64 { return 1<<63 - 1 }
+
+func (s *protoStream) varint() (uint64, error) {
+	var v uint64
+	for i := 0; i < 10; i++ {
+		c, err := s.r.ReadByte()
+		if err != nil {
+			if i > 0 {
+				return 0, eofIsUnexpected(err)
+			}
+			return 0, err
+		}
+		s.off++
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: varint longer than 10 bytes", errProtobuf)
+}
+
+// tag reads a field tag; io.EOF means the stream ended cleanly before it.
+func (s *protoStream) tag() (num, typ uint64, err error) {
+	t, err := s.varint()
+	if err != nil {
+		return 0, 0, err
+	}
+	num, typ = t>>3, t&7
+	if num == 0 || num > maxFieldNumber {
+		return 0, 0, fmt.Errorf("%w: field number %d", errProtobuf, num)
+	}
+	return num, typ, nil
+}
+
+// length reads a length prefix and checks it against the bytes left in
+// the enclosing message.
+func (s *protoStream) length(left int64) (uint64, error) {
+	n, err := s.varint()
+	if err != nil {
+		return 0, eofIsUnexpected(err)
+	}
+	if n > uint64(left) {
+		return 0, fmt.Errorf("%w: length %d exceeds the %d bytes left in the message", errProtobuf, n, left)
+	}
+	return n, nil
+}
+
+// bytesField reads a length-delimited field's length and contents.
+func (s *protoStream) bytesField(name string, left int64) ([]byte, error) {
+	n, err := s.length(left)
+	if err != nil {
+		return nil, err
+	}
+	return s.read(name, n)
+}
+
+// read reads n bytes into the reused buffer, refusing more than the limit
+// before allocating anything. The bytes are valid until the next read.
+func (s *protoStream) read(name string, n uint64) ([]byte, error) {
+	if n > uint64(s.limit) {
+		return nil, fmt.Errorf("%w: %s of %d bytes (limit %d)", ErrListTooLarge, name, n, s.limit)
+	}
+	var b []byte
+	switch {
+	case n > maxRetainedFrame:
+		b = make([]byte, n)
+	case uint64(cap(s.buf)) < n:
+		s.buf = make([]byte, n)
+		b = s.buf
+	default:
+		b = s.buf[:n]
+	}
+	m, err := io.ReadFull(s.r, b)
+	s.off += int64(m)
+	if err != nil {
+		return nil, eofIsUnexpected(err)
+	}
+	return b, nil
+}
+
+// skip consumes a field the decoder does not use, without keeping it.
+func (s *protoStream) skip(num, typ uint64, left int64) error {
+	var n uint64
+	switch typ {
+	case wireVarint:
+		_, err := s.varint()
+		return eofIsUnexpected(err)
+	case wireFixed64:
+		n = 8
+	case wireFixed32:
+		n = 4
+	case wireBytes:
+		var err error
+		if n, err = s.length(left); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("%w: field %d: unsupported wire type %d", errProtobuf, num, typ)
+	}
+	if n > uint64(left) {
+		return fmt.Errorf("%w: field %d runs past the end of its message", errProtobuf, num)
+	}
+	m, err := io.CopyN(io.Discard, s.r, int64(n))
+	s.off += m
+	return eofIsUnexpected(err)
+}
