@@ -1,0 +1,292 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options configure Start. The zero value is not enough: Binaries is
+// required.
+type Options struct {
+	// Binaries is the folder holding the kube-apiserver and etcd
+	// executables (see LocateBinaries).
+	Binaries string
+	// APIServerFlags are appended to the default kube-apiserver flags, so
+	// a flag given here overrides a default one (for list flags, it adds
+	// to it), e.g. "--watch-cache=false" or "--etcd-compaction-interval=2s".
+	APIServerFlags []string
+	// EtcdFlags are appended to the default etcd flags.
+	EtcdFlags []string
+	// StartTimeout bounds the wait for each server to become ready; zero
+	// means 90 seconds.
+	StartTimeout time.Duration
+	// KeepDir keeps the temporary folder (logs, certificates, etcd data)
+	// after Stop, for debugging.
+	KeepDir bool
+}
+
+// Cluster is one etcd and one kube-apiserver on 127.0.0.1, started by Start
+// and torn down by Stop. Its methods are safe for concurrent use, but
+// starting and stopping the apiserver from several goroutines at once makes
+// little sense.
+type Cluster struct {
+	opts     Options
+	dir      string
+	creds    credentials
+	etcdPort int
+	peerPort int
+	apiPort  int
+	client   *http.Client // trusts our CA, no credentials
+
+	mu      sync.Mutex
+	etcd    *process
+	api     *process // nil while the apiserver is stopped
+	stopped bool
+}
+
+// Start creates a temporary folder, writes the PKI and token file into it,
+// starts etcd and kube-apiserver on free 127.0.0.1 ports and returns once
+// /readyz answers 200. On failure it stops whatever it started and returns
+// an error that carries the tail of both logs.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Binaries == "" {
+		return nil, errors.New("cluster.Start: Options.Binaries is empty; use LocateBinaries")
+	}
+	if err := checkBinaries(opts.Binaries); err != nil {
+		return nil, fmt.Errorf("cluster.Start: %w", err)
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 90 * time.Second
+	}
+	dir, err := os.MkdirTemp("", "listwatch-e2e-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the cluster folder: %w", err)
+	}
+	c := &Cluster{opts: opts, dir: dir}
+	if err := c.start(ctx); err != nil {
+		logs := c.LogTail(40)
+		_ = c.Stop()
+		return nil, fmt.Errorf("%w\n%s", err, logs)
+	}
+	return c, nil
+}
+
+// start does Start's work on a Cluster that has its folder.
+func (c *Cluster) start(ctx context.Context) error {
+	var err error
+	if c.creds, err = writePKI(c.dir); err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(c.creds.caPEM)
+	c.client = &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool},
+		ForceAttemptHTTP2: true,
+	}}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	c.etcdPort, c.peerPort, c.apiPort = ports[0], ports[1], ports[2]
+
+	etcdArgs := append([]string{
+		"--name=listwatch-e2e",
+		"--data-dir=" + filepath.Join(c.dir, "etcd-data"),
+		"--listen-client-urls=" + c.EtcdURL(),
+		"--advertise-client-urls=" + c.EtcdURL(),
+		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(c.peerPort),
+		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(c.peerPort),
+		"--initial-cluster=listwatch-e2e=http://127.0.0.1:" + strconv.Itoa(c.peerPort),
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	}, c.opts.EtcdFlags...)
+	etcd, err := startProcess("etcd", filepath.Join(c.opts.Binaries, "etcd"), etcdArgs, c.etcdLog())
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.etcd = etcd
+	c.mu.Unlock()
+	if err := c.waitReady(ctx, etcd, c.EtcdURL()+"/health", ""); err != nil {
+		return fmt.Errorf("etcd did not become healthy: %w", err)
+	}
+	return c.StartAPIServer(ctx)
+}
+
+// apiserverArgs are the kube-apiserver flags: DESIGN.md's set, our PKI,
+// no priority and fairness (faster start), no ServiceAccount admission (so
+// pods can be created without the token controller), then Options'.
+func (c *Cluster) apiserverArgs() []string {
+	return append([]string{
+		"--etcd-servers=" + c.EtcdURL(),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.apiPort),
+		"--cert-dir=" + filepath.Join(c.dir, "cert-dir"),
+		"--tls-cert-file=" + c.creds.certFile,
+		"--tls-private-key-file=" + c.creds.keyFile,
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + c.creds.saPub,
+		"--service-account-signing-key-file=" + c.creds.saKey,
+		"--token-auth-file=" + c.creds.tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--endpoint-reconciler-type=none",
+		"--enable-priority-and-fairness=false",
+		"--disable-admission-plugins=ServiceAccount",
+		"--profiling=false",
+	}, c.opts.APIServerFlags...)
+}
+
+// StartAPIServer starts kube-apiserver on the cluster's port (the same one
+// across restarts) and waits for /readyz. It fails if the apiserver is
+// already running.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return errors.New("cluster is stopped")
+	}
+	if c.api != nil {
+		c.mu.Unlock()
+		return errors.New("kube-apiserver is already running")
+	}
+	api, err := startProcess("kube-apiserver", filepath.Join(c.opts.Binaries, "kube-apiserver"), c.apiserverArgs(), c.apiserverLog())
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	c.api = api
+	c.mu.Unlock()
+	if err := c.waitReady(ctx, api, c.URL()+"/readyz", c.creds.adminToken); err != nil {
+		return fmt.Errorf("kube-apiserver did not become ready: %w", err)
+	}
+	return nil
+}
+
+// StopAPIServer terminates kube-apiserver gracefully (SIGTERM, then SIGKILL
+// after 15 s) while etcd keeps running. It does nothing if the apiserver
+// is not running.
+func (c *Cluster) StopAPIServer() error {
+	return c.stopAPIServer(syscall.SIGTERM, 15*time.Second)
+}
+
+// KillAPIServer kills kube-apiserver at once (SIGKILL), as a crash would:
+// open connections are reset without any goodbye.
+func (c *Cluster) KillAPIServer() error {
+	return c.stopAPIServer(syscall.SIGKILL, 0)
+}
+
+func (c *Cluster) stopAPIServer(sig syscall.Signal, grace time.Duration) error {
+	c.mu.Lock()
+	api := c.api
+	c.api = nil
+	c.mu.Unlock()
+	if api == nil {
+		return nil
+	}
+	return api.stop(sig, grace)
+}
+
+// RestartAPIServer stops kube-apiserver gracefully and starts it again on
+// the same port; etcd keeps its data, so resource versions carry on.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	if err := c.StopAPIServer(); err != nil {
+		return err
+	}
+	return c.StartAPIServer(ctx)
+}
+
+// Stop kills kube-apiserver and etcd with their process groups and removes
+// the temporary folder (unless Options.KeepDir). It is safe to call more
+// than once.
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	api, etcd := c.api, c.etcd
+	c.api, c.etcd = nil, nil
+	already := c.stopped
+	c.stopped = true
+	c.mu.Unlock()
+	if already {
+		return nil
+	}
+	var errs []error
+	if api != nil {
+		errs = append(errs, api.stop(syscall.SIGTERM, 5*time.Second))
+	}
+	if etcd != nil {
+		errs = append(errs, etcd.stop(syscall.SIGTERM, 5*time.Second))
+	}
+	if c.client != nil {
+		c.client.CloseIdleConnections()
+	}
+	if !c.opts.KeepDir {
+		errs = append(errs, os.RemoveAll(c.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// waitReady polls url (with the bearer token, if any) until it answers
+// 200, the process exits, ctx ends or Options.StartTimeout passes.
+func (c *Cluster) waitReady(ctx context.Context, p *process, url, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last string
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := c.client.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%s: %s: %s", url, resp.Status, bytes.TrimSpace(body))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-p.exited():
+			return fmt.Errorf("%s exited: %v (last answer: %s)", p.name, p.err, last)
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last answer: %s)", ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1. They are free
+// when returned; another program could take one before we bind it.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
