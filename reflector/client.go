@@ -1,0 +1,55 @@
+package reflector
+
+import (
+	"errors"
+
+	"github.com/listwatch/listwatch/internal/rest"
+)
+
+// Config says how to reach and authenticate to an apiserver: its URL, TLS
+// material and credentials. Get one from LoadKubeconfig or InClusterConfig,
+// or fill one in. Formatting or logging a Config never shows a credential.
+type Config = rest.Config
+
+// TLSConfig is the TLS part of a Config.
+type TLSConfig = rest.TLSConfig
+
+// ErrNoKubeconfig is returned by LoadKubeconfig when no kubeconfig file
+// exists; a program may then try InClusterConfig or a default.
+var ErrNoKubeconfig = rest.ErrNoKubeconfig
+
+// ErrNotInCluster is returned by InClusterConfig outside a pod.
+var ErrNotInCluster = rest.ErrNotInCluster
+
+// LoadKubeconfig reads a kubeconfig file, as kubectl does: path, or else
+// the files listed in $KUBECONFIG, or else ~/.kube/config; and the named
+// context, or else the current one.
+func LoadKubeconfig(path, context string) (*Config, error) {
+	return rest.LoadKubeconfig(path, context)
+}
+
+// InClusterConfig returns the Config of the service account of the pod the
+// program runs in.
+func InClusterConfig() (*Config, error) { return rest.InClusterConfig() }
+
+// Client is an HTTP client for one apiserver, shared by any number of
+// ListerWatchers: they share its connections (one HTTP/2 connection for
+// all watches, when the server speaks HTTP/2). Create it with NewClient; it
+// is safe for concurrent use.
+type Client struct {
+	rest *rest.Client
+}
+
+// NewClient returns a Client for the apiserver that cfg describes. It fails
+// on a malformed URL, unreadable TLS material, or credentials that would be
+// sent over plain http without cfg.AllowBearerOverHTTP.
+func NewClient(cfg *Config) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("reflector.NewClient: nil Config")
+	}
+	rc, err := rest.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rest: rc}, nil
+}

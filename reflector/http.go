@@ -1,0 +1,440 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/listwatch/listwatch/internal/kinds"
+	"github.com/listwatch/listwatch/internal/rest"
+	"github.com/listwatch/listwatch/internal/wire"
+)
+
+// Object is what the HTTP ListerWatcher decodes: a Kubernetes object, typed
+// (such as *corev1.Pod), unstructured or metadata-only.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Target says which objects a ListerWatcher lists and watches. The zero
+// value means every object of the type's own resource, in all namespaces.
+// Targets are comparable, so a Factory can share one informer per Target.
+type Target struct {
+	// Resource is the group, version and resource (plural) to watch. It
+	// may be left empty for k8s.io/api types, whose resource is known from
+	// the Go type; it is required for unstructured and metadata objects.
+	Resource schema.GroupVersionResource
+	// Kind is the kind of the objects, such as "Widget". Required for
+	// unstructured objects; found from the type otherwise.
+	Kind string
+	// Namespace limits the watch to one namespace; "" watches all.
+	Namespace string
+	// LabelSelector and FieldSelector filter objects on the server, in the
+	// apiserver's syntax ("app=web,tier!=db"; "metadata.name=x").
+	LabelSelector, FieldSelector string
+}
+
+// ContentType chooses how objects travel on the wire.
+type ContentType int
+
+const (
+	// AutoContentType asks for protobuf for built-in types and JSON for the rest. It
+	// is the default.
+	AutoContentType ContentType = iota
+	// JSON asks for JSON always.
+	JSON
+	// Protobuf asks for protobuf and fails for types without a protobuf
+	// form (custom resources).
+	Protobuf
+)
+
+const (
+	mediaJSON     = "application/json"
+	mediaProtobuf = "application/vnd.kubernetes.protobuf"
+)
+
+// HTTPListerWatcher lists and watches one Target over HTTP, decoding objects
+// as the bytes stream in: list items one at a time, watch events one per
+// frame, each in one typed pass. Create it with NewListerWatcher; it is safe
+// for concurrent use.
+type HTTPListerWatcher[T Object] struct {
+	client     *Client
+	codec      *wire.Codec[T]
+	gvr        schema.GroupVersionResource
+	path       string     // /api/v1/namespaces/ns/pods
+	query      url.Values // the selectors
+	acceptList string
+	acceptWait string
+	opt        httpOptions
+}
+
+// NewListerWatcher returns a ListerWatcher for the objects of target, of Go
+// type T, through c.
+func NewListerWatcher[T Object](c *Client, target Target, opts ...HTTPOption) (*HTTPListerWatcher[T], error) {
+	o := httpOptions{
+		listTimeout: time.Minute,
+		idleTimeout: 90 * time.Second,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	lw := &HTTPListerWatcher[T]{client: c, opt: o, query: url.Values{}}
+	if err := lw.resolve(target); err != nil {
+		return nil, err
+	}
+	if target.LabelSelector != "" {
+		lw.query.Set("labelSelector", target.LabelSelector)
+	}
+	if target.FieldSelector != "" {
+		lw.query.Set("fieldSelector", target.FieldSelector)
+	}
+	lw.path = resourcePath(lw.gvr, target.Namespace)
+	return lw, nil
+}
+
+// resolve picks the resource, the codec and the Accept headers for T.
+func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
+	var codecOpts []wire.CodecOption
+	if lw.opt.dropManagedFields {
+		codecOpts = append(codecOpts, wire.WithoutManagedFields())
+	}
+	var codec any
+	protobuf := false
+	switch any(*new(T)).(type) {
+	case *unstructured.Unstructured:
+		if t.Resource.Resource == "" || t.Kind == "" {
+			return errors.New("an unstructured ListerWatcher needs Target.Resource and Target.Kind")
+		}
+		lw.gvr = t.Resource
+		codec = wire.UnstructuredCodec(t.Resource.GroupVersion().WithKind(t.Kind), codecOpts...)
+	case *metav1.PartialObjectMetadata:
+		if t.Resource.Resource == "" {
+			return errors.New("a metadata ListerWatcher needs Target.Resource")
+		}
+		lw.gvr = t.Resource
+		codec = wire.MetadataCodec(t.Resource.GroupVersion().WithKind(t.Kind), codecOpts...)
+		const as = ";as=PartialObjectMetadata%s;g=meta.k8s.io;v=v1"
+		lw.acceptList = mediaJSON + fmt.Sprintf(as, "List") + ", " + mediaJSON
+		lw.acceptWait = mediaJSON + fmt.Sprintf(as, "") + ", " + mediaJSON
+		lw.codec = codec.(*wire.Codec[T])
+		return nil
+	default:
+		gvk, gvr, err := kinds.Of[T]()
+		if t.Resource.Resource != "" {
+			gvr, err = t.Resource, nil
+			if t.Kind != "" {
+				gvk = gvr.GroupVersion().WithKind(t.Kind)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		lw.gvr = gvr
+		c, err := wire.TypedCodec[T](gvk, codecOpts...)
+		if err != nil {
+			return err
+		}
+		codec, protobuf = c, c.SupportsProtobuf()
+	}
+	lw.codec = codec.(*wire.Codec[T])
+	switch lw.opt.contentType {
+	case JSON:
+		protobuf = false
+	case Protobuf:
+		if !protobuf {
+			return fmt.Errorf("%s cannot be decoded from protobuf; use JSON", lw.gvr.Resource)
+		}
+	}
+	if protobuf {
+		lw.acceptList = mediaProtobuf + ", " + mediaJSON
+		lw.acceptWait = mediaProtobuf + ", " + mediaJSON
+	} else {
+		lw.acceptList, lw.acceptWait = mediaJSON, mediaJSON
+	}
+	return nil
+}
+
+// resourcePath is the REST path of a resource's collection.
+func resourcePath(gvr schema.GroupVersionResource, namespace string) string {
+	var b strings.Builder
+	if gvr.Group == "" {
+		b.WriteString("/api/" + gvr.Version)
+	} else {
+		b.WriteString("/apis/" + gvr.Group + "/" + gvr.Version)
+	}
+	if namespace != "" {
+		b.WriteString("/namespaces/" + url.PathEscape(namespace))
+	}
+	b.WriteString("/" + gvr.Resource)
+	return b.String()
+}
+
+// Resource returns the group, version and resource being watched.
+func (lw *HTTPListerWatcher[T]) Resource() schema.GroupVersionResource { return lw.gvr }
+
+// List fetches one page, handing each item to add as it is decoded. The
+// request is bounded by the list timeout (WithListTimeout), so a server that
+// trickles its answer cannot hold the caller forever.
+func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add func(T) error) (ListMeta, error) {
+	q := lw.values()
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.FormatInt(opts.Limit, 10))
+	}
+	if opts.Continue != "" {
+		q.Set("continue", opts.Continue)
+	}
+	if opts.ResourceVersion != "" {
+		q.Set("resourceVersion", opts.ResourceVersion)
+	}
+	if opts.ResourceVersionMatch != "" {
+		q.Set("resourceVersionMatch", string(opts.ResourceVersionMatch))
+	}
+	ctx, cancel := context.WithTimeout(ctx, lw.opt.listTimeout)
+	defer cancel()
+	resp, err := lw.client.get(ctx, lw.path, q, lw.acceptList)
+	if err != nil {
+		return ListMeta{}, err
+	}
+	defer resp.Body.Close()
+
+	var meta wire.ListMeta
+	if isProtobuf(resp.Header.Get("Content-Type")) {
+		meta, err = wire.DecodeProtobufList(resp.Body, lw.codec, lw.opt.maxListBytes, add)
+	} else {
+		meta, err = wire.DecodeJSONList(resp.Body, lw.codec, lw.opt.maxItemBytes, add)
+	}
+	if err != nil {
+		var st *wire.StatusError
+		if errors.As(err, &st) {
+			return ListMeta{}, rest.FromStatus(&st.Status)
+		}
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return ListMeta{}, fmt.Errorf("list did not complete within %s: %w", lw.opt.listTimeout, err)
+		}
+		return ListMeta{}, err
+	}
+	return ListMeta{ResourceVersion: meta.ResourceVersion, Continue: meta.Continue}, nil
+}
+
+// Watch opens a watch stream. Its body is read through a watchdog: if no
+// byte arrives for the idle timeout (WithWatchIdleTimeout), the stream is
+// closed and Next fails, so a stalled stream is reopened rather than
+// trusted.
+func (lw *HTTPListerWatcher[T]) Watch(ctx context.Context, opts WatchOptions) (Watcher[T], error) {
+	q := lw.values()
+	q.Set("watch", "1")
+	if opts.ResourceVersion != "" {
+		q.Set("resourceVersion", opts.ResourceVersion)
+	}
+	if opts.ResourceVersionMatch != "" {
+		q.Set("resourceVersionMatch", string(opts.ResourceVersionMatch))
+	}
+	if opts.AllowBookmarks {
+		q.Set("allowWatchBookmarks", "true")
+	}
+	if opts.SendInitialEvents {
+		q.Set("sendInitialEvents", "true")
+	}
+	if opts.TimeoutSeconds > 0 {
+		q.Set("timeoutSeconds", strconv.FormatInt(opts.TimeoutSeconds, 10))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	resp, err := lw.client.get(ctx, lw.path, q, lw.acceptWait)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	body := newWatchdog(resp.Body, lw.opt.idleTimeout, cancel)
+	w := &httpWatcher[T]{body: body, cancel: cancel}
+	if isProtobuf(resp.Header.Get("Content-Type")) {
+		w.next = wire.NewProtobufWatchDecoder(body, lw.codec, lw.opt.maxFrameBytes).Next
+	} else {
+		w.next = wire.NewJSONWatchDecoder(body, lw.codec, lw.opt.maxFrameBytes).Next
+	}
+	return w, nil
+}
+
+func (lw *HTTPListerWatcher[T]) values() url.Values {
+	q := make(url.Values, len(lw.query)+6)
+	for k, v := range lw.query {
+		q[k] = v
+	}
+	return q
+}
+
+func isProtobuf(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == mediaProtobuf
+}
+
+// httpWatcher is one open watch stream.
+type httpWatcher[T Object] struct {
+	body   *watchdog
+	cancel context.CancelFunc
+	next   func() (wire.Event[T], error)
+	once   sync.Once
+}
+
+func (w *httpWatcher[T]) Next() (Event[T], error) {
+	ev, err := w.next()
+	if err != nil {
+		switch {
+		case errors.Is(err, wire.ErrWrongKind):
+			return Event[T]{}, fmt.Errorf("%w: %w", ErrSkipped, err)
+		case w.body.idle():
+			return Event[T]{}, fmt.Errorf("%w: no data for %s", ErrStalled, w.body.timeout)
+		}
+		return Event[T]{}, err
+	}
+	return Event[T]{Type: EventType(ev.Type), Object: ev.Object, Status: ev.Status}, nil
+}
+
+func (w *httpWatcher[T]) Close() error {
+	w.once.Do(func() {
+		w.cancel()
+		w.body.Close()
+	})
+	return nil
+}
+
+// ErrStalled marks a watch stream closed by the client's watchdog because
+// nothing arrived for too long: the server or the network stopped sending
+// without closing the connection. The Reflector reopens the watch.
+var ErrStalled = errors.New("watch stream stalled")
+
+// watchdog closes a stream that delivers no bytes for timeout.
+type watchdog struct {
+	r       io.ReadCloser
+	timeout time.Duration
+	timer   *time.Timer
+	mu      sync.Mutex
+	fired   bool
+}
+
+func newWatchdog(r io.ReadCloser, timeout time.Duration, cancel context.CancelFunc) *watchdog {
+	w := &watchdog{r: r, timeout: timeout}
+	if timeout > 0 {
+		w.timer = time.AfterFunc(timeout, func() {
+			w.mu.Lock()
+			w.fired = true
+			w.mu.Unlock()
+			cancel()
+			r.Close()
+		})
+	}
+	return w
+}
+
+func (w *watchdog) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n > 0 && w.timer != nil {
+		w.timer.Reset(w.timeout)
+	}
+	return n, err
+}
+
+func (w *watchdog) Close() error {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	return w.r.Close()
+}
+
+func (w *watchdog) idle() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fired
+}
+
+// HTTPOption configures an HTTPListerWatcher.
+type HTTPOption func(*httpOptions)
+
+type httpOptions struct {
+	contentType       ContentType
+	listTimeout       time.Duration
+	idleTimeout       time.Duration
+	maxFrameBytes     int
+	maxItemBytes      int
+	maxListBytes      int
+	dropManagedFields bool
+}
+
+// WithContentType chooses JSON or protobuf; the default picks protobuf for
+// built-in types.
+func WithContentType(ct ContentType) HTTPOption {
+	return func(o *httpOptions) { o.contentType = ct }
+}
+
+// WithListTimeout bounds one LIST page request, body included. The default
+// is one minute.
+func WithListTimeout(d time.Duration) HTTPOption {
+	return func(o *httpOptions) {
+		if d > 0 {
+			o.listTimeout = d
+		}
+	}
+}
+
+// WithWatchIdleTimeout sets the watchdog: a watch stream that delivers no
+// byte for d is closed and reopened. With bookmarks on, kube-apiserver sends
+// something about once a minute even on a quiet resource; the default is 90
+// seconds. 0 turns the watchdog off.
+func WithWatchIdleTimeout(d time.Duration) HTTPOption {
+	return func(o *httpOptions) { o.idleTimeout = max(d, 0) }
+}
+
+// WithMaxFrameBytes bounds one watch event; the default is 64 MiB.
+func WithMaxFrameBytes(n int) HTTPOption {
+	return func(o *httpOptions) { o.maxFrameBytes = n }
+}
+
+// WithMaxItemBytes bounds one item of a JSON list, and WithMaxListBytes a
+// whole protobuf list page (which is read whole). Defaults: 64 MiB.
+func WithMaxItemBytes(n int) HTTPOption {
+	return func(o *httpOptions) { o.maxItemBytes = n }
+}
+
+// WithMaxListBytes bounds a whole protobuf list page; the default is 64 MiB.
+func WithMaxListBytes(n int) HTTPOption {
+	return func(o *httpOptions) { o.maxListBytes = n }
+}
+
+// WithoutManagedFields skips metadata.managedFields while decoding, so they
+// are never allocated: the cheapest way to keep them out of the cache.
+func WithoutManagedFields() HTTPOption {
+	return func(o *httpOptions) { o.dropManagedFields = true }
+}
+
+// get sends a GET and returns the response if it is a 2xx, or the
+// server's answer as an error.
+func (c *Client) get(ctx context.Context, path string, q url.Values, accept string) (*http.Response, error) {
+	u := c.rest.URL(path, q)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := c.rest.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := rest.CheckResponse(resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return resp, nil
+}
