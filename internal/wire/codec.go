@@ -34,6 +34,9 @@ type Codec[T any] struct {
 	// alsoAccept is a second kind an object may have (a metadata codec
 	// accepts both PartialObjectMetadata and the full resource's kind).
 	alsoAPIVersion, alsoKind string
+	// anyKind accepts objects and lists of any kind (a metadata codec that
+	// was not told the resource's kind).
+	anyKind bool
 
 	json              jsoniter.API
 	dropManagedFields bool
@@ -141,12 +144,14 @@ func UnstructuredCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[
 // the server sends when asked for metadata only (Accept:
 // application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1). gvk is the
 // full resource's kind; objects of that kind are accepted too, and only
-// their metadata is kept. Decoded objects are stamped as
-// PartialObjectMetadata meta.k8s.io/v1. It decodes JSON and protobuf.
+// their metadata is kept; if gvk has no Kind, objects of any kind are
+// accepted. Decoded objects are stamped as PartialObjectMetadata
+// meta.k8s.io/v1. It decodes JSON and protobuf.
 func MetadataCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[*metav1.PartialObjectMetadata] {
 	c := newCodec[*metav1.PartialObjectMetadata](gvk, opts)
 	c.objAPIVersion, c.objKind = "meta.k8s.io/v1", "PartialObjectMetadata"
 	c.alsoAPIVersion, c.alsoKind = gvk.GroupVersion().String(), gvk.Kind
+	c.anyKind = gvk.Kind == ""
 	c.listKind = "PartialObjectMetadataList"
 	c.readJSON = func(it *jsoniter.Iterator) *metav1.PartialObjectMetadata {
 		obj := new(metav1.PartialObjectMetadata)
@@ -191,7 +196,7 @@ func (c *Codec[T]) accepts(apiVersion, kind string) bool {
 		return (kind == "" || kind == wantKind) && (apiVersion == "" || apiVersion == wantAPIVersion)
 	}
 	switch {
-	case matches(c.objAPIVersion, c.objKind):
+	case c.anyKind, matches(c.objAPIVersion, c.objKind):
 		return true
 	case c.alsoKind != "" && matches(c.alsoAPIVersion, c.alsoKind):
 		return true
@@ -202,7 +207,7 @@ func (c *Codec[T]) accepts(apiVersion, kind string) bool {
 
 // acceptsList reports whether a list body of this kind holds our objects.
 func (c *Codec[T]) acceptsList(kind string) bool {
-	if kind == "" || c.listKind == "" || kind == c.listKind {
+	if kind == "" || c.listKind == "" || kind == c.listKind || c.anyKind {
 		return true
 	}
 	return c.alsoKind != "" && kind == c.alsoKind+"List"

@@ -147,6 +147,7 @@ func convertNumber(s string) (any, error) {
 // truncated value as a syntax error.
 type window struct {
 	r        io.Reader
+	it       *jsoniter.Iterator // the decoder reading from this window
 	limit    int64
 	n        int64 // bytes handed out since reset
 	total    int64 // bytes handed out since the start
@@ -165,7 +166,7 @@ func (w *window) Read(p []byte) (int, error) {
 		return 0, w.note(w.pending)
 	}
 	if w.n >= w.limit {
-		w.tooLarge = true
+		w.tooLarge = w.tooLarge || w.clean()
 		return 0, errLimit
 	}
 	if rem := w.limit - w.n; int64(len(p)) > rem {
@@ -189,9 +190,12 @@ func (w *window) Read(p []byte) (int, error) {
 	return 0, w.note(err)
 }
 
+// note records why the source stopped, unless the decoder had already
+// found bad bytes: json-iterator keeps reading after a syntax error, and
+// the syntax error is the one to report.
 func (w *window) note(err error) error {
 	switch {
-	case err == nil:
+	case err == nil || !w.clean():
 	case err == io.EOF:
 		w.eof = true
 	default:
@@ -201,6 +205,9 @@ func (w *window) note(err error) error {
 	}
 	return err
 }
+
+// clean reports whether the decoder has not met an error yet.
+func (w *window) clean() bool { return w.it == nil || w.it.Error == nil }
 
 // errLimit is what window hands json-iterator at the limit; decoders
 // translate it into ErrFrameTooLarge or ErrListTooLarge.

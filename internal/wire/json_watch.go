@@ -40,11 +40,8 @@ func NewJSONWatchDecoder[T any](r io.Reader, codec *Codec[T], maxFrame int) *JSO
 		maxFrame = DefaultMaxFrameBytes
 	}
 	src := &window{r: r, limit: int64(maxFrame)}
-	return &JSONWatchDecoder[T]{
-		codec: codec,
-		src:   src,
-		it:    jsoniter.Parse(codec.json, src, readBufferSize),
-	}
+	src.it = jsoniter.Parse(codec.json, src, readBufferSize)
+	return &JSONWatchDecoder[T]{codec: codec, src: src, it: src.it}
 }
 
 // Next decodes the next event. It returns io.EOF when the stream ends

@@ -381,4 +381,9 @@ func TestJSONWatchMetadata(t *testing.T) {
 	if !errors.Is(err, ErrWrongKind) {
 		t.Fatalf("got %v", err)
 	}
+	// Told no kind, a metadata codec takes any object.
+	ev := nextJSON(t, `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"}}}`, MetadataCodec(podGVK.GroupVersion().WithKind("")))
+	if ev.Object.Name != "c" || ev.Object.Kind != "PartialObjectMetadata" {
+		t.Fatalf("got %+v", ev.Object)
+	}
 }

@@ -43,7 +43,8 @@ func DecodeJSONList[T any](r io.Reader, codec *Codec[T], maxItem int, add func(T
 		maxItem = DefaultMaxItemBytes
 	}
 	src := &window{r: r, limit: int64(maxItem)}
-	l := &jsonList[T]{codec: codec, src: src, it: jsoniter.Parse(codec.json, src, readBufferSize), add: add}
+	src.it = jsoniter.Parse(codec.json, src, readBufferSize)
+	l := &jsonList[T]{codec: codec, src: src, it: src.it, add: add}
 	defer func() {
 		if r := recover(); r != nil {
 			meta, err = ListMeta{}, fmt.Errorf("%w: %s: decoder panicked: %v", ErrMalformed, l.what(), r)

@@ -383,6 +383,25 @@ func TestListMetadata(t *testing.T) {
 			}
 		})
 	}
+	// A server that cannot send metadata only sends the full list; a
+	// metadata codec keeps the metadata of each item.
+	pods, _ := podList(2, "4", "", nil)
+	for name, body := range map[string][]byte{"JSON": jsonOf(t, pods), "protobuf": protoOf(t, pods)} {
+		t.Run("full "+name, func(t *testing.T) {
+			for _, c := range []*Codec[*metav1.PartialObjectMetadata]{MetadataCodec(podGVK), MetadataCodec(podGVK.GroupVersion().WithKind(""))} {
+				var got []*metav1.PartialObjectMetadata
+				var err error
+				if name == "JSON" {
+					_, err = DecodeJSONList(bytes.NewReader(body), c, 0, collect(&got))
+				} else {
+					_, err = DecodeProtobufList(bytes.NewReader(body), c, 0, collect(&got))
+				}
+				if err != nil || len(got) != 2 || got[1].Name != pods.Items[1].Name {
+					t.Fatalf("got %d items, %v", len(got), err)
+				}
+			}
+		})
+	}
 }
 
 func TestListBrokenBodies(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // maxRetainedFrame is the largest read buffer a ProtobufWatchDecoder keeps
@@ -83,22 +84,36 @@ func (d *ProtobufWatchDecoder[T]) next() (Event[T], error) {
 	if uint64(size) > uint64(d.max) {
 		return Event[T]{}, fmt.Errorf("%s: %w: %d bytes (limit %d)", d.what(), ErrFrameTooLarge, size, d.max)
 	}
-	frame := d.frame(int(size))
-	if _, err := io.ReadFull(d.r, frame); err != nil {
+	frame, err := d.readFrame(int(size))
+	if err != nil {
 		return Event[T]{}, d.readFailure("frame", err)
 	}
 	return d.decodeFrame(frame)
 }
 
-// frame returns a buffer of n bytes, reusing the previous one when it fits.
-func (d *ProtobufWatchDecoder[T]) frame(n int) []byte {
-	if n > maxRetainedFrame {
-		return make([]byte, n)
+// readFrame reads an n-byte frame. Up to maxRetainedFrame it reuses one
+// buffer; above, it grows a buffer of its own as the bytes arrive, so that
+// a length prefix that lies costs memory only for bytes actually received.
+func (d *ProtobufWatchDecoder[T]) readFrame(n int) ([]byte, error) {
+	if n <= maxRetainedFrame {
+		if cap(d.buf) < n {
+			d.buf = make([]byte, n)
+		}
+		_, err := io.ReadFull(d.r, d.buf[:n])
+		return d.buf[:n], err
 	}
-	if cap(d.buf) < n {
-		d.buf = make([]byte, n)
+	buf := make([]byte, 0, maxRetainedFrame)
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), n-len(buf)))
+		}
+		m, err := io.ReadFull(d.r, buf[len(buf):min(cap(buf), n)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return nil, err
+		}
 	}
-	return d.buf[:n]
+	return buf, nil
 }
 
 func (d *ProtobufWatchDecoder[T]) readFailure(part string, err error) error {
