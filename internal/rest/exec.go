@@ -1,0 +1,344 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The exec credential protocol (client.authentication.k8s.io): the client
+// runs a command with KUBERNETES_EXEC_INFO set to an ExecCredential holding
+// the request's spec; the command prints an ExecCredential whose status
+// holds a bearer token, or a client certificate and key, and optionally
+// when they expire. The client caches them until then, or until the server
+// answers 401.
+
+// The API versions of ExecCredential that plugins may speak.
+const (
+	ExecAPIVersionV1      = "client.authentication.k8s.io/v1"
+	ExecAPIVersionV1beta1 = "client.authentication.k8s.io/v1beta1"
+)
+
+// The interactive modes of ExecConfig. Plugins always run without a
+// terminal (standard input is not attached), so Always is refused.
+const (
+	ExecInteractiveNever       = "Never"
+	ExecInteractiveIfAvailable = "IfAvailable"
+	ExecInteractiveAlways      = "Always"
+)
+
+const (
+	// execTimeout bounds one run of a plugin. Plugins run without a
+	// terminal, so one that takes longer is stuck.
+	execTimeout = time.Minute
+	// maxExecOutput bounds what is read of a plugin's standard output.
+	maxExecOutput = 1 << 20
+	// maxExecStderr bounds how much of a plugin's standard error an error
+	// message quotes.
+	maxExecStderr = 1 << 10
+)
+
+// ExecConfig runs a credential plugin, as the "exec" section of a
+// kubeconfig user does. The zero value is not usable: Command and
+// APIVersion are required. Formatting or logging an ExecConfig never shows
+// the values of Env.
+type ExecConfig struct {
+	// Command is the program to run, looked up in PATH when it has no
+	// slash. Required.
+	Command string
+	// Args are the command's arguments.
+	Args []string
+	// Env is added to the environment the command inherits.
+	Env []ExecEnvVar
+	// APIVersion is the ExecCredential version the plugin speaks:
+	// ExecAPIVersionV1 or ExecAPIVersionV1beta1. Required.
+	APIVersion string
+	// InstallHint is shown when the command is not found.
+	InstallHint string
+	// ProvideClusterInfo passes the cluster's server, CA data, TLS server
+	// name and proxy to the plugin in KUBERNETES_EXEC_INFO.
+	ProvideClusterInfo bool
+	// InteractiveMode is Never, IfAvailable (the default when empty) or
+	// Always, which is refused: plugins get no terminal here.
+	InteractiveMode string
+}
+
+// ExecEnvVar is one environment variable for an exec plugin. Formatting or
+// logging it never shows Value.
+type ExecEnvVar struct {
+	Name, Value string
+}
+
+// execCredential is what one run of the plugin returned.
+type execCredential struct {
+	token  string
+	cert   *tls.Certificate // nil when the plugin returned no certificate
+	expiry time.Time        // zero: valid until the server refuses it
+}
+
+// execPlugin runs the plugin when no valid credential is cached. It is safe
+// for concurrent use; concurrent callers share one run.
+type execPlugin struct {
+	cfg     ExecConfig
+	info    []byte // KUBERNETES_EXEC_INFO
+	environ func() []string
+	now     func() time.Time
+	// onCertRotation is called, outside the lock, when the plugin returns
+	// a client certificate that differs from the previous one: connections
+	// authenticated with the old one must go.
+	onCertRotation func()
+
+	mu       sync.Mutex // held while the plugin runs: one run at a time
+	cached   *execCredential
+	lastCert *tls.Certificate // the last certificate handed out, even if invalidated since
+}
+
+// execCredentialObject is the ExecCredential object, in both versions.
+type execCredentialObject struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Spec       execSpec    `json:"spec"`
+	Status     *execStatus `json:"status,omitempty"`
+}
+
+type execSpec struct {
+	Cluster     *execCluster `json:"cluster,omitempty"`
+	Interactive bool         `json:"interactive"`
+}
+
+// execCluster is the cluster information handed to plugins that ask for it.
+type execCluster struct {
+	Server                   string `json:"server"`
+	TLSServerName            string `json:"tls-server-name,omitempty"`
+	InsecureSkipTLSVerify    bool   `json:"insecure-skip-tls-verify,omitempty"`
+	CertificateAuthorityData []byte `json:"certificate-authority-data,omitempty"`
+	ProxyURL                 string `json:"proxy-url,omitempty"`
+	DisableCompression       bool   `json:"disable-compression,omitempty"`
+}
+
+type execStatus struct {
+	ExpirationTimestamp   *time.Time `json:"expirationTimestamp,omitempty"`
+	Token                 string     `json:"token,omitempty"`
+	ClientCertificateData string     `json:"clientCertificateData,omitempty"`
+	ClientKeyData         string     `json:"clientKeyData,omitempty"`
+}
+
+// newExecPlugin checks cfg and prepares the plugin's input. cluster is
+// passed to the plugin only when cfg.ProvideClusterInfo is set.
+func newExecPlugin(cfg ExecConfig, cluster execCluster) (*execPlugin, error) {
+	if cfg.Command == "" {
+		return nil, errors.New("exec plugin: command is empty")
+	}
+	switch cfg.APIVersion {
+	case ExecAPIVersionV1, ExecAPIVersionV1beta1:
+	case "":
+		return nil, fmt.Errorf("exec plugin %q: apiVersion is required (%s or %s)", cfg.Command, ExecAPIVersionV1, ExecAPIVersionV1beta1)
+	default:
+		return nil, fmt.Errorf("exec plugin %q: apiVersion %q is not supported; use %s or %s", cfg.Command, cfg.APIVersion, ExecAPIVersionV1, ExecAPIVersionV1beta1)
+	}
+	switch cfg.InteractiveMode {
+	case "", ExecInteractiveNever, ExecInteractiveIfAvailable:
+	case ExecInteractiveAlways:
+		return nil, fmt.Errorf("exec plugin %q: interactiveMode Always needs a terminal, and plugins run without one here; use Never or IfAvailable", cfg.Command)
+	default:
+		return nil, fmt.Errorf("exec plugin %q: unknown interactiveMode %q (want Never, IfAvailable or Always)", cfg.Command, cfg.InteractiveMode)
+	}
+	in := execCredentialObject{APIVersion: cfg.APIVersion, Kind: "ExecCredential"}
+	if cfg.ProvideClusterInfo {
+		in.Spec.Cluster = &cluster
+	}
+	info, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("exec plugin %q: encoding KUBERNETES_EXEC_INFO: %w", cfg.Command, err)
+	}
+	return &execPlugin{cfg: cfg, info: info, environ: os.Environ, now: time.Now}, nil
+}
+
+// credential returns the cached credential if it has not expired, else runs
+// the plugin.
+func (p *execPlugin) credential(ctx context.Context) (*execCredential, error) {
+	p.mu.Lock()
+	if c := p.cached; c != nil && (c.expiry.IsZero() || p.now().Before(c.expiry)) {
+		p.mu.Unlock()
+		return c, nil
+	}
+	c, err := p.run(ctx)
+	if err != nil {
+		p.mu.Unlock()
+		return nil, err
+	}
+	p.cached = c
+	rotated := p.lastCert != nil && !sameCertificate(p.lastCert, c.cert)
+	if c.cert != nil {
+		p.lastCert = c.cert
+	}
+	p.mu.Unlock()
+
+	if rotated && p.onCertRotation != nil {
+		p.onCertRotation()
+	}
+	return c, nil
+}
+
+// invalidate forgets used, the credential a request was refused with, so
+// that the next request runs the plugin again. A credential cached since
+// then by another request is kept.
+func (p *execPlugin) invalidate(used *execCredential) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cached == used {
+		p.cached = nil
+	}
+}
+
+// invalidateAll forgets the cached credential, whatever it is.
+func (p *execPlugin) invalidateAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cached = nil
+}
+
+// clientCertificate serves tls.Config.GetClientCertificate: the plugin's
+// certificate, or none when it returns a token only.
+func (p *execPlugin) clientCertificate(info *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	c, err := p.credential(info.Context())
+	if err != nil {
+		return nil, err
+	}
+	if c.cert == nil {
+		return &tls.Certificate{}, nil
+	}
+	return c.cert, nil
+}
+
+// run runs the plugin once and parses its output.
+func (p *execPlugin) run(ctx context.Context) (*execCredential, error) {
+	ctx, cancel := context.WithTimeout(ctx, execTimeout)
+	defer cancel()
+
+	cmd := exec.CommandContext(ctx, p.cfg.Command, p.cfg.Args...)
+	env := p.environ()
+	for _, v := range p.cfg.Env {
+		env = append(env, v.Name+"="+v.Value)
+	}
+	cmd.Env = append(env, "KUBERNETES_EXEC_INFO="+string(p.info))
+	stdout := &cappedBuffer{max: maxExecOutput}
+	stderr := &cappedBuffer{max: maxExecStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr // standard input stays unattached
+	cmd.WaitDelay = time.Second             // do not wait for children holding the pipes
+
+	if err := cmd.Run(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			msg := fmt.Sprintf("exec plugin %q not found", p.cfg.Command)
+			if p.cfg.InstallHint != "" {
+				msg += ": " + strings.TrimSpace(p.cfg.InstallHint)
+			}
+			return nil, fmt.Errorf("%s: %w", msg, err)
+		}
+		return nil, fmt.Errorf("exec plugin %q: %w%s", p.cfg.Command, err, stderr.quote())
+	}
+	if stdout.truncated {
+		return nil, fmt.Errorf("exec plugin %q: output larger than %d bytes", p.cfg.Command, maxExecOutput)
+	}
+	c, err := p.parse(stdout.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("exec plugin %q: %w%s", p.cfg.Command, err, stderr.quote())
+	}
+	return c, nil
+}
+
+// parse checks the plugin's ExecCredential. Its errors never quote the
+// output, which holds secrets.
+func (p *execPlugin) parse(out []byte) (*execCredential, error) {
+	var obj execCredentialObject
+	if err := json.Unmarshal(out, &obj); err != nil {
+		return nil, errors.New("output is not a JSON ExecCredential")
+	}
+	if obj.Kind != "ExecCredential" {
+		return nil, fmt.Errorf("output has kind %q, want ExecCredential", obj.Kind)
+	}
+	if obj.APIVersion != p.cfg.APIVersion {
+		return nil, fmt.Errorf("output has apiVersion %q, want %q as configured", obj.APIVersion, p.cfg.APIVersion)
+	}
+	s := obj.Status
+	if s == nil {
+		return nil, errors.New("output has no status")
+	}
+	c := &execCredential{token: s.Token}
+	if s.ExpirationTimestamp != nil {
+		c.expiry = *s.ExpirationTimestamp
+	}
+	switch {
+	case s.ClientCertificateData != "" && s.ClientKeyData != "":
+		cert, err := tls.X509KeyPair([]byte(s.ClientCertificateData), []byte(s.ClientKeyData))
+		if err != nil {
+			return nil, fmt.Errorf("status.clientCertificateData and clientKeyData do not make a key pair: %w", err)
+		}
+		c.cert = &cert
+	case s.ClientCertificateData != "":
+		return nil, errors.New("status.clientCertificateData is set without clientKeyData")
+	case s.ClientKeyData != "":
+		return nil, errors.New("status.clientKeyData is set without clientCertificateData")
+	}
+	if c.token == "" && c.cert == nil {
+		return nil, errors.New("status has neither a token nor a client certificate")
+	}
+	return c, nil
+}
+
+func sameCertificate(a, b *tls.Certificate) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if len(a.Certificate) != len(b.Certificate) {
+		return false
+	}
+	for i := range a.Certificate {
+		if !bytes.Equal(a.Certificate[i], b.Certificate[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// cappedBuffer keeps the first max bytes written to it and drops the rest
+// without failing, so that a chatty plugin is never blocked on a pipe. (The
+// buffer is a named field, not embedded: an embedded bytes.Buffer would
+// lend its ReadFrom to io.Copy, which would then bypass the cap.)
+type cappedBuffer struct {
+	buf       bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); len(p) > room {
+		b.truncated = true
+		b.buf.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *cappedBuffer) Bytes() []byte { return b.buf.Bytes() }
+
+// quote returns "; stderr: ..." for an error message, or "" when the plugin
+// wrote nothing there.
+func (b *cappedBuffer) quote() string {
+	s := strings.TrimSpace(b.buf.String())
+	if s == "" {
+		return ""
+	}
+	if b.truncated {
+		s += " [truncated]"
+	}
+	return "; stderr: " + s
+}
