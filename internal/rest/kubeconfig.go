@@ -1,0 +1,381 @@
+package rest
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v2"
+)
+
+// maxKubeconfigSize bounds how much of a kubeconfig file is read.
+const maxKubeconfigSize = 16 << 20
+
+// LoadKubeconfig reads a kubeconfig and returns the Config of one of its
+// contexts, with the context's namespace in Config.Namespace.
+//
+// path names the file. When it is empty, $KUBECONFIG is used: a list of
+// files separated by ':' (';' on Windows) of which the missing ones are
+// skipped and the others merged, the first file that defines a cluster,
+// user, context or current-context winning. When $KUBECONFIG is empty too,
+// ~/.kube/config is read. An error wrapping ErrNoKubeconfig means no file
+// exists, so the caller may fall back to InClusterConfig.
+//
+// contextName picks the context; empty means the current-context. Relative
+// file paths inside a kubeconfig are relative to that file's directory.
+// Errors name the file and the context, cluster or user at fault, and never
+// include a credential.
+func LoadKubeconfig(path, contextName string) (*Config, error) {
+	files, err := kubeconfigFiles(path, os.Getenv, os.UserHomeDir)
+	if err != nil {
+		return nil, err
+	}
+	return loadKubeconfigFiles(files, contextName)
+}
+
+// kubeconfigFiles returns the existing kubeconfig files to merge, in order.
+func kubeconfigFiles(path string, getenv func(string) string, home func() (string, error)) ([]string, error) {
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%w: %w", ErrNoKubeconfig, err)
+			}
+			return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		}
+		return []string{path}, nil
+	}
+	if list := getenv("KUBECONFIG"); list != "" {
+		var files []string
+		seen := map[string]bool{}
+		for _, f := range filepath.SplitList(list) {
+			if f == "" || seen[f] {
+				continue
+			}
+			seen[f] = true
+			if _, err := os.Stat(f); err == nil {
+				files = append(files, f)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("kubeconfig %s (from $KUBECONFIG): %w", f, err)
+			}
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%w: none of the files in $KUBECONFIG (%s) exists", ErrNoKubeconfig, list)
+		}
+		return files, nil
+	}
+	dir, err := home()
+	if err != nil {
+		return nil, fmt.Errorf("%w: $KUBECONFIG is empty and the home directory is unknown: %w", ErrNoKubeconfig, err)
+	}
+	f := filepath.Join(dir, ".kube", "config")
+	if _, err := os.Stat(f); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: $KUBECONFIG is empty and %s does not exist", ErrNoKubeconfig, f)
+		}
+		return nil, fmt.Errorf("kubeconfig %s: %w", f, err)
+	}
+	return []string{f}, nil
+}
+
+// loadKubeconfigFiles parses and merges files, then resolves contextName.
+func loadKubeconfigFiles(files []string, contextName string) (*Config, error) {
+	merged := &kubeconfig{
+		clusters: map[string]kubeCluster{},
+		users:    map[string]kubeUser{},
+		contexts: map[string]kubeContext{},
+	}
+	for _, name := range files {
+		data, err := readFileLimited(name, maxKubeconfigSize)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", name, err)
+		}
+		kc, err := parseKubeconfig(data, filepath.Dir(name))
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", name, err)
+		}
+		merged.mergeFrom(kc)
+	}
+	cfg, err := merged.config(contextName)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", strings.Join(files, string(filepath.ListSeparator)), err)
+	}
+	return cfg, nil
+}
+
+func readFileLimited(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(LimitReader(f, limit))
+	if errors.Is(err, ErrBodyTooLarge) {
+		return nil, fmt.Errorf("file larger than %d bytes", limit)
+	}
+	return data, err
+}
+
+// The kubeconfig format (apiVersion v1, kind Config), the fields this
+// package understands. Unknown fields are ignored.
+type kubeconfigFile struct {
+	CurrentContext string `yaml:"current-context"`
+	Clusters       []struct {
+		Name    string      `yaml:"name"`
+		Cluster kubeCluster `yaml:"cluster"`
+	} `yaml:"clusters"`
+	Users []struct {
+		Name string   `yaml:"name"`
+		User kubeUser `yaml:"user"`
+	} `yaml:"users"`
+	Contexts []struct {
+		Name    string      `yaml:"name"`
+		Context kubeContext `yaml:"context"`
+	} `yaml:"contexts"`
+}
+
+type kubeCluster struct {
+	Server                   string `yaml:"server"`
+	CertificateAuthority     string `yaml:"certificate-authority"`
+	CertificateAuthorityData string `yaml:"certificate-authority-data"`
+	InsecureSkipTLSVerify    bool   `yaml:"insecure-skip-tls-verify"`
+	TLSServerName            string `yaml:"tls-server-name"`
+	ProxyURL                 string `yaml:"proxy-url"`
+	DisableCompression       bool   `yaml:"disable-compression"`
+}
+
+type kubeUser struct {
+	Token                 string    `yaml:"token"`
+	TokenFile             string    `yaml:"tokenFile"`
+	ClientCertificate     string    `yaml:"client-certificate"`
+	ClientCertificateData string    `yaml:"client-certificate-data"`
+	ClientKey             string    `yaml:"client-key"`
+	ClientKeyData         string    `yaml:"client-key-data"`
+	Username              string    `yaml:"username"`
+	Password              string    `yaml:"password"`
+	Exec                  *kubeExec `yaml:"exec"`
+	AuthProvider          *struct {
+		Name string `yaml:"name"`
+	} `yaml:"auth-provider"`
+	Impersonate string `yaml:"as"`
+}
+
+type kubeExec struct {
+	Command string   `yaml:"command"`
+	Args    []string `yaml:"args"`
+	Env     []struct {
+		Name  string `yaml:"name"`
+		Value string `yaml:"value"`
+	} `yaml:"env"`
+	APIVersion         string `yaml:"apiVersion"`
+	InstallHint        string `yaml:"installHint"`
+	ProvideClusterInfo bool   `yaml:"provideClusterInfo"`
+	InteractiveMode    string `yaml:"interactiveMode"`
+}
+
+type kubeContext struct {
+	Cluster   string `yaml:"cluster"`
+	User      string `yaml:"user"`
+	Namespace string `yaml:"namespace"`
+}
+
+// kubeconfig is one or more parsed files, merged by name.
+type kubeconfig struct {
+	currentContext string
+	clusters       map[string]kubeCluster
+	users          map[string]kubeUser
+	contexts       map[string]kubeContext
+}
+
+// yamlQuoted matches the values that YAML type errors quote between
+// backticks; they are dropped so that an error never shows a secret.
+var yamlQuoted = regexp.MustCompile("`[^`]*`")
+
+// parseKubeconfig parses one file's bytes; dir resolves relative paths.
+// Within one file the first entry of a name wins, as across files.
+func parseKubeconfig(data []byte, dir string) (*kubeconfig, error) {
+	var f kubeconfigFile
+	if err := yaml.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("invalid YAML: %s", yamlQuoted.ReplaceAllString(err.Error(), "`...`"))
+	}
+	kc := &kubeconfig{
+		currentContext: f.CurrentContext,
+		clusters:       map[string]kubeCluster{},
+		users:          map[string]kubeUser{},
+		contexts:       map[string]kubeContext{},
+	}
+	for _, c := range f.Clusters {
+		if _, dup := kc.clusters[c.Name]; dup {
+			continue
+		}
+		c.Cluster.CertificateAuthority = resolvePath(dir, c.Cluster.CertificateAuthority)
+		kc.clusters[c.Name] = c.Cluster
+	}
+	for _, u := range f.Users {
+		if _, dup := kc.users[u.Name]; dup {
+			continue
+		}
+		u.User.TokenFile = resolvePath(dir, u.User.TokenFile)
+		u.User.ClientCertificate = resolvePath(dir, u.User.ClientCertificate)
+		u.User.ClientKey = resolvePath(dir, u.User.ClientKey)
+		if e := u.User.Exec; e != nil && strings.ContainsRune(e.Command, filepath.Separator) {
+			// "./bin/plugin" is relative to the kubeconfig; "plugin" is
+			// looked up in PATH.
+			e.Command = resolvePath(dir, e.Command)
+		}
+		kc.users[u.Name] = u.User
+	}
+	for _, c := range f.Contexts {
+		if _, dup := kc.contexts[c.Name]; !dup {
+			kc.contexts[c.Name] = c.Context
+		}
+	}
+	return kc, nil
+}
+
+func resolvePath(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// mergeFrom adds what other defines and kc does not: the first file wins.
+func (kc *kubeconfig) mergeFrom(other *kubeconfig) {
+	if kc.currentContext == "" {
+		kc.currentContext = other.currentContext
+	}
+	for name, c := range other.clusters {
+		if _, ok := kc.clusters[name]; !ok {
+			kc.clusters[name] = c
+		}
+	}
+	for name, u := range other.users {
+		if _, ok := kc.users[name]; !ok {
+			kc.users[name] = u
+		}
+	}
+	for name, c := range other.contexts {
+		if _, ok := kc.contexts[name]; !ok {
+			kc.contexts[name] = c
+		}
+	}
+}
+
+// config builds the Config of the named context, or of the current one.
+func (kc *kubeconfig) config(contextName string) (*Config, error) {
+	if contextName == "" {
+		contextName = kc.currentContext
+		if contextName == "" {
+			return nil, errors.New("no current-context is set; name a context")
+		}
+	}
+	ctx, ok := kc.contexts[contextName]
+	if !ok {
+		return nil, fmt.Errorf("context %q not found", contextName)
+	}
+	if ctx.Cluster == "" {
+		return nil, fmt.Errorf("context %q names no cluster", contextName)
+	}
+	cluster, ok := kc.clusters[ctx.Cluster]
+	if !ok {
+		return nil, fmt.Errorf("context %q refers to cluster %q, which is not defined", contextName, ctx.Cluster)
+	}
+	var user kubeUser
+	if ctx.User != "" {
+		if user, ok = kc.users[ctx.User]; !ok {
+			return nil, fmt.Errorf("context %q refers to user %q, which is not defined", contextName, ctx.User)
+		}
+	}
+
+	cfg := &Config{Namespace: ctx.Namespace}
+	if err := cluster.apply(cfg); err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", ctx.Cluster, err)
+	}
+	if err := user.apply(cfg); err != nil {
+		return nil, fmt.Errorf("user %q: %w", ctx.User, err)
+	}
+	return cfg, nil
+}
+
+func (c *kubeCluster) apply(cfg *Config) error {
+	if c.Server == "" {
+		return errors.New("server is empty")
+	}
+	u, err := url.Parse(c.Server)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("server %q is not an http:// or https:// URL", redactURL(c.Server))
+	}
+	cfg.Host = c.Server
+	cfg.TLS.ServerName = c.TLSServerName
+	cfg.TLS.Insecure = c.InsecureSkipTLSVerify
+	cfg.ProxyURL = c.ProxyURL
+	cfg.DisableCompression = c.DisableCompression
+	if c.CertificateAuthorityData != "" {
+		// The data wins over the file, as in kubectl.
+		if cfg.TLS.CAData, err = decodeBase64(c.CertificateAuthorityData); err != nil {
+			return fmt.Errorf("certificate-authority-data: %w", err)
+		}
+	} else {
+		cfg.TLS.CAFile = c.CertificateAuthority
+	}
+	return nil
+}
+
+func (u *kubeUser) apply(cfg *Config) error {
+	var err error
+	if u.AuthProvider != nil {
+		return fmt.Errorf("auth-provider %q is not supported; use an exec credential plugin", u.AuthProvider.Name)
+	}
+	if u.Impersonate != "" {
+		return errors.New("impersonation (as) is not supported")
+	}
+	cfg.BearerToken = u.Token
+	cfg.BearerTokenFile = u.TokenFile
+	cfg.Username, cfg.Password = u.Username, u.Password
+	if u.ClientCertificateData != "" {
+		if cfg.TLS.CertData, err = decodeBase64(u.ClientCertificateData); err != nil {
+			return fmt.Errorf("client-certificate-data: %w", err)
+		}
+	} else {
+		cfg.TLS.CertFile = u.ClientCertificate
+	}
+	if u.ClientKeyData != "" {
+		if cfg.TLS.KeyData, err = decodeBase64(u.ClientKeyData); err != nil {
+			return fmt.Errorf("client-key-data: %w", err)
+		}
+	} else {
+		cfg.TLS.KeyFile = u.ClientKey
+	}
+	if e := u.Exec; e != nil {
+		cfg.Exec = &ExecConfig{
+			Command:            e.Command,
+			Args:               e.Args,
+			APIVersion:         e.APIVersion,
+			InstallHint:        e.InstallHint,
+			ProvideClusterInfo: e.ProvideClusterInfo,
+			InteractiveMode:    e.InteractiveMode,
+		}
+		for _, v := range e.Env {
+			cfg.Exec.Env = append(cfg.Exec.Env, ExecEnvVar{Name: v.Name, Value: v.Value})
+		}
+	}
+	return nil
+}
+
+// decodeBase64 decodes a kubeconfig data field. Its error never quotes the
+// input.
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.Join(strings.Fields(s), "")
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, errors.New("not valid base64")
+	}
+	return b, nil
+}
