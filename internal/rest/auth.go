@@ -1,0 +1,164 @@
+package rest
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// tokenFileMaxAge is how long a token read from a file is used before the
+// file is read again even though it looks unchanged (a file system with
+// coarse modification times could hide a rotation).
+const tokenFileMaxAge = time.Minute
+
+// authTransport is the outermost http.RoundTripper of a Client: it sets
+// the User-Agent and one kind of credentials on every request bound for the
+// configured apiserver (same scheme and host; a redirect elsewhere gets
+// none), and reacts to a 401 by dropping cached credentials so that the
+// next request fetches new ones. A client certificate is not its business:
+// the TLS configuration presents it.
+type authTransport struct {
+	next      http.RoundTripper
+	origin    *url.URL
+	userAgent string
+
+	// At most one of these is set.
+	bearer             string
+	tokenFile          *tokenFile
+	username, password string
+	basic              bool
+	exec               *execPlugin
+}
+
+// RoundTrip implements http.RoundTripper. It does not modify req.
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	if r.Header.Get("User-Agent") == "" {
+		r.Header.Set("User-Agent", t.userAgent)
+	}
+	if !sameOrigin(r.URL, t.origin) || r.Header.Get("Authorization") != "" {
+		return t.next.RoundTrip(r)
+	}
+	var used *execCredential
+	switch {
+	case t.tokenFile != nil:
+		token, err := t.tokenFile.get()
+		if err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		r.Header.Set("Authorization", "Bearer "+token)
+	case t.bearer != "":
+		r.Header.Set("Authorization", "Bearer "+t.bearer)
+	case t.basic:
+		r.SetBasicAuth(t.username, t.password)
+	case t.exec != nil:
+		c, err := t.exec.credential(r.Context())
+		if err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		if c.token != "" {
+			r.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		used = c
+	}
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		if used != nil {
+			t.exec.invalidate(used)
+		}
+		if t.tokenFile != nil {
+			t.tokenFile.invalidate()
+		}
+	}
+	return resp, err
+}
+
+// invalidate drops every cached credential.
+func (t *authTransport) invalidate() {
+	if t.exec != nil {
+		t.exec.invalidateAll()
+	}
+	if t.tokenFile != nil {
+		t.tokenFile.invalidate()
+	}
+}
+
+func sameOrigin(u, origin *url.URL) bool {
+	return strings.EqualFold(u.Scheme, origin.Scheme) && strings.EqualFold(u.Host, origin.Host)
+}
+
+// closeBody honours the RoundTripper contract on the paths that fail before
+// the request is handed on: the body is always closed.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// tokenFile reads a bearer token from a file and reads it again when the
+// file changes, when the token is older than tokenFileMaxAge and after a
+// 401. It is safe for concurrent use.
+type tokenFile struct {
+	path string
+	now  func() time.Time
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	token   string
+	modTime time.Time
+	size    int64
+	readAt  time.Time // zero: read before the next use
+}
+
+func newTokenFile(path string, log *slog.Logger) *tokenFile {
+	return &tokenFile{path: path, now: time.Now, log: log}
+}
+
+// get returns the current token. When the file cannot be read but a token
+// was read before, that token is used (a rotation in progress should not
+// fail requests); the error is returned only when there is no token at all.
+func (f *tokenFile) get() (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info, statErr := os.Stat(f.path)
+	if f.token != "" && statErr == nil &&
+		info.ModTime().Equal(f.modTime) && info.Size() == f.size &&
+		f.now().Sub(f.readAt) < tokenFileMaxAge {
+		return f.token, nil
+	}
+	data, err := os.ReadFile(f.path)
+	token := strings.TrimSpace(string(data))
+	if err == nil && token == "" {
+		err = errors.New("the file is empty")
+	}
+	if err != nil {
+		if f.token != "" {
+			f.log.Warn("cannot read the bearer token file; using the token read before", "path", f.path, "error", err)
+			return f.token, nil
+		}
+		return "", fmt.Errorf("reading bearer token file %s: %w", f.path, err)
+	}
+	if f.token != "" && token != f.token {
+		f.log.Debug("bearer token file changed; using the new token", "path", f.path)
+	}
+	f.token, f.readAt = token, f.now()
+	if statErr == nil {
+		f.modTime, f.size = info.ModTime(), info.Size()
+	}
+	return token, nil
+}
+
+// invalidate makes the next get read the file again.
+func (f *tokenFile) invalidate() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readAt = time.Time{}
+}

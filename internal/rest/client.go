@@ -1,0 +1,259 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime"
+	"runtime/debug"
+	"time"
+)
+
+// modulePath is this module's path, used to find its version for the
+// User-Agent.
+const modulePath = "github.com/listwatch/listwatch"
+
+// Client sends requests to one apiserver with the credentials, TLS settings
+// and timeouts of a Config. Build one with NewClient; the zero value is not
+// usable. A Client is safe for concurrent use and meant to be shared: its
+// connections are pooled and HTTP/2 multiplexes them.
+type Client struct {
+	base    *url.URL
+	http    *http.Client
+	auth    *authTransport
+	conns   *http.Transport
+	timeout time.Duration
+}
+
+// Option configures NewClient.
+type Option func(*clientOptions)
+
+type clientOptions struct {
+	logger *slog.Logger
+	wrap   func(http.RoundTripper) http.RoundTripper
+}
+
+// WithLogger sets where the client reports what it does on its own: token
+// file re-reads, exec plugin runs, certificate rotations. The default, like
+// a nil logger, discards everything. Credentials are never logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *clientOptions) { o.logger = l }
+}
+
+// WithWrapTransport wraps the client's whole round-tripper chain, for
+// metrics, tracing or tests. The wrapper sees requests before credentials
+// are added.
+func WithWrapTransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return func(o *clientOptions) { o.wrap = wrap }
+}
+
+// NewClient checks cfg and builds a Client. It fails, with an error saying
+// what to change, when Host is not an http(s) URL, when credentials would
+// be sent over plain http without AllowBearerOverHTTP, when both a bearer
+// token and basic auth are set, when a CA, certificate or key does not
+// load, or when the exec plugin is misconfigured. cfg is copied: later
+// changes to it do not affect the Client.
+//
+// The credentials used are, in order: BearerTokenFile, BearerToken,
+// Username/Password, then Exec (only when none of those nor a static client
+// certificate is set). A static client certificate combines with any of
+// them.
+func NewClient(cfg *Config, opts ...Option) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("rest: nil Config")
+	}
+	var o clientOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	c := cfg.withDefaults()
+
+	base, err := url.Parse(c.Host)
+	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+		return nil, fmt.Errorf("rest: Host %q is not an http:// or https:// URL", redactURL(c.Host))
+	}
+	if base.User != nil {
+		return nil, fmt.Errorf("rest: Host %q carries user info; set Username and Password instead", base.Redacted())
+	}
+	base.RawQuery, base.Fragment = "", ""
+
+	hasBearer := c.BearerToken != "" || c.BearerTokenFile != ""
+	hasBasic := c.Username != "" || c.Password != ""
+	if hasBearer && hasBasic {
+		return nil, errors.New("rest: both a bearer token and basic auth (username/password) are set; keep one")
+	}
+	useExec := c.Exec != nil && !hasBearer && !hasBasic && !c.TLS.hasClientCert()
+	if base.Scheme == "http" && (hasBearer || hasBasic || useExec) && !c.AllowBearerOverHTTP {
+		return nil, fmt.Errorf("rest: refusing to send credentials in clear text to %s; use https, or set AllowBearerOverHTTP if the network is trusted", base.Redacted())
+	}
+
+	auth := &authTransport{origin: base, userAgent: c.UserAgent}
+	if auth.userAgent == "" {
+		auth.userAgent = defaultUserAgent()
+	}
+	switch {
+	case c.BearerTokenFile != "":
+		auth.tokenFile = newTokenFile(c.BearerTokenFile, o.logger)
+		if _, err := auth.tokenFile.get(); err != nil {
+			return nil, fmt.Errorf("rest: %w", err)
+		}
+	case c.BearerToken != "":
+		auth.bearer = c.BearerToken
+	case hasBasic:
+		auth.basic, auth.username, auth.password = true, c.Username, c.Password
+	case useExec:
+		auth.exec, err = newExecPlugin(*c.Exec, execCluster{
+			Server:                   c.Host,
+			TLSServerName:            c.TLS.ServerName,
+			InsecureSkipTLSVerify:    c.TLS.Insecure,
+			CertificateAuthorityData: caBundle(&c.TLS),
+			ProxyURL:                 c.ProxyURL,
+			DisableCompression:       c.DisableCompression,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("rest: %w", err)
+		}
+	}
+
+	tlsConfig, err := newTLSConfig(&c.TLS, auth.exec)
+	if err != nil {
+		return nil, fmt.Errorf("rest: %w", err)
+	}
+	var tracker *connTracker
+	if auth.exec != nil {
+		tracker = &connTracker{}
+		log := o.logger
+		auth.exec.onCertRotation = func() {
+			log.Info("exec plugin returned a new client certificate; closing connections that used the old one")
+			tracker.closeAll()
+		}
+	}
+	transport, err := newTransport(&c, tlsConfig, tracker)
+	if err != nil {
+		return nil, fmt.Errorf("rest: %w", err)
+	}
+	auth.next = transport
+	var rt http.RoundTripper = auth
+	if o.wrap != nil {
+		rt = o.wrap(rt)
+	}
+	return &Client{
+		base:    base,
+		http:    &http.Client{Transport: rt},
+		auth:    auth,
+		conns:   transport,
+		timeout: c.Timeout,
+	}, nil
+}
+
+// caBundle returns the CA certificates handed to an exec plugin that asks
+// for cluster information: CAData, else the CA file's contents.
+func caBundle(t *TLSConfig) []byte {
+	if len(t.CAData) > 0 || t.CAFile == "" {
+		return t.CAData
+	}
+	data, _ := readFileLimited(t.CAFile, maxKubeconfigSize) // newTLSConfig reports a bad file
+	return data
+}
+
+// URL returns the URL of path on the apiserver, below Host's own path
+// prefix if it has one, with query encoded.
+func (c *Client) URL(path string, query url.Values) *url.URL {
+	u := c.base.JoinPath(path)
+	u.RawQuery = query.Encode()
+	return u
+}
+
+// Do sends req and returns the response whatever its status: pass it to
+// CheckResponse. Only req's context bounds the request, which suits long
+// requests such as WATCH; a dead connection still fails it through the
+// HTTP/2 PING check or the TCP timeouts. The caller closes the body.
+func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if isTLSVerifyError(err) {
+			return nil, fmt.Errorf("the apiserver's TLS certificate did not verify; check the cluster's CA (certificate-authority, TLS.CAData or TLS.CAFile) and server name (tls-server-name, TLS.ServerName): %w", err)
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// DoShort is Do for a short request such as a LIST page: when
+// Config.Timeout is set, the whole exchange, reading the body included,
+// must end within it, so a server that trickles bytes cannot hold the
+// caller forever. The deadline is released when the body is closed.
+func (c *Client) DoShort(req *http.Request) (*http.Response, error) {
+	if c.timeout <= 0 {
+		return c.Do(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), c.timeout)
+	resp, err := c.Do(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// InvalidateCredentials drops cached credentials: the next request runs the
+// exec plugin again or re-reads the token file. The client already does
+// this by itself when the apiserver answers 401.
+func (c *Client) InvalidateCredentials() {
+	c.auth.invalidate()
+}
+
+// CloseIdleConnections closes the connections that carry no request.
+func (c *Client) CloseIdleConnections() {
+	c.conns.CloseIdleConnections()
+}
+
+// String names the apiserver the client talks to.
+func (c *Client) String() string {
+	return "rest.Client{Host: " + c.base.Redacted() + "}"
+}
+
+// Format implements fmt.Formatter, so that even %#v, which would otherwise
+// print the client's internals, shows String only.
+func (c *Client) Format(s fmt.State, _ rune) {
+	_, _ = io.WriteString(s, c.String())
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// defaultUserAgent is "listwatch/<version> (<goos>/<goarch>)", the version
+// being this module's as built into the binary, or "devel".
+func defaultUserAgent() string {
+	version := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Path == modulePath {
+			version = bi.Main.Version
+		}
+		for _, dep := range bi.Deps {
+			if dep.Path == modulePath {
+				version = dep.Version
+			}
+		}
+	}
+	if version == "" || version == "(devel)" {
+		version = "devel"
+	}
+	return fmt.Sprintf("listwatch/%s (%s/%s)", version, runtime.GOOS, runtime.GOARCH)
+}

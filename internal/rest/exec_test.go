@@ -1,0 +1,311 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// newEchoServer starts a TLS server that answers with the request's
+// Authorization header, and 401 when refuse says so.
+func newEchoServer(t *testing.T, refuse func(auth string) bool) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		if refuse != nil && refuse(auth) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, status401)
+			return
+		}
+		_, _ = io.WriteString(w, auth)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// get sends a GET of path and returns the status code and body.
+func get(t *testing.T, c *Client, path string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, c.URL(path, nil).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading body: %v", path, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+func newExecClient(t *testing.T, srv *httptest.Server, exec *ExecConfig) *Client {
+	t.Helper()
+	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}, Exec: exec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestExecPluginToken(t *testing.T) {
+	for _, version := range []string{ExecAPIVersionV1, ExecAPIVersionV1beta1} {
+		t.Run(version, func(t *testing.T) {
+			srv := newEchoServer(t, nil)
+			count := filepath.Join(t.TempDir(), "count")
+			c := newExecClient(t, srv, testPlugin(t, version, map[string]string{
+				"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_COUNT_FILE": count,
+			}))
+			for range 3 {
+				if _, body := get(t, c, "/api"); body != "Bearer tok-1" {
+					t.Fatalf("Authorization = %q, want the plugin's token", body)
+				}
+			}
+			if n := countLines(t, count); n != 1 {
+				t.Errorf("the plugin ran %d times, want 1: a token without expiry is cached", n)
+			}
+		})
+	}
+}
+
+func TestExecPluginRunsAgainWhenExpired(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	count := filepath.Join(t.TempDir(), "count")
+	c := newExecClient(t, srv, testPlugin(t, ExecAPIVersionV1, map[string]string{
+		"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_COUNT_FILE": count, "LW_PLUGIN_EXPIRY": "past",
+	}))
+	for i, want := range []string{"Bearer tok-1", "Bearer tok-2", "Bearer tok-3"} {
+		if _, body := get(t, c, "/api"); body != want {
+			t.Fatalf("request %d: Authorization = %q, want %q", i, body, want)
+		}
+	}
+}
+
+func TestExecPluginCachesUntilExpiry(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	count := filepath.Join(t.TempDir(), "count")
+	c := newExecClient(t, srv, testPlugin(t, ExecAPIVersionV1, map[string]string{
+		"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_COUNT_FILE": count, "LW_PLUGIN_EXPIRY": "future",
+	}))
+	get(t, c, "/api")
+	get(t, c, "/api")
+	if n := countLines(t, count); n != 1 {
+		t.Errorf("the plugin ran %d times before expiry, want 1", n)
+	}
+	c.InvalidateCredentials()
+	if _, body := get(t, c, "/api"); body != "Bearer tok-2" {
+		t.Errorf("after InvalidateCredentials: Authorization = %q, want a new token", body)
+	}
+}
+
+func TestExecPluginRunsAgainAfter401(t *testing.T) {
+	srv := newEchoServer(t, func(auth string) bool { return auth == "Bearer tok-1" })
+	c := newExecClient(t, srv, testPlugin(t, ExecAPIVersionV1, map[string]string{
+		"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_COUNT_FILE": filepath.Join(t.TempDir(), "count"),
+	}))
+	if code, _ := get(t, c, "/api"); code != http.StatusUnauthorized {
+		t.Fatalf("first request: %d, want 401", code)
+	}
+	if code, body := get(t, c, "/api"); code != http.StatusOK || body != "Bearer tok-2" {
+		t.Errorf("after a 401: %d %q, want 200 with a new token", code, body)
+	}
+}
+
+func TestExecPluginClientCertificate(t *testing.T) {
+	ca := newTestCA(t, "test-ca")
+	srv := newClientCertServer(t, ca)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeKeyPair := func(cn string) {
+		cert, key := ca.issue(t, cn, true, nil, nil)
+		if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeKeyPair("alice")
+
+	for _, version := range []string{ExecAPIVersionV1, ExecAPIVersionV1beta1} {
+		t.Run(version, func(t *testing.T) {
+			writeKeyPair("alice")
+			c, err := NewClient(&Config{
+				Host: srv.URL,
+				TLS:  TLSConfig{CAData: ca.certPEM},
+				Exec: testPlugin(t, version, map[string]string{
+					"LW_PLUGIN_MODE": "cert", "LW_PLUGIN_CERT_FILE": certFile, "LW_PLUGIN_KEY_FILE": keyFile,
+				}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, body := get(t, c, "/"); body != "alice" {
+				t.Fatalf("server saw %q, want the plugin's certificate for alice", body)
+			}
+			// A new certificate: connections made with the old one are
+			// closed, and the next request presents the new one.
+			writeKeyPair("bob")
+			c.InvalidateCredentials()
+			if _, body := get(t, c, "/"); body != "bob" {
+				t.Errorf("after rotation the server saw %q, want bob", body)
+			}
+		})
+	}
+}
+
+// A static client certificate wins over the exec plugin, as in kubectl.
+func TestExecPluginIgnoredWithStaticCredentials(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	count := filepath.Join(t.TempDir(), "count")
+	exec := testPlugin(t, ExecAPIVersionV1, map[string]string{"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_COUNT_FILE": count})
+	c, err := NewClient(&Config{Host: srv.URL, BearerToken: "static", TLS: TLSConfig{CAData: serverCAPEM(srv)}, Exec: exec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, c, "/"); body != "Bearer static" {
+		t.Errorf("Authorization = %q, want the static token", body)
+	}
+	if n := countLines(t, count); n != 0 {
+		t.Errorf("the plugin ran %d times, want 0", n)
+	}
+}
+
+func TestExecPluginInput(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	infoFile := filepath.Join(t.TempDir(), "info.json")
+	exec := testPlugin(t, ExecAPIVersionV1, map[string]string{"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_INFO_FILE": infoFile})
+	exec.ProvideClusterInfo = true
+	exec.InteractiveMode = ExecInteractiveIfAvailable
+	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv), ServerName: "example.com"}, Exec: exec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get(t, c, "/")
+	data, err := os.ReadFile(infoFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		StdinEmpty bool `json:"stdinEmpty"`
+		Info       struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Spec       struct {
+				Interactive *bool `json:"interactive"`
+				Cluster     *struct {
+					Server        string `json:"server"`
+					TLSServerName string `json:"tls-server-name"`
+					CAData        []byte `json:"certificate-authority-data"`
+				} `json:"cluster"`
+			} `json:"spec"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("%v in %s", err, data)
+	}
+	if !got.StdinEmpty {
+		t.Error("the plugin got something on standard input, want nothing attached")
+	}
+	in := got.Info
+	if in.APIVersion != ExecAPIVersionV1 || in.Kind != "ExecCredential" {
+		t.Errorf("KUBERNETES_EXEC_INFO is %s %s", in.APIVersion, in.Kind)
+	}
+	if in.Spec.Interactive == nil || *in.Spec.Interactive {
+		t.Error("spec.interactive is not false")
+	}
+	if cl := in.Spec.Cluster; cl == nil || cl.Server != srv.URL || cl.TLSServerName != "example.com" || string(cl.CAData) != string(serverCAPEM(srv)) {
+		t.Errorf("spec.cluster = %+v, want the server, name and CA", cl)
+	}
+}
+
+func TestExecPluginErrors(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	tests := []struct {
+		name    string
+		mode    string
+		want    []string
+		notWant []string
+	}{
+		{"exit status with stderr", "fail",
+			[]string{"exec plugin", "exit status 3", "stderr: error: no credentials for cluster xxx", "[truncated]"},
+			[]string{"secret-token"}},
+		{"output not JSON", "garbage", []string{"not a JSON ExecCredential"}, []string{"secret-token"}},
+		{"no status", "nostatus", []string{"no status"}, nil},
+		{"wrong apiVersion", "wrongversion", []string{`apiVersion "client.authentication.k8s.io/v1alpha1"`}, []string{"secret-token"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			exec := testPlugin(t, ExecAPIVersionV1, map[string]string{"LW_PLUGIN_MODE": tt.mode, "LW_PLUGIN_TOKEN": "secret-token"})
+			c := newExecClient(t, srv, exec)
+			req, _ := http.NewRequest(http.MethodGet, c.URL("/", nil).String(), nil)
+			_, err := c.Do(req)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, exec.Command) {
+				t.Errorf("error does not name the command: %s", msg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error lacks %q: %s", w, msg)
+				}
+			}
+			for _, nw := range tt.notWant {
+				if strings.Contains(msg, nw) {
+					t.Errorf("error shows %q: %s", nw, msg)
+				}
+			}
+			if len(msg) > 2*maxExecStderr+1000 {
+				t.Errorf("error is %d bytes long: stderr is not truncated", len(msg))
+			}
+		})
+	}
+}
+
+func TestExecPluginNotFound(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	c := newExecClient(t, srv, &ExecConfig{
+		Command:     "listwatch-no-such-plugin",
+		APIVersion:  ExecAPIVersionV1,
+		InstallHint: "install it from the example site",
+	})
+	req, _ := http.NewRequest(http.MethodGet, c.URL("/", nil).String(), nil)
+	_, err := c.Do(req)
+	if err == nil || !strings.Contains(err.Error(), `"listwatch-no-such-plugin" not found: install it from the example site`) {
+		t.Errorf("err = %v, want not found with the install hint", err)
+	}
+}
+
+func TestExecPluginConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		exec ExecConfig
+		want string
+	}{
+		{"no command", ExecConfig{APIVersion: ExecAPIVersionV1}, "command is empty"},
+		{"no apiVersion", ExecConfig{Command: "p"}, "apiVersion is required"},
+		{"v1alpha1", ExecConfig{Command: "p", APIVersion: "client.authentication.k8s.io/v1alpha1"}, "not supported"},
+		{"interactive always", ExecConfig{Command: "p", APIVersion: ExecAPIVersionV1, InteractiveMode: ExecInteractiveAlways}, "needs a terminal"},
+		{"unknown mode", ExecConfig{Command: "p", APIVersion: ExecAPIVersionV1, InteractiveMode: "Sometimes"}, "unknown interactiveMode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewClient(&Config{Host: "https://127.0.0.1:1", Exec: &tt.exec})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

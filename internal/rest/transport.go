@@ -1,0 +1,200 @@
+package rest
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+)
+
+// The transport under the auth layer: TLS, HTTP/2 with PING health checks,
+// and a dialer whose TCP settings notice a dead peer on HTTP/1.1.
+
+// newTransport builds the *http.Transport for cfg, whose timeouts have their
+// defaults applied. tracker, when not nil, records every connection so that
+// they can all be closed when an exec plugin rotates the client certificate.
+func newTransport(cfg *Config, tlsConfig *tls.Config, tracker *connTracker) (*http.Transport, error) {
+	proxy := http.ProxyFromEnvironment
+	if cfg.ProxyURL != "" {
+		u, err := url.Parse(cfg.ProxyURL)
+		if err != nil {
+			return nil, fmt.Errorf("proxy URL %q does not parse", redactURL(cfg.ProxyURL))
+		}
+		switch u.Scheme {
+		case "http", "https", "socks5", "socks5h":
+		default:
+			return nil, fmt.Errorf("proxy URL %q: scheme must be http, https or socks5", u.Redacted())
+		}
+		proxy = http.ProxyURL(u)
+	}
+
+	dialer := &net.Dialer{
+		Timeout: cfg.DialTimeout,
+		Control: userTimeoutControl(cfg.TCPUserTimeout),
+	}
+	if cfg.DialKeepAlive > 0 {
+		dialer.KeepAliveConfig = net.KeepAliveConfig{
+			Enable:   true,
+			Idle:     cfg.DialKeepAlive,
+			Interval: cfg.DialKeepAlive,
+			Count:    3,
+		}
+	} else {
+		dialer.KeepAlive = -1
+	}
+	dial := dialer.DialContext
+	if tracker != nil {
+		dial = tracker.wrap(dial)
+	}
+
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	if !cfg.DisableHTTP2 {
+		// Offered through ALPN: servers that do not speak HTTP/2 get
+		// HTTP/1.1.
+		protocols.SetHTTP2(true)
+	}
+	return &http.Transport{
+		Proxy:                 proxy,
+		DialContext:           dial,
+		TLSClientConfig:       tlsConfig,
+		TLSHandshakeTimeout:   10 * time.Second,
+		MaxIdleConnsPerHost:   25,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    cfg.DisableCompression,
+		Protocols:             protocols,
+		HTTP2: &http.HTTP2Config{
+			// After SendPingTimeout without a frame, a PING; after
+			// PingTimeout without its answer, the connection is closed
+			// and every stream on it fails.
+			SendPingTimeout: cfg.HTTP2ReadIdleTimeout,
+			PingTimeout:     cfg.HTTP2PingTimeout,
+		},
+	}, nil
+}
+
+// newTLSConfig builds the TLS configuration: verification against the
+// configured roots (the system's when none), TLS 1.2 at least, and the
+// static client certificate or, failing that, the exec plugin's.
+func newTLSConfig(t *TLSConfig, exec *execPlugin) (*tls.Config, error) {
+	c := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         t.ServerName,
+		InsecureSkipVerify: t.Insecure, //nolint:gosec // the user asked for it
+	}
+	if t.Insecure && (len(t.CAData) > 0 || t.CAFile != "") {
+		return nil, errors.New("TLS: a CA certificate and Insecure are both set; verify the server or don't, not both")
+	}
+	if len(t.CAData) > 0 || t.CAFile != "" {
+		pool := x509.NewCertPool()
+		if len(t.CAData) > 0 && !pool.AppendCertsFromPEM(t.CAData) {
+			return nil, errors.New("TLS: CAData holds no PEM certificate")
+		}
+		if t.CAFile != "" {
+			data, err := os.ReadFile(t.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("TLS: reading CA file: %w", err)
+			}
+			if !pool.AppendCertsFromPEM(data) {
+				return nil, fmt.Errorf("TLS: CA file %s holds no PEM certificate", t.CAFile)
+			}
+		}
+		c.RootCAs = pool
+	}
+	if t.hasClientCert() {
+		cert, err := loadClientCert(t)
+		if err != nil {
+			return nil, err
+		}
+		c.Certificates = []tls.Certificate{cert}
+	} else if exec != nil {
+		c.GetClientCertificate = exec.clientCertificate
+	}
+	return c, nil
+}
+
+// loadClientCert loads the static client certificate and key. Its errors
+// never quote the key.
+func loadClientCert(t *TLSConfig) (tls.Certificate, error) {
+	certPEM, keyPEM := t.CertData, t.KeyData
+	var err error
+	if len(certPEM) == 0 && t.CertFile != "" {
+		if certPEM, err = os.ReadFile(t.CertFile); err != nil {
+			return tls.Certificate{}, fmt.Errorf("TLS: reading client certificate: %w", err)
+		}
+	}
+	if len(keyPEM) == 0 && t.KeyFile != "" {
+		if keyPEM, err = os.ReadFile(t.KeyFile); err != nil {
+			return tls.Certificate{}, fmt.Errorf("TLS: reading client key: %w", err)
+		}
+	}
+	switch {
+	case len(certPEM) == 0:
+		return tls.Certificate{}, errors.New("TLS: a client key is set without a client certificate")
+	case len(keyPEM) == 0:
+		return tls.Certificate{}, errors.New("TLS: a client certificate is set without its key")
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("TLS: client certificate and key: %w", err)
+	}
+	return cert, nil
+}
+
+// connTracker remembers open connections so that closeAll can close them:
+// after an exec plugin hands out a new client certificate, connections
+// authenticated with the old one must not be reused. It is safe for
+// concurrent use.
+type connTracker struct {
+	mu    sync.Mutex
+	conns map[*trackedConn]struct{}
+}
+
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+func (t *connTracker) wrap(dial dialFunc) dialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := &trackedConn{Conn: conn, tracker: t}
+		t.mu.Lock()
+		if t.conns == nil {
+			t.conns = map[*trackedConn]struct{}{}
+		}
+		t.conns[tc] = struct{}{}
+		t.mu.Unlock()
+		return tc, nil
+	}
+}
+
+func (t *connTracker) closeAll() {
+	t.mu.Lock()
+	conns := t.conns
+	t.conns = nil
+	t.mu.Unlock()
+	for c := range conns {
+		_ = c.Conn.Close()
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	tracker *connTracker
+}
+
+func (c *trackedConn) Close() error {
+	c.tracker.mu.Lock()
+	delete(c.tracker.conns, c)
+	c.tracker.mu.Unlock()
+	return c.Conn.Close()
+}
