@@ -3,12 +3,433 @@ package rest
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 )
+
+func splitHostPort(t *testing.T, rawURL string) (host, port string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Hostname(), u.Port()
+}
+
+func newClient(t *testing.T, cfg *Config) *Client {
+	t.Helper()
+	c, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// getErr sends a GET and returns the error of Do.
+func getErr(c *Client, path string) error {
+	req, _ := http.NewRequest(http.MethodGet, c.URL(path, nil).String(), nil)
+	resp, err := c.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return err
+}
+
+func TestTLSVerification(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	caFile := writeFile(t, filepath.Join(t.TempDir(), "ca.crt"), string(serverCAPEM(srv)))
+	otherCA := newTestCA(t, "someone else")
+
+	ok := []struct {
+		name string
+		tls  TLSConfig
+	}{
+		{"CA data", TLSConfig{CAData: serverCAPEM(srv)}},
+		{"CA file", TLSConfig{CAFile: caFile}},
+		{"CA data and file", TLSConfig{CAData: otherCA.certPEM, CAFile: caFile}},
+		{"server name override", TLSConfig{CAData: serverCAPEM(srv), ServerName: "example.com"}},
+		{"insecure", TLSConfig{Insecure: true}},
+	}
+	for _, tt := range ok {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := getErr(newClient(t, &Config{Host: srv.URL, TLS: tt.tls}), "/"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+
+	refused := []struct {
+		name string
+		tls  TLSConfig
+	}{
+		{"system roots", TLSConfig{}},
+		{"wrong CA", TLSConfig{CAData: otherCA.certPEM}},
+		{"wrong server name", TLSConfig{CAData: serverCAPEM(srv), ServerName: "wrong.example"}},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			err := getErr(newClient(t, &Config{Host: srv.URL, TLS: tt.tls}), "/")
+			if err == nil || !strings.Contains(err.Error(), "TLS certificate did not verify; check the cluster's CA") {
+				t.Errorf("err = %v, want a verification error that says what to check", err)
+			}
+			if IsRetryable(err) {
+				t.Error("a verification error is retryable")
+			}
+		})
+	}
+}
+
+func TestTLSConfigErrors(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	cert, key := ca.issue(t, "alice", true, nil, nil)
+	tests := []struct {
+		name string
+		tls  TLSConfig
+		want string
+	}{
+		{"insecure with CA", TLSConfig{Insecure: true, CAData: ca.certPEM}, "both set"},
+		{"CA data not PEM", TLSConfig{CAData: []byte("nope")}, "CAData holds no PEM certificate"},
+		{"CA file missing", TLSConfig{CAFile: "/nonexistent/ca.crt"}, "reading CA file"},
+		{"cert without key", TLSConfig{CertData: cert}, "without its key"},
+		{"key without cert", TLSConfig{KeyData: key}, "without a client certificate"},
+		{"mismatched pair", TLSConfig{CertData: cert, KeyData: []byte("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n")}, "client certificate and key"},
+		{"cert file missing", TLSConfig{CertFile: "/nonexistent/c.crt", KeyData: key}, "reading client certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewClient(&Config{Host: "https://127.0.0.1:1", TLS: tt.tls})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "AAAA") {
+				t.Errorf("error quotes the key: %v", err)
+			}
+		})
+	}
+}
+
+func TestStaticClientCertificate(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	srv := newClientCertServer(t, ca)
+	cert, key := ca.issue(t, "alice", true, nil, nil)
+	dir := t.TempDir()
+	certFile := writeFile(t, filepath.Join(dir, "c.crt"), string(cert))
+	keyFile := writeFile(t, filepath.Join(dir, "c.key"), string(key))
+	for name, tlsCfg := range map[string]TLSConfig{
+		"data":  {CAData: ca.certPEM, CertData: cert, KeyData: key},
+		"files": {CAData: ca.certPEM, CertFile: certFile, KeyFile: keyFile},
+		"none":  {CAData: ca.certPEM},
+	} {
+		t.Run(name, func(t *testing.T) {
+			want := "alice"
+			if name == "none" {
+				want = "anonymous"
+			}
+			if _, body := get(t, newClient(t, &Config{Host: srv.URL, TLS: tlsCfg}), "/"); body != want {
+				t.Errorf("server saw %q, want %q", body, want)
+			}
+		})
+	}
+}
+
+func TestHTTP2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+
+	for _, disable := range []bool{false, true} {
+		c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}, DisableHTTP2: disable})
+		req, _ := http.NewRequest(http.MethodGet, c.URL("/", nil).String(), nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		wantMajor := 2
+		if disable {
+			wantMajor = 1
+		}
+		if resp.ProtoMajor != wantMajor {
+			t.Errorf("DisableHTTP2=%v: response over %s (server saw %s), want HTTP/%d", disable, resp.Proto, body, wantMajor)
+		}
+	}
+}
+
+func TestCredentialsNeedHTTPSOrPermission(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	exec := &ExecConfig{Command: "plugin", APIVersion: ExecAPIVersionV1}
+	for name, cfg := range map[string]Config{
+		"bearer":     {Host: srv.URL, BearerToken: "t0ken"},
+		"token file": {Host: srv.URL, BearerTokenFile: "/nonexistent"},
+		"basic":      {Host: srv.URL, Username: "admin", Password: "pw"},
+		"exec":       {Host: srv.URL, Exec: exec},
+	} {
+		_, err := NewClient(&cfg)
+		if err == nil || !strings.Contains(err.Error(), "refusing to send credentials in clear text") || !strings.Contains(err.Error(), "AllowBearerOverHTTP") {
+			t.Errorf("%s over http: err = %v, want a refusal naming AllowBearerOverHTTP", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "t0ken") {
+			t.Errorf("%s: error shows the token: %v", name, err)
+		}
+	}
+	// Anonymous over http is fine, and so are credentials when allowed.
+	if _, body := get(t, newClient(t, &Config{Host: srv.URL}), "/"); body != "" {
+		t.Errorf("anonymous request sent %q", body)
+	}
+	c := newClient(t, &Config{Host: srv.URL, BearerToken: "t0ken", AllowBearerOverHTTP: true})
+	if _, body := get(t, c, "/"); body != "Bearer t0ken" {
+		t.Errorf("Authorization = %q", body)
+	}
+}
+
+func TestBasicAuth(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, _ := r.BasicAuth()
+		fmt.Fprint(w, u+":"+p)
+	}))
+	defer srv.Close()
+	c := newClient(t, &Config{Host: srv.URL, Username: "admin", Password: "pw", TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+	if _, body := get(t, c, "/"); body != "admin:pw" {
+		t.Errorf("server saw %q", body)
+	}
+	_, err := NewClient(&Config{Host: srv.URL, BearerToken: "t", Username: "admin"})
+	if err == nil || !strings.Contains(err.Error(), "keep one") {
+		t.Errorf("bearer and basic: err = %v", err)
+	}
+}
+
+// A redirect to another server must not carry the credentials along.
+func TestCredentialsStayWithTheirServer(t *testing.T) {
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "elsewhere:"+r.Header.Get("Authorization"))
+	}))
+	defer elsewhere.Close()
+	var apiserver *httptest.Server
+	apiserver = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, elsewhere.URL+"/", http.StatusFound)
+		case "/here":
+			http.Redirect(w, r, apiserver.URL+"/final", http.StatusFound)
+		default:
+			fmt.Fprint(w, "apiserver:"+r.Header.Get("Authorization"))
+		}
+	}))
+	defer apiserver.Close()
+	c := newClient(t, &Config{Host: apiserver.URL, BearerToken: "t0ken", AllowBearerOverHTTP: true})
+	if _, body := get(t, c, "/away"); body != "elsewhere:" {
+		t.Errorf("redirect to another host: %q, want no credentials", body)
+	}
+	if _, body := get(t, c, "/here"); body != "apiserver:Bearer t0ken" {
+		t.Errorf("redirect to the same host: %q, want the credentials", body)
+	}
+}
+
+func TestTokenFileReadAgainAfter401(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, filepath.Join(dir, "token"), "aaaa")
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newEchoServer(t, func(auth string) bool { return auth == "Bearer aaaa" })
+	c := newClient(t, &Config{Host: srv.URL, BearerTokenFile: path, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+
+	// Same size, same modification time: only the 401 reveals the change.
+	writeFile(t, path, "bbbb")
+	if err := os.Chtimes(path, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(t, c, "/"); code != http.StatusUnauthorized {
+		t.Fatalf("first request: %d, want 401 with the cached token", code)
+	}
+	if code, body := get(t, c, "/"); code != http.StatusOK || body != "Bearer bbbb" {
+		t.Errorf("after a 401: %d %q, want the re-read token", code, body)
+	}
+	// A token file that disappears keeps the last token in use.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	c.InvalidateCredentials()
+	if _, body := get(t, c, "/"); body != "Bearer bbbb" {
+		t.Errorf("after the file vanished: %q, want the last token", body)
+	}
+}
+
+func TestTokenFileMissingAtStart(t *testing.T) {
+	_, err := NewClient(&Config{Host: "https://127.0.0.1:1", BearerTokenFile: "/nonexistent/token"})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/token") {
+		t.Errorf("err = %v, want one naming the file", err)
+	}
+}
+
+func TestUserAgent(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.Header.Get("User-Agent"))
+	}))
+	defer srv.Close()
+	_, body := get(t, newClient(t, &Config{Host: srv.URL}), "/")
+	want := regexp.MustCompile(`^listwatch/\S+ \(` + runtime.GOOS + "/" + runtime.GOARCH + `\)$`)
+	if !want.MatchString(body) {
+		t.Errorf("User-Agent = %q, want listwatch/<version> (%s/%s)", body, runtime.GOOS, runtime.GOARCH)
+	}
+	if _, body := get(t, newClient(t, &Config{Host: srv.URL, UserAgent: "mine/1"}), "/"); body != "mine/1" {
+		t.Errorf("User-Agent = %q, want the configured one", body)
+	}
+}
+
+func TestURL(t *testing.T) {
+	c := newClient(t, &Config{Host: "https://rancher.example/k8s/clusters/c-1/?ignored=1"})
+	got := c.URL("/api/v1/namespaces/default/pods", url.Values{"limit": {"500"}, "watch": {"1"}})
+	if want := "https://rancher.example/k8s/clusters/c-1/api/v1/namespaces/default/pods?limit=500&watch=1"; got.String() != want {
+		t.Errorf("URL = %s\nwant  %s", got, want)
+	}
+	if got := newClient(t, &Config{Host: "https://k:6443"}).URL("/api", nil); got.String() != "https://k:6443/api" {
+		t.Errorf("URL = %s", got)
+	}
+}
+
+func TestNewClientErrors(t *testing.T) {
+	if _, err := NewClient(nil); err == nil {
+		t.Error("nil Config: no error")
+	}
+	for _, host := range []string{"", "k.example:6443", "ftp://k", "https://", "https://admin:pw@k.example"} {
+		_, err := NewClient(&Config{Host: host})
+		if err == nil {
+			t.Errorf("Host %q: no error", host)
+		} else if strings.Contains(err.Error(), ":pw@") {
+			t.Errorf("Host %q: error shows the password: %v", host, err)
+		}
+	}
+	if _, err := NewClient(&Config{Host: "https://k", ProxyURL: "ftp://p"}); err == nil || !strings.Contains(err.Error(), "proxy") {
+		t.Errorf("bad proxy: err = %v", err)
+	}
+}
+
+func TestProxyURL(t *testing.T) {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "proxied "+r.URL.String())
+	}))
+	defer proxy.Close()
+	c := newClient(t, &Config{Host: "http://apiserver.invalid:8080", ProxyURL: proxy.URL})
+	if _, body := get(t, c, "/api"); body != "proxied http://apiserver.invalid:8080/api" {
+		t.Errorf("body = %q, want the request to go through the proxy", body)
+	}
+}
+
+// DoShort bounds the whole exchange: a body that never ends fails in time.
+func TestDoShortTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, `{"items":[`)
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+
+	c := newClient(t, &Config{Host: srv.URL, Timeout: 200 * time.Millisecond})
+	req, _ := http.NewRequest(http.MethodGet, c.URL("/api/v1/pods", nil).String(), nil)
+	start := time.Now()
+	resp, err := c.DoShort(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("reading a trickling body: err = %v, want a deadline error", err)
+	}
+	if !IsRetryable(err) {
+		t.Errorf("IsRetryable(%v) = false", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the deadline hit after %v", d)
+	}
+}
+
+func TestDoShortReleasesOnClose(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	for _, timeout := range []time.Duration{0, time.Minute} {
+		c := newClient(t, &Config{Host: srv.URL, Timeout: timeout})
+		req, _ := http.NewRequest(http.MethodGet, c.URL("/", nil).String(), nil)
+		resp, err := c.DoShort(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || string(body) != "ok" {
+			t.Errorf("Timeout %v: %q, %v", timeout, body, err)
+		}
+		if err := resp.Body.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	c := newClient(t, &Config{Host: "http://127.0.0.1:1", Timeout: time.Minute})
+	req, _ := http.NewRequest(http.MethodGet, c.URL("/", nil).String(), nil)
+	if _, err := c.DoShort(req); !IsRetryable(err) {
+		t.Errorf("connection refused: err = %v, want a retryable error", err)
+	}
+}
+
+func TestCheckResponseOverHTTP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "2")
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, status429)
+	}))
+	defer srv.Close()
+	c := newClient(t, &Config{Host: srv.URL})
+	req, _ := http.NewRequest(http.MethodGet, c.URL("/api/v1/pods", url.Values{"limit": {"1"}}).String(), nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckResponse(resp)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status.Code != 429 || apiErr.RetryAfter != 2*time.Second || !IsRetryable(err) {
+		t.Fatalf("err = %#v", err)
+	}
+	if apiErr.URL != srv.URL+"/api/v1/pods?limit=1" || apiErr.Method != "GET" {
+		t.Errorf("URL, Method = %q, %q", apiErr.URL, apiErr.Method)
+	}
+}
+
+func TestClientFormatShowsNoInternals(t *testing.T) {
+	c := newClient(t, &Config{Host: "https://k.example", BearerToken: "t0ken"})
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%d"} {
+		if got := fmt.Sprintf(verb, c); got != "rest.Client{Host: https://k.example}" {
+			t.Errorf("%s: %s", verb, got)
+		}
+	}
+}
+
 
 // A gzip bomb: a few KiB on the wire, much more once decompressed. Go's
 // transport decompresses transparently; LimitReader bounds what comes out.

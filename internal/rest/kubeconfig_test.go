@@ -1,0 +1,374 @@
+package rest
+
+import (
+	"encoding/base64"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+const fullKubeconfig = `apiVersion: v1
+kind: Config
+preferences: {}
+current-context: prod
+clusters:
+- name: prod-cluster
+  cluster:
+    server: https://prod.example:6443
+    certificate-authority-data: ` + "Q0EgREFUQQ==" + `
+    tls-server-name: kubernetes.default
+    proxy-url: socks5://proxy.example:1080
+    disable-compression: true
+- name: dev-cluster
+  cluster:
+    server: https://dev.example:6443
+    insecure-skip-tls-verify: true
+    extensions:
+    - name: something
+      extension: {a: b}
+users:
+- name: prod-user
+  user:
+    token: prod-token-value
+- name: dev-user
+  user:
+    client-certificate-data: ` + "Q0VSVA==" + `
+    client-key-data: ` + "S0VZ" + `
+- name: basic-user
+  user:
+    username: admin
+    password: hunter2
+contexts:
+- name: prod
+  context:
+    cluster: prod-cluster
+    user: prod-user
+    namespace: payments
+- name: dev
+  context:
+    cluster: dev-cluster
+    user: dev-user
+- name: dev-basic
+  context:
+    cluster: dev-cluster
+    user: basic-user
+- name: anonymous
+  context:
+    cluster: dev-cluster
+`
+
+func TestLoadKubeconfigContexts(t *testing.T) {
+	path := writeFile(t, filepath.Join(t.TempDir(), "config"), fullKubeconfig)
+	tests := []struct {
+		context string
+		want    Config
+	}{
+		{"", Config{ // the current-context
+			Host: "https://prod.example:6443", Namespace: "payments", BearerToken: "prod-token-value",
+			TLS:      TLSConfig{CAData: []byte("CA DATA"), ServerName: "kubernetes.default"},
+			ProxyURL: "socks5://proxy.example:1080", DisableCompression: true,
+		}},
+		{"dev", Config{
+			Host: "https://dev.example:6443",
+			TLS:  TLSConfig{Insecure: true, CertData: []byte("CERT"), KeyData: []byte("KEY")},
+		}},
+		{"dev-basic", Config{
+			Host: "https://dev.example:6443", Username: "admin", Password: "hunter2",
+			TLS: TLSConfig{Insecure: true},
+		}},
+		{"anonymous", Config{Host: "https://dev.example:6443", TLS: TLSConfig{Insecure: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.context, func(t *testing.T) {
+			got, err := LoadKubeconfig(path, tt.context)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Compare the raw fields: String would hide the secrets.
+			if !reflect.DeepEqual(configFieldsOf(got), configFieldsOf(&tt.want)) {
+				t.Errorf("got  %#v\nwant %#v", configFieldsOf(got), configFieldsOf(&tt.want))
+			}
+		})
+	}
+}
+
+// configFields is Config without its methods, so that %#v shows
+// everything (tests only).
+type configFields Config
+
+func configFieldsOf(c *Config) configFields { return configFields(*c) }
+
+func TestLoadKubeconfigRelativePaths(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, filepath.Join(dir, "sub", "config"), `
+current-context: c
+clusters:
+- name: k
+  cluster:
+    server: https://k.example
+    certificate-authority: certs/ca.crt
+users:
+- name: u
+  user:
+    tokenFile: ../token
+    client-certificate: certs/client.crt
+    client-key: /abs/client.key
+    exec:
+      command: ./bin/plugin
+      apiVersion: client.authentication.k8s.io/v1
+      args: [get-token, --cluster, k]
+      env:
+      - name: PROFILE
+        value: prod
+      provideClusterInfo: true
+      interactiveMode: Never
+      installHint: run make
+contexts:
+- name: c
+  context: {cluster: k, user: u}
+`)
+	cfg, err := LoadKubeconfig(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if cfg.TLS.CAFile != filepath.Join(sub, "certs", "ca.crt") {
+		t.Errorf("CAFile = %q", cfg.TLS.CAFile)
+	}
+	if cfg.BearerTokenFile != filepath.Join(dir, "token") {
+		t.Errorf("BearerTokenFile = %q", cfg.BearerTokenFile)
+	}
+	if cfg.TLS.CertFile != filepath.Join(sub, "certs", "client.crt") || cfg.TLS.KeyFile != "/abs/client.key" {
+		t.Errorf("CertFile, KeyFile = %q, %q", cfg.TLS.CertFile, cfg.TLS.KeyFile)
+	}
+	wantExec := &ExecConfig{
+		Command:            filepath.Join(sub, "bin", "plugin"),
+		Args:               []string{"get-token", "--cluster", "k"},
+		Env:                []ExecEnvVar{{Name: "PROFILE", Value: "prod"}},
+		APIVersion:         ExecAPIVersionV1,
+		InstallHint:        "run make",
+		ProvideClusterInfo: true,
+		InteractiveMode:    "Never",
+	}
+	if !reflect.DeepEqual(cfg.Exec, wantExec) {
+		t.Errorf("Exec = %+v\nwant   %+v", *cfg.Exec, *wantExec)
+	}
+}
+
+func TestLoadKubeconfigPluginInPath(t *testing.T) {
+	path := writeFile(t, filepath.Join(t.TempDir(), "config"), `
+current-context: c
+clusters: [{name: k, cluster: {server: "https://k.example"}}]
+users: [{name: u, user: {exec: {command: aws, apiVersion: client.authentication.k8s.io/v1beta1}}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]
+`)
+	cfg, err := LoadKubeconfig(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Exec.Command != "aws" {
+		t.Errorf("Command = %q, want it left for a PATH lookup", cfg.Exec.Command)
+	}
+}
+
+// The files of $KUBECONFIG merge: the first to define a name wins, missing
+// files are skipped, and paths are relative to the file that holds them.
+func TestLoadKubeconfigMergesKUBECONFIG(t *testing.T) {
+	dir := t.TempDir()
+	first := writeFile(t, filepath.Join(dir, "a", "config"), `
+current-context: work
+clusters:
+- name: shared
+  cluster: {server: "https://first.example"}
+contexts:
+- name: work
+  context: {cluster: shared, user: me, namespace: first-ns}
+`)
+	second := writeFile(t, filepath.Join(dir, "b", "config"), `
+current-context: other
+clusters:
+- name: shared
+  cluster: {server: "https://second.example"}
+- name: only-second
+  cluster: {server: "https://only-second.example", certificate-authority: ca.crt}
+users:
+- name: me
+  user: {tokenFile: token}
+contexts:
+- name: work
+  context: {cluster: only-second, user: me, namespace: second-ns}
+- name: other
+  context: {cluster: only-second, user: me}
+`)
+	missing := filepath.Join(dir, "missing")
+	env := map[string]string{"KUBECONFIG": strings.Join([]string{missing, first, "", second, first}, string(filepath.ListSeparator))}
+	files, err := kubeconfigFiles("", func(k string) string { return env[k] }, noHome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(files, []string{first, second}) {
+		t.Fatalf("files = %q", files)
+	}
+	cfg, err := loadKubeconfigFiles(files, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://first.example" || cfg.Namespace != "first-ns" {
+		t.Errorf("Host, Namespace = %q, %q; want the first file's", cfg.Host, cfg.Namespace)
+	}
+	if cfg.BearerTokenFile != filepath.Join(dir, "b", "token") {
+		t.Errorf("BearerTokenFile = %q, want it relative to the second file", cfg.BearerTokenFile)
+	}
+	cfg, err = loadKubeconfigFiles(files, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TLS.CAFile != filepath.Join(dir, "b", "ca.crt") {
+		t.Errorf("CAFile = %q", cfg.TLS.CAFile)
+	}
+}
+
+func noHome() (string, error) { return "", errors.New("no home") }
+
+func TestKubeconfigFilesFallsBackToHome(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(string) string { return "" }
+	homeFn := func() (string, error) { return home, nil }
+	if _, err := kubeconfigFiles("", getenv, homeFn); !errors.Is(err, ErrNoKubeconfig) {
+		t.Errorf("no ~/.kube/config: err = %v, want ErrNoKubeconfig", err)
+	}
+	want := writeFile(t, filepath.Join(home, ".kube", "config"), "{}")
+	files, err := kubeconfigFiles("", getenv, homeFn)
+	if err != nil || len(files) != 1 || files[0] != want {
+		t.Errorf("files = %q, %v; want %q", files, err, want)
+	}
+	if _, err := kubeconfigFiles("", getenv, noHome); !errors.Is(err, ErrNoKubeconfig) {
+		t.Errorf("no home: err = %v, want ErrNoKubeconfig", err)
+	}
+	env := func(string) string { return filepath.Join(home, "nope") }
+	if _, err := kubeconfigFiles("", env, homeFn); !errors.Is(err, ErrNoKubeconfig) || !strings.Contains(err.Error(), "$KUBECONFIG") {
+		t.Errorf("KUBECONFIG of missing files: err = %v, want ErrNoKubeconfig naming $KUBECONFIG", err)
+	}
+}
+
+func TestLoadKubeconfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "s3cr3t-t0ken"
+	tests := []struct {
+		name, content, context string
+		want                   []string
+	}{
+		{"bad YAML", "clusters: [\n  - name: x\n  bad", "", []string{"invalid YAML"}},
+		{"type error quoting a secret", "current-context: c\nclusters: []\ncontexts: " + secret + "\n", "", []string{"invalid YAML", "`...`"}},
+		{"no current context", "clusters: []", "", []string{"no current-context"}},
+		{"context not found", fullKubeconfig, "staging", []string{`context "staging" not found`}},
+		{"cluster missing", `
+contexts: [{name: c, context: {cluster: gone, user: u}}]
+users: [{name: u, user: {token: ` + secret + `}}]`, "c", []string{`context "c" refers to cluster "gone", which is not defined`}},
+		{"user missing", `
+clusters: [{name: k, cluster: {server: "https://k"}}]
+contexts: [{name: c, context: {cluster: k, user: gone}}]`, "c", []string{`context "c" refers to user "gone", which is not defined`}},
+		{"no cluster in context", `contexts: [{name: c, context: {user: u}}]`, "c", []string{`context "c" names no cluster`}},
+		{"no server", `
+clusters: [{name: k, cluster: {}}]
+contexts: [{name: c, context: {cluster: k}}]`, "c", []string{`cluster "k": server is empty`}},
+		{"server not a URL", `
+clusters: [{name: k, cluster: {server: "ftp://x"}}]
+contexts: [{name: c, context: {cluster: k}}]`, "c", []string{`cluster "k": server "ftp://x" is not an http:// or https:// URL`}},
+		{"bad base64", `
+clusters: [{name: k, cluster: {server: "https://k"}}]
+users: [{name: u, user: {client-key-data: "` + secret + `!!"}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{`user "u": client-key-data: not valid base64`}},
+		{"bad CA base64", `
+clusters: [{name: k, cluster: {server: "https://k", certificate-authority-data: "%%%"}}]
+contexts: [{name: c, context: {cluster: k}}]`, "c", []string{`cluster "k": certificate-authority-data: not valid base64`}},
+		{"auth provider", `
+clusters: [{name: k, cluster: {server: "https://k"}}]
+users: [{name: u, user: {auth-provider: {name: oidc, config: {id-token: ` + secret + `}}}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{`auth-provider "oidc" is not supported`}},
+		{"impersonation", `
+clusters: [{name: k, cluster: {server: "https://k"}}]
+users: [{name: u, user: {as: admin, token: ` + secret + `}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"impersonation"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")), tt.content)
+			_, err := LoadKubeconfig(path, tt.context)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, path) {
+				t.Errorf("error does not name the file: %s", msg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error lacks %q: %s", w, msg)
+				}
+			}
+			if strings.Contains(msg, secret) {
+				t.Errorf("error shows the secret: %s", msg)
+			}
+		})
+	}
+}
+
+func TestLoadKubeconfigMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope")
+	_, err := LoadKubeconfig(path, "")
+	if !errors.Is(err, ErrNoKubeconfig) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Errorf("err = %v, want ErrNoKubeconfig and fs.ErrNotExist naming the file", err)
+	}
+}
+
+// A kubeconfig is a JSON document too.
+func TestLoadKubeconfigJSON(t *testing.T) {
+	path := writeFile(t, filepath.Join(t.TempDir(), "config.json"), `{
+  "current-context": "c",
+  "clusters": [{"name": "k", "cluster": {"server": "https://k.example", "insecure-skip-tls-verify": true}}],
+  "users": [{"name": "u", "user": {"token": "tok"}}],
+  "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u", "namespace": "ns"}}]
+}`)
+	cfg, err := LoadKubeconfig(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://k.example" || cfg.BearerToken != "tok" || !cfg.TLS.Insecure || cfg.Namespace != "ns" {
+		t.Errorf("got %#v", configFieldsOf(cfg))
+	}
+}
+
+// FuzzLoadKubeconfig feeds arbitrary bytes to the kubeconfig parser and
+// resolves every context: it must return errors, never panic.
+func FuzzLoadKubeconfig(f *testing.F) {
+	f.Add([]byte(fullKubeconfig))
+	f.Add([]byte(`{"current-context":"c","contexts":[{"name":"c","context":{"cluster":"k"}}],"clusters":[{"name":"k","cluster":{"server":"https://k"}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		kc, err := parseKubeconfig(data, "/base")
+		if err != nil {
+			return
+		}
+		_, _ = kc.config("")
+		for name := range kc.contexts {
+			_, _ = kc.config(name)
+		}
+	})
+}
