@@ -430,7 +430,6 @@ func TestClientFormatShowsNoInternals(t *testing.T) {
 	}
 }
 
-
 // A gzip bomb: a few KiB on the wire, much more once decompressed. Go's
 // transport decompresses transparently; LimitReader bounds what comes out.
 func TestLimitReaderBoundsDecompressedBody(t *testing.T) {
