@@ -1,0 +1,440 @@
+package deltafifo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/objkey"
+)
+
+// ErrClosed is returned by Pop once the FIFO is closed and drained, and by
+// every write after Close. Retrying does not help: the FIFO stays closed.
+var ErrClosed = errors.New("deltafifo: queue is closed")
+
+// ErrInvalidObject is wrapped by the error a write returns for an object it
+// cannot queue: a nil object, one without a name, or one whose key is empty.
+// The queue is unchanged; retrying the same object does not help.
+var ErrInvalidObject = errors.New("invalid object")
+
+// FIFO is a queue of keys, each with the [Delta]s that happened to its
+// object since the consumer last popped it. Producers (the reflector) call
+// Add, Update, Delete, Replace and Resync; one consumer (the informer) calls
+// Pop in a loop.
+//
+// The zero FIFO is not usable: use [New]. A FIFO is safe for concurrent use.
+type FIFO[T metav1.Object] struct {
+	keyFunc   func(T) string
+	known     KnownObjects[T] // may be nil
+	transform func(T) (T, error)
+
+	// wake holds a token when a Pop waiting for a key may find one.
+	wake chan struct{}
+	// done is closed by Close.
+	done chan struct{}
+	// synced is closed when HasSynced first becomes true.
+	synced chan struct{}
+
+	mu sync.Mutex
+	// items holds the deltas of every queued key, oldest first; a key is in
+	// items if and only if it is in queue.
+	items map[string][]Delta[T]
+	queue keyQueue
+	// inflight lists the batches popped whose process call has not returned
+	// yet, in pop order. Replace, Resync and Delete treat them as known, so
+	// that releasing the lock during process loses no deletion.
+	inflight []inflightBatch[T]
+	popSeq   uint64
+	closed   bool
+
+	// populated: a write (not Resync) has happened. initialQueued counts the
+	// keys of the first Replace still in the queue; initialPending also
+	// counts those popped whose process call has not returned.
+	populated      bool
+	initialQueued  int
+	initialPending int
+	syncedClosed   bool
+}
+
+// inflightBatch is a popped key whose process call is running.
+type inflightBatch[T metav1.Object] struct {
+	seq    uint64
+	key    string
+	newest Delta[T]
+}
+
+// New returns an empty, open FIFO.
+func New[T metav1.Object](opts ...Option[T]) *FIFO[T] {
+	c := config[T]{keyFunc: defaultKey[T]}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&c)
+		}
+	}
+	return &FIFO[T]{
+		keyFunc:   c.keyFunc,
+		known:     c.known,
+		transform: c.transform,
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		synced:    make(chan struct{}),
+		items:     make(map[string][]Delta[T]),
+	}
+}
+
+// Add queues an Added delta for obj.
+func (f *FIFO[T]) Add(obj T) error { return f.write("Add", Added, obj) }
+
+// Update queues an Updated delta for obj.
+func (f *FIFO[T]) Update(obj T) error { return f.write("Update", Updated, obj) }
+
+// Delete queues a Deleted delta carrying obj, the last state of the object.
+// If the last delta queued for the key is also a Deleted, the two become one.
+//
+// With [WithKnownObjects], a delete of a key that is neither known, queued,
+// nor being processed is dropped: the consumer never saw the object, or
+// already saw it deleted (typically by a Replace), so there is nothing to
+// tell it.
+func (f *FIFO[T]) Delete(obj T) error { return f.write("Delete", Deleted, obj) }
+
+func (f *FIFO[T]) write(op string, typ DeltaType, obj T) error {
+	key, obj, err := f.prepare(obj)
+	if err != nil {
+		return fmt.Errorf("deltafifo: %s: %w", op, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	f.populateLocked(f.initialPending)
+	if typ == Deleted && f.known != nil && !f.heldLocked(key) {
+		if _, ok := f.known.GetByKey(key); !ok {
+			return nil
+		}
+	}
+	f.enqueueLocked(key, Delta[T]{Type: typ, Object: obj})
+	return nil
+}
+
+// Replace tells the FIFO that list is the complete current set of objects,
+// as of resourceVersion (which the FIFO does not use). It queues a Replaced
+// delta for every listed object, in list order. Then, for every key that the
+// list lacks but the consumer may still hold, it queues a Deleted delta with
+// FinalStateUnknown set, carrying the newest state of the object we have:
+//
+//   - a queued key: the object of its newest delta;
+//   - a key being processed by Pop (and not queued again): the object of
+//     the newest delta in that batch;
+//   - a key only in the known objects: the known object.
+//
+// A key whose newest delta is already a Deleted gets nothing more.
+//
+// The objects are validated and transformed before anything is queued: if
+// any of them fails, Replace returns the error and the queue is unchanged.
+// The first Replace (unless an Add, Update or Delete came before it) fixes
+// the set of keys that [FIFO.HasSynced] waits for: every key queued right
+// after it.
+func (f *FIFO[T]) Replace(list []T, resourceVersion string) error {
+	keys := make([]string, len(list))
+	objs := make([]T, len(list))
+	for i, obj := range list {
+		key, obj, err := f.prepare(obj)
+		if err != nil {
+			return fmt.Errorf("deltafifo: Replace: list item %d: %w", i, err)
+		}
+		keys[i], objs[i] = key, obj
+	}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	listed := make(map[string]struct{}, len(keys))
+	for i, key := range keys {
+		listed[key] = struct{}{}
+		f.enqueueLocked(key, Delta[T]{Type: Replaced, Object: objs[i]})
+	}
+
+	// Deletions the list implies. Keys queued or in flight hold a newer
+	// state than the known objects, so they come first; once a key has a
+	// Deleted as its newest delta, the later loops skip it.
+	for _, key := range f.queue.live() { // enqueueLocked does not push held keys
+		if _, ok := listed[key]; !ok {
+			deltas := f.items[key]
+			f.deleteUnlistedLocked(key, deltas[len(deltas)-1])
+		}
+	}
+	for i := len(f.inflight) - 1; i >= 0; i-- { // newest batch first
+		b := f.inflight[i]
+		if _, ok := listed[b.key]; ok {
+			continue
+		}
+		if _, queued := f.items[b.key]; !queued {
+			f.deleteUnlistedLocked(b.key, b.newest)
+		}
+	}
+	if f.known != nil {
+		for _, key := range f.known.ListKeys() {
+			if _, ok := listed[key]; ok {
+				continue
+			}
+			if f.heldLocked(key) {
+				continue // handled above
+			}
+			if obj, ok := f.known.GetByKey(key); ok {
+				f.enqueueLocked(key, Delta[T]{Type: Deleted, Object: obj, FinalStateUnknown: true})
+			}
+		}
+	}
+
+	if !f.populated {
+		f.initialQueued = f.queue.len()
+		f.initialPending = f.initialQueued
+	}
+	f.populateLocked(f.initialPending)
+	return nil
+}
+
+// deleteUnlistedLocked queues a final-state-unknown delete after newest,
+// unless newest is already a delete.
+func (f *FIFO[T]) deleteUnlistedLocked(key string, newest Delta[T]) {
+	if newest.Type == Deleted {
+		return
+	}
+	f.enqueueLocked(key, Delta[T]{Type: Deleted, Object: newest.Object, FinalStateUnknown: true})
+}
+
+// Resync queues a Sync delta, carrying the known object, for every key of
+// the known objects that is neither queued nor being processed (those will
+// reach the consumer anyway, with a state at least as new). Without known
+// objects it does nothing.
+func (f *FIFO[T]) Resync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	if f.known == nil {
+		return nil
+	}
+	for _, key := range f.known.ListKeys() {
+		if f.heldLocked(key) {
+			continue
+		}
+		if obj, ok := f.known.GetByKey(key); ok {
+			f.enqueueLocked(key, Delta[T]{Type: Sync, Object: obj})
+		}
+	}
+	return nil
+}
+
+// Pop waits for a queued key, removes it with its deltas, and calls
+// process(key, deltas, isInInitialList) with the FIFO unlocked, so process
+// may take as long as it needs and producers go on queueing meanwhile. A key
+// queued again while process runs is a new entry, popped by a later call.
+// isInInitialList is true for the keys that [FIFO.HasSynced] waits for.
+//
+// Pop returns process's error unchanged. The batch is not requeued: process
+// must deal with its own failures. If ctx is done, Pop returns ctx.Err()
+// without popping. Once the FIFO is closed, Pop keeps handing out what is
+// queued, then returns [ErrClosed].
+//
+// Pop is meant to be called from one goroutine. It is safe to call from
+// several, but then two batches of one key may be processed at once.
+func (f *FIFO[T]) Pop(ctx context.Context, process func(key string, deltas []Delta[T], isInInitialList bool) error) error {
+	if process == nil {
+		return errors.New("deltafifo: Pop: process function is nil")
+	}
+	b, deltas, initial, err := f.next(ctx)
+	if err != nil {
+		return err
+	}
+	defer f.finish(b, initial)
+	return process(b.key, deltas, initial)
+}
+
+// next waits for a key and takes it out of the queue, recording it as in
+// flight.
+func (f *FIFO[T]) next(ctx context.Context) (b inflightBatch[T], deltas []Delta[T], initial bool, err error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return b, nil, false, err
+		}
+		f.mu.Lock()
+		if f.queue.len() > 0 {
+			break
+		}
+		closed := f.closed
+		f.mu.Unlock()
+		if closed {
+			return b, nil, false, ErrClosed
+		}
+		select {
+		case <-ctx.Done():
+		case <-f.wake:
+		case <-f.done:
+		}
+	}
+	defer f.mu.Unlock()
+
+	key := f.queue.pop()
+	deltas = f.items[key]
+	delete(f.items, key)
+	if f.queue.len() > 0 {
+		f.signal() // pass the wake-up on to another waiting Pop
+	}
+	initial = f.initialQueued > 0
+	if initial {
+		f.initialQueued--
+	}
+	f.popSeq++
+	b = inflightBatch[T]{seq: f.popSeq, key: key, newest: deltas[len(deltas)-1]}
+	f.inflight = append(f.inflight, b)
+	return b, deltas, initial, nil
+}
+
+// finish records that process returned (or panicked) for batch b.
+func (f *FIFO[T]) finish(b inflightBatch[T], initial bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.inflight {
+		if f.inflight[i].seq == b.seq {
+			f.inflight = slices.Delete(f.inflight, i, i+1)
+			break
+		}
+	}
+	if initial {
+		f.initialPending--
+		f.populateLocked(f.initialPending)
+	}
+}
+
+// HasSynced reports whether the FIFO has been populated and every key queued
+// by the first Replace has been popped and processed (its process call
+// returned). It is also true once an Add, Update or Delete came before any
+// Replace: there is then no initial list to wait for.
+func (f *FIFO[T]) HasSynced() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.populated && f.initialPending == 0
+}
+
+// Synced returns a channel that is closed when HasSynced first becomes true.
+func (f *FIFO[T]) Synced() <-chan struct{} { return f.synced }
+
+// Close closes the FIFO: writes fail with [ErrClosed], and Pop, once the
+// queue is drained, returns ErrClosed instead of waiting. Waiting Pops wake
+// up. Calling Close again does nothing.
+func (f *FIFO[T]) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.closed {
+		f.closed = true
+		close(f.done)
+	}
+}
+
+// Len returns the number of queued keys.
+func (f *FIFO[T]) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queue.len()
+}
+
+// ListKeys returns the queued keys in the order Pop will hand them out.
+func (f *FIFO[T]) ListKeys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.queue.live()...)
+}
+
+// GetByKey returns a copy of the deltas queued for key, oldest first, for
+// inspection; ok is false if key is not queued.
+func (f *FIFO[T]) GetByKey(key string) (deltas []Delta[T], ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.items[key]
+	return append([]Delta[T](nil), d...), ok
+}
+
+// prepare validates obj, computes its key and applies the transform. It runs
+// user code (key function, transform), so it is called without the lock.
+func (f *FIFO[T]) prepare(obj T) (string, T, error) {
+	var zero T
+	if isNil(obj) {
+		return "", zero, fmt.Errorf("%w: object is nil", ErrInvalidObject)
+	}
+	if obj.GetName() == "" {
+		return "", zero, fmt.Errorf("%w: object has no name", ErrInvalidObject)
+	}
+	key := f.keyFunc(obj)
+	if key == "" {
+		return "", zero, fmt.Errorf("%w: key function returned an empty key for %s", ErrInvalidObject, objkey.Key(obj))
+	}
+	if f.transform == nil {
+		return key, obj, nil
+	}
+	t, err := f.transform(obj)
+	if err != nil {
+		return "", zero, fmt.Errorf("transforming %s: %w", key, err)
+	}
+	if isNil(t) {
+		return "", zero, fmt.Errorf("transforming %s: transform returned a nil object", key)
+	}
+	return key, t, nil
+}
+
+// enqueueLocked appends d to key's deltas, queueing key if it is new. Two
+// Deleted deltas in a row become one: the one whose final state is known
+// wins, otherwise the newer.
+func (f *FIFO[T]) enqueueLocked(key string, d Delta[T]) {
+	deltas, queued := f.items[key]
+	if n := len(deltas); n > 0 && d.Type == Deleted && deltas[n-1].Type == Deleted {
+		if !d.FinalStateUnknown || deltas[n-1].FinalStateUnknown {
+			deltas[n-1] = d
+		}
+		return
+	}
+	f.items[key] = append(deltas, d)
+	if !queued {
+		f.queue.push(key)
+		f.signal()
+	}
+}
+
+// heldLocked reports whether key is queued or being processed.
+func (f *FIFO[T]) heldLocked(key string) bool {
+	if _, ok := f.items[key]; ok {
+		return true
+	}
+	for i := range f.inflight {
+		if f.inflight[i].key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// populateLocked marks the FIFO populated and closes the synced channel if
+// nothing from the initial list is pending.
+func (f *FIFO[T]) populateLocked(pending int) {
+	f.populated = true
+	if pending == 0 && !f.syncedClosed {
+		f.syncedClosed = true
+		close(f.synced)
+	}
+}
+
+// signal wakes one waiting Pop, or leaves a token for the next one.
+func (f *FIFO[T]) signal() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,79 @@
+package deltafifo
+
+import (
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/objkey"
+)
+
+// KnownObjects is the consumer's view of the objects it already holds,
+// usually the informer's indexer. The FIFO reads it to find the deletions a
+// fresh list implies ([FIFO.Replace]), to resync ([FIFO.Resync]) and to drop
+// deletes of objects nobody knows ([FIFO.Delete]).
+//
+// The FIFO calls these methods with its lock held: they must not call back
+// into the FIFO. They must be safe for concurrent use with the consumer's
+// writes, since the consumer writes to them while it processes a popped key.
+type KnownObjects[T metav1.Object] interface {
+	// GetByKey returns the object stored under key, if any.
+	GetByKey(key string) (T, bool)
+	// ListKeys returns the keys of all stored objects.
+	ListKeys() []string
+}
+
+// Option configures a [FIFO] made by [New].
+type Option[T metav1.Object] func(*config[T])
+
+type config[T metav1.Object] struct {
+	keyFunc   func(T) string
+	known     KnownObjects[T]
+	transform func(T) (T, error)
+}
+
+// WithKeyFunc sets the function that computes an object's key. The default
+// is "namespace/name", or "name" for a cluster-scoped object. A nil f keeps
+// the default. The key function must not return an empty key for a valid
+// object: the FIFO rejects such objects.
+func WithKeyFunc[T metav1.Object](f func(T) string) Option[T] {
+	return func(c *config[T]) {
+		if f != nil {
+			c.keyFunc = f
+		}
+	}
+}
+
+// WithKnownObjects tells the FIFO which objects the consumer already holds,
+// usually the informer's indexer. Without it, Replace detects deletions only
+// among queued keys, Resync does nothing, and Delete always queues.
+func WithKnownObjects[T metav1.Object](known KnownObjects[T]) Option[T] {
+	return func(c *config[T]) { c.known = known }
+}
+
+// WithTransform sets a function applied once to every object handed to Add,
+// Update, Delete and Replace, before it is stored anywhere; a typical use is
+// dropping managedFields to save memory. If it fails, that call fails and the
+// queue is unchanged. It is not applied by Resync, whose objects come from
+// the known objects and were transformed on their way in. The transform must
+// not change the object's key, and may be called concurrently from several
+// goroutines if the FIFO is.
+func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
+	return func(c *config[T]) { c.transform = f }
+}
+
+func defaultKey[T metav1.Object](obj T) string { return objkey.Key(obj) }
+
+// isNil reports whether obj is nil or a nil pointer (or other nil-able kind),
+// which would panic on its first method call.
+func isNil[T metav1.Object](obj T) bool {
+	v := any(obj)
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}

@@ -1,0 +1,37 @@
+package deltafifo
+
+// keyQueue is a FIFO of keys in a slice: keys[head:] are queued. Popping
+// advances head; the slice is compacted once the dead prefix is at least
+// half of it, so pushes and pops are amortized O(1) and the backing array is
+// reused rather than reallocated. It is not safe for concurrent use.
+type keyQueue struct {
+	keys []string
+	head int
+}
+
+// compactAfter is the smallest dead prefix worth a copy.
+const compactAfter = 64
+
+func (q *keyQueue) len() int { return len(q.keys) - q.head }
+
+func (q *keyQueue) push(key string) { q.keys = append(q.keys, key) }
+
+// pop removes and returns the oldest key. The queue must not be empty.
+func (q *keyQueue) pop() string {
+	key := q.keys[q.head]
+	q.keys[q.head] = "" // let the string be collected
+	q.head++
+	switch {
+	case q.head == len(q.keys):
+		q.keys, q.head = q.keys[:0], 0
+	case q.head >= compactAfter && 2*q.head >= len(q.keys):
+		n := copy(q.keys, q.keys[q.head:])
+		clear(q.keys[n:])
+		q.keys, q.head = q.keys[:n], 0
+	}
+	return key
+}
+
+// live returns the queued keys, oldest first. The slice aliases the queue:
+// do not keep it across a push or pop.
+func (q *keyQueue) live() []string { return q.keys[q.head:] }

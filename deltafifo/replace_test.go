@@ -1,0 +1,174 @@
+package deltafifo_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listwatch/listwatch/deltafifo"
+)
+
+func TestFIFOReplace(t *testing.T) {
+	tests := []struct {
+		name  string
+		known *known // nil: no KnownObjects
+		ops   []op
+		want  []string // the queue after the ops, in pop order
+	}{{
+		name: "every listed object gets a Replaced delta, in list order",
+		ops:  []op{replace(pod("b", "1"), pod("a", "1"))},
+		want: []string{"ns/b: Replaced@1", "ns/a: Replaced@1"},
+	}, {
+		name: "a listed key already queued gets Replaced after its deltas",
+		ops:  []op{add("a", "1"), replace(pod("a", "2"))},
+		want: []string{"ns/a: Added@1 Replaced@2"},
+	}, {
+		name:  "a known key the list lacks gets a final-state-unknown delete with the known object",
+		known: newKnown(pod("a", "1"), pod("b", "1"), pod("c", "1")),
+		ops:   []op{replace(pod("b", "2"))},
+		want:  []string{"ns/b: Replaced@2", "ns/a: Deleted!@1", "ns/c: Deleted!@1"},
+	}, {
+		// client-go's missed delete: a key added by the watch but not yet
+		// popped is not in the indexer, so only the queue knows it.
+		name:  "a queue-only key the list lacks gets a delete with its newest queued object",
+		known: newKnown(),
+		ops:   []op{add("q", "1"), update("q", "2"), replace(pod("a", "1"))},
+		want:  []string{"ns/q: Added@1 Updated@2 Deleted!@2", "ns/a: Replaced@1"},
+	}, {
+		name: "without known objects, queued keys the list lacks are deleted",
+		ops:  []op{add("q", "1"), replace()},
+		want: []string{"ns/q: Added@1 Deleted!@1"},
+	}, {
+		name:  "a known and queued key carries its newest queued object, not the older known one",
+		known: newKnown(pod("a", "1")),
+		ops:   []op{update("a", "2"), replace()},
+		want:  []string{"ns/a: Updated@2 Deleted!@2"},
+	}, {
+		name:  "a queue-only key whose newest delta is a delete gets nothing",
+		known: newKnown(),
+		ops:   []op{add("q", "1"), del("q", "2"), replace()},
+		want:  []string{"ns/q: Added@1 Deleted@2"},
+	}, {
+		name:  "a known key whose newest queued delta is a delete keeps that delete",
+		known: newKnown(pod("a", "1")),
+		ops:   []op{del("a", "2"), replace()},
+		want:  []string{"ns/a: Deleted@2"},
+	}, {
+		name:  "a second Replace does not delete again what the first one deleted",
+		known: newKnown(pod("a", "1")),
+		ops:   []op{replace(), replace()},
+		want:  []string{"ns/a: Deleted!@1"},
+	}, {
+		name:  "a key both listed and known gets only Replaced",
+		known: newKnown(pod("a", "1")),
+		ops:   []op{replace(pod("a", "1"))},
+		want:  []string{"ns/a: Replaced@1"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFIFO(tt.known)
+			for _, o := range tt.ops {
+				require.NoError(t, o(f))
+			}
+			assert.Equal(t, tt.want, snapshot(f))
+		})
+	}
+}
+
+func TestFIFOResync(t *testing.T) {
+	tests := []struct {
+		name  string
+		known *known
+		ops   []op
+		want  []string
+	}{{
+		name:  "a Sync delta with the known object for every known key",
+		known: newKnown(pod("a", "1"), pod("b", "1")),
+		ops:   []op{resync()},
+		want:  []string{"ns/a: Sync@1", "ns/b: Sync@1"},
+	}, {
+		name:  "queued keys are skipped",
+		known: newKnown(pod("a", "1"), pod("b", "1")),
+		ops:   []op{update("b", "2"), resync()},
+		want:  []string{"ns/b: Updated@2", "ns/a: Sync@1"},
+	}, {
+		name:  "resync twice queues one Sync per key",
+		known: newKnown(pod("a", "1")),
+		ops:   []op{resync(), resync()},
+		want:  []string{"ns/a: Sync@1"},
+	}, {
+		name: "without known objects Resync does nothing",
+		ops:  []op{resync()},
+		want: nil,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFIFO(tt.known)
+			for _, o := range tt.ops {
+				require.NoError(t, o(f))
+			}
+			assert.Equal(t, tt.want, snapshot(f))
+		})
+	}
+}
+
+// While a popped key is being processed it is neither queued nor (yet, or
+// any more) in the consumer's store; the FIFO must still count it as held.
+func TestFIFOInFlightKeyIsHeld(t *testing.T) {
+	tests := []struct {
+		name   string
+		known  *known
+		first  op // queues ns/a, which is then popped
+		during op // runs inside process for ns/a
+		want   []string
+	}{{
+		name:   "Replace deletes an in-flight key the list lacks, with the batch's newest object",
+		known:  newKnown(),
+		first:  add("a", "1"),
+		during: replace(),
+		want:   []string{"ns/a: Deleted!@1"},
+	}, {
+		name:   "Replace adds nothing for an in-flight key whose batch ends with a delete",
+		known:  newKnown(pod("a", "0")),
+		first:  del("a", "1"),
+		during: replace(),
+		want:   nil,
+	}, {
+		name:   "Resync skips an in-flight key: the known object may be older than the batch",
+		known:  newKnown(pod("a", "1")),
+		first:  update("a", "2"),
+		during: resync(),
+		want:   nil,
+	}, {
+		name:   "a Delete of an in-flight key not yet known is queued, not dropped",
+		known:  newKnown(),
+		first:  add("a", "1"),
+		during: del("a", "1"),
+		want:   []string{"ns/a: Deleted@1"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFIFO(tt.known)
+			require.NoError(t, tt.first(f))
+			require.Equal(t, 1, f.Len())
+			err := f.Pop(context.Background(), func(string, []deltafifo.Delta[*corev1.Pod], bool) error {
+				return tt.during(f)
+			})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, snapshot(f))
+		})
+	}
+
+	t.Run("a finished key is no longer held", func(t *testing.T) {
+		k := newKnown()
+		f := newFIFO(k)
+		require.NoError(t, f.Add(pod("a", "1")))
+		pop(t, f)
+		require.NoError(t, f.Replace(nil, "1"))
+		require.NoError(t, f.Delete(pod("a", "1")))
+		assert.Zero(t, f.Len(), "nobody holds ns/a: no delete to report")
+	})
+}
