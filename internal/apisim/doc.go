@@ -1,0 +1,82 @@
+// Package apisim is an in-process kube-apiserver for tests and benchmarks:
+// a real HTTP server on 127.0.0.1 that speaks kube-apiserver's REST paths
+// and follows its list and watch rules, with faults that tests script per
+// request. Every test of the library, the examples and the benchmarks talk
+// to it, so a reflector must not be able to tell it from the real thing on
+// the behaviours below.
+//
+// # Place in the flow
+//
+// apisim stands where kube-apiserver stands at the top of the flow in
+// DESIGN.md: the HTTP ListerWatcher sends it LIST and WATCH requests; tests
+// change objects through its Go API (Of) and watch the reflector, FIFO,
+// indexer and handlers react.
+//
+// # Use
+//
+//	s := apisim.New(apisim.WithResources(apisim.Pods()))
+//	if err := s.Start(); err != nil { ... }
+//	defer s.Close()
+//	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+//	pods.Create(apisim.MakePod("default", "web-1"))
+//	// point the client at s.URL(); s.Inject(...) to make it misbehave.
+//
+// # Storage
+//
+// One global resourceVersion counter, decimal, incremented by every write
+// to any resource, as etcd's revision. Each resource keeps every version of
+// every object that a read at a retained resourceVersion may need, each
+// encoded once (JSON; protobuf too for built-in types) when written, and a
+// bounded history of events (WithHistorySize, default 10000) from which
+// watches resume. When an event falls off the history, the versions only it
+// could show are dropped too: the history is the window within which
+// watches, exact-RV lists and continue tokens are served, and older ones get
+// 410 Expired. Compact closes that window at the current resourceVersion.
+//
+// Writes stamp uid (on create), creationTimestamp, generation (1 on create,
+// +1 when anything but metadata and status changes) and resourceVersion. An
+// update that changes nothing writes nothing. Optimistic concurrency,
+// AlreadyExists, NotFound and namespace checks answer with kube-apiserver's
+// Status errors.
+//
+// # Wire
+//
+// JSON always; application/vnd.kubernetes.protobuf for built-in types
+// (Resource.Protobuf), framed for watches as kube-apiserver frames them;
+// metadata-only responses for Accept
+// "application/json;as=PartialObjectMetadata(List);g=meta.k8s.io;v=v1" (and
+// the protobuf equivalent). A custom resource asked for protobuf only
+// answers 406 NotAcceptable; with JSON as a second choice it answers JSON.
+// Errors are Status objects encoded in the first format the client accepts,
+// as kube-apiserver does (protobuf Status for a protobuf-only client). LIST
+// bodies and watch streams are written from the stored bytes without
+// re-encoding; a watch stream is flushed whenever the watcher has no more
+// events queued.
+//
+// # Watch behaviour worth knowing
+//
+//   - Slow watchers: each watcher has a queue (WithWatchBuffer, default
+//     1024). A watcher whose queue is full when an event arrives is
+//     terminated, like the watch cache terminates watchers that cannot keep
+//     up: its stream ends cleanly after the queued events and the client is
+//     expected to resume from the last resourceVersion it saw.
+//   - A watch from a resourceVersion ahead of the server waits for it, as
+//     with the watch cache (WithFutureWatchError for the --watch-cache=false
+//     behaviour); a streaming list (sendInitialEvents) from such an RV
+//     fails after the too-large wait with an ERROR event, 504 Timeout, cause
+//     ResourceVersionTooLarge.
+//   - sendInitialEvents=true without allowWatchBookmarks is accepted, as by
+//     kube-apiserver: the initial events come without the closing bookmark.
+//   - An object that stops matching a watch's selector arrives as DELETED
+//     carrying its previous state stamped with the change's resourceVersion
+//     (kube-apiserver's choice); one that starts matching as ADDED.
+//
+// # Faults
+//
+// Server.Inject schedules a Fault for the requests a Match selects, a given
+// number of times. Server.Restart, Compact and DropEvents act on the whole
+// server; Requests counts requests per verb and resource so that tests can
+// assert the absence of relist storms. See Fault for the list.
+//
+// Everything exported is safe for concurrent use.
+package apisim

@@ -1,0 +1,312 @@
+package apisim
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// codec turns Go objects of one resource into stored versions: it picks
+// the canonical Go form, stamps type information and encodes JSON (and
+// protobuf for built-in types) once per write.
+type codec struct {
+	res    Resource
+	scheme *runtime.Scheme
+	typed  reflect.Type // canonical type for Protobuf resources (a pointer type); nil otherwise
+	// field numbers of ListMeta and Items in the protobuf list message
+	listMetaField, listItemsField int
+}
+
+// protoMarshaler is implemented by every k8s.io/api type.
+type protoMarshaler interface {
+	Marshal() ([]byte, error)
+}
+
+func newCodec(res Resource, scheme *runtime.Scheme) (codec, error) {
+	c := codec{res: res, scheme: scheme}
+	if res.Version == "" || res.Resource == "" || res.Kind == "" || res.ListKind == "" {
+		return c, fmt.Errorf("apisim: resource %+v needs Version, Resource, Kind and ListKind", res)
+	}
+	if !res.Protobuf {
+		return c, nil
+	}
+	obj, err := scheme.New(res.GroupVersionKind())
+	if err != nil {
+		return c, fmt.Errorf("apisim: resource %s has Protobuf set but its kind is not in the scheme: %w", res.GroupResource(), err)
+	}
+	if _, ok := obj.(protoMarshaler); !ok {
+		return c, fmt.Errorf("apisim: kind %s cannot be marshalled to protobuf", res.Kind)
+	}
+	list, err := scheme.New(res.GroupVersion().WithKind(res.ListKind))
+	if err != nil {
+		return c, fmt.Errorf("apisim: resource %s has Protobuf set but its list kind is not in the scheme: %w", res.GroupResource(), err)
+	}
+	c.typed = reflect.TypeOf(obj)
+	c.listMetaField, c.listItemsField = protoFieldNumber(list, "ListMeta"), protoFieldNumber(list, "Items")
+	if c.listMetaField == 0 || c.listItemsField == 0 {
+		return c, fmt.Errorf("apisim: list kind %s has no protobuf metadata/items fields", res.ListKind)
+	}
+	return c, nil
+}
+
+// protoFieldNumber reads the protobuf field number of a struct field from
+// its `protobuf:"bytes,N,..."` tag.
+func protoFieldNumber(obj runtime.Object, field string) int {
+	f, ok := reflect.TypeOf(obj).Elem().FieldByName(field)
+	if !ok {
+		return 0
+	}
+	parts := strings.Split(f.Tag.Get("protobuf"), ",")
+	if len(parts) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(parts[1])
+	return n
+}
+
+// canonical returns a private copy of obj in the resource's canonical Go
+// form, with apiVersion and kind set.
+func (c codec) canonical(obj runtime.Object) (runtime.Object, error) {
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return nil, fmt.Errorf("apisim: nil object for %s", c.res.GroupResource())
+	}
+	var out runtime.Object
+	switch {
+	case c.typed != nil && reflect.TypeOf(obj) == c.typed:
+		out = obj.DeepCopyObject()
+	case c.typed != nil:
+		u, err := toUnstructured(obj)
+		if err != nil {
+			return nil, err
+		}
+		out = reflect.New(c.typed.Elem()).Interface().(runtime.Object)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, out); err != nil {
+			return nil, fmt.Errorf("apisim: convert %T to %s: %w", obj, c.res.Kind, err)
+		}
+	default:
+		out = obj.DeepCopyObject()
+	}
+	if _, err := meta.Accessor(out); err != nil {
+		return nil, fmt.Errorf("apisim: %T has no object metadata: %w", obj, err)
+	}
+	out.GetObjectKind().SetGroupVersionKind(c.res.GroupVersionKind())
+	return out, nil
+}
+
+// decode parses a request body (JSON) into the canonical form.
+func (c codec) decode(body []byte) (runtime.Object, error) {
+	var obj runtime.Object
+	if c.typed != nil {
+		obj = reflect.New(c.typed.Elem()).Interface().(runtime.Object)
+		if err := json.Unmarshal(body, obj); err != nil {
+			return nil, err
+		}
+	} else {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(body); err != nil {
+			return nil, err
+		}
+		obj = u
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if (gvk.Kind != "" && gvk.Kind != c.res.Kind) || (gvk.Version != "" && gvk.GroupVersion() != c.res.GroupVersion()) {
+		return nil, fmt.Errorf("the body is a %s, not a %s", gvk, c.res.GroupVersionKind())
+	}
+	obj.GetObjectKind().SetGroupVersionKind(c.res.GroupVersionKind())
+	return obj, nil
+}
+
+// newVersion encodes a canonical object that the caller has finished
+// stamping and will not modify any more.
+func (c codec) newVersion(obj runtime.Object, rv uint64, deleted bool) (*version, error) {
+	m, _ := meta.Accessor(obj) // canonical objects always have metadata
+	v := &version{
+		namespace: m.GetNamespace(),
+		name:      m.GetName(),
+		uid:       string(m.GetUID()),
+		rv:        rv,
+		deleted:   deleted,
+		obj:       obj,
+		labels:    m.GetLabels(),
+		fields:    c.fieldsOf(obj, m),
+	}
+	v.key = objectKey(v.namespace, v.name)
+	var err error
+	if v.json, err = json.Marshal(obj); err != nil {
+		return nil, fmt.Errorf("apisim: encode %s %q as JSON: %w", c.res.Kind, v.key, err)
+	}
+	if c.typed != nil {
+		if v.proto, err = obj.(protoMarshaler).Marshal(); err != nil {
+			return nil, fmt.Errorf("apisim: encode %s %q as protobuf: %w", c.res.Kind, v.key, err)
+		}
+	}
+	return v, nil
+}
+
+// restamped returns a copy of v's object with its resourceVersion set to rv,
+// as a new version (for deletions and selector exits).
+func (c codec) restamped(v *version, rv uint64, deleted bool) (*version, error) {
+	obj := v.obj.DeepCopyObject()
+	m, _ := meta.Accessor(obj)
+	m.SetResourceVersion(strconv.FormatUint(rv, 10))
+	return c.newVersion(obj, rv, deleted)
+}
+
+// partial returns the metadata-only encodings of v (made once).
+func (v *version) partial() (jsonBytes, pb []byte) {
+	v.partialOnce.Do(func() {
+		m, _ := meta.Accessor(v.obj)
+		p := meta.AsPartialObjectMetadata(m)
+		p.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}
+		v.partialJSON, _ = json.Marshal(p) // plain struct: cannot fail
+		v.partialPB, _ = p.Marshal()
+	})
+	return v.partialJSON, v.partialPB
+}
+
+func objectKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// supportedFields lists the field selector labels a resource accepts.
+func (c codec) supportedFields() []string {
+	out := []string{"metadata.name", "metadata.namespace"}
+	switch c.res.GroupResource() {
+	case schema.GroupResource{Resource: "pods"}:
+		out = append(out, "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+			"spec.serviceAccountName", "status.phase", "status.podIP")
+	case schema.GroupResource{Resource: "secrets"}:
+		out = append(out, "type")
+	case schema.GroupResource{Resource: "namespaces"}:
+		out = append(out, "status.phase")
+	case schema.GroupResource{Resource: "nodes"}:
+		out = append(out, "spec.unschedulable")
+	}
+	return out
+}
+
+func (c codec) fieldsOf(obj runtime.Object, m metav1.Object) fields.Set {
+	set := fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		set["spec.nodeName"] = o.Spec.NodeName
+		set["spec.restartPolicy"] = string(o.Spec.RestartPolicy)
+		set["spec.schedulerName"] = o.Spec.SchedulerName
+		set["spec.serviceAccountName"] = o.Spec.ServiceAccountName
+		set["status.phase"] = string(o.Status.Phase)
+		set["status.podIP"] = o.Status.PodIP
+	case *corev1.Secret:
+		set["type"] = string(o.Type)
+	case *corev1.Namespace:
+		set["status.phase"] = string(o.Status.Phase)
+	case *corev1.Node:
+		set["spec.unschedulable"] = strconv.FormatBool(o.Spec.Unschedulable)
+	}
+	return set
+}
+
+// specChanged reports whether anything but metadata and status differs,
+// which is when kube-apiserver increments metadata.generation.
+func specChanged(old, cur runtime.Object) bool {
+	ou, ok1 := old.(*unstructured.Unstructured)
+	cu, ok2 := cur.(*unstructured.Unstructured)
+	if ok1 && ok2 {
+		skip := map[string]bool{"metadata": true, "status": true, "apiVersion": true, "kind": true}
+		for k := range merged(ou.Object, cu.Object) {
+			if !skip[k] && !equality.Semantic.DeepEqual(ou.Object[k], cu.Object[k]) {
+				return true
+			}
+		}
+		return false
+	}
+	ov, cv := reflect.ValueOf(old), reflect.ValueOf(cur)
+	if ov.Type() != cv.Type() || ov.Kind() != reflect.Pointer || ov.Elem().Kind() != reflect.Struct {
+		return true
+	}
+	ov, cv = ov.Elem(), cv.Elem()
+	for i := range ov.NumField() {
+		switch ov.Type().Field(i).Name {
+		case "TypeMeta", "ObjectMeta", "Status":
+			continue
+		}
+		if !equality.Semantic.DeepEqual(ov.Field(i).Interface(), cv.Field(i).Interface()) {
+			return true
+		}
+	}
+	return false
+}
+
+func merged(a, b map[string]any) map[string]struct{} {
+	out := make(map[string]struct{}, len(a)+len(b))
+	for k := range a {
+		out[k] = struct{}{}
+	}
+	for k := range b {
+		out[k] = struct{}{}
+	}
+	return out
+}
+
+func toUnstructured(obj runtime.Object) (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return runtime.DeepCopyJSON(u.Object), nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("apisim: convert %T to unstructured: %w", obj, err)
+	}
+	return m, nil
+}
+
+// convertTo returns a private copy of a stored object as a T: the same Go
+// type when it matches, else an unstructured, metadata-only or typed
+// conversion.
+func convertTo[T runtime.Object](obj runtime.Object) (T, error) {
+	var zero T
+	if t, ok := obj.(T); ok {
+		return t.DeepCopyObject().(T), nil
+	}
+	tt := reflect.TypeFor[T]()
+	if tt.Kind() != reflect.Pointer || tt.Elem().Kind() != reflect.Struct {
+		return zero, fmt.Errorf("apisim: cannot convert %T to %v: T must be a pointer to a struct", obj, tt)
+	}
+	out := reflect.New(tt.Elem()).Interface().(T)
+	switch o := any(out).(type) {
+	case *metav1.PartialObjectMetadata:
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return zero, err
+		}
+		*o = *meta.AsPartialObjectMetadata(m).DeepCopy()
+		o.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}
+	case *unstructured.Unstructured:
+		m, err := toUnstructured(obj)
+		if err != nil {
+			return zero, err
+		}
+		o.Object = m
+	default:
+		m, err := toUnstructured(obj)
+		if err != nil {
+			return zero, err
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, out); err != nil {
+			return zero, fmt.Errorf("apisim: convert %T to %T: %w", obj, out, err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,298 @@
+package apisim
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Verb names what a request does, as kube-apiserver's audit log and
+// authorization do.
+type Verb string
+
+// The verbs the simulator serves.
+const (
+	VerbList   Verb = "list"
+	VerbWatch  Verb = "watch"
+	VerbGet    Verb = "get"
+	VerbCreate Verb = "create"
+	VerbUpdate Verb = "update"
+	VerbDelete Verb = "delete"
+)
+
+// maxBodyBytes bounds request bodies (kube-apiserver allows 3 MiB; tests
+// of large objects may go beyond).
+const maxBodyBytes = 64 << 20
+
+// request is a routed API request.
+type request struct {
+	verb      Verb
+	c         *collection
+	namespace string // from the path; "" when none
+	name      string // from the path; "" for collections
+	watchPath bool   // the legacy /watch/ path prefix
+}
+
+// route dispatches a request by path and method.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/healthz", "/readyz", "/livez":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+		return
+	case "/version":
+		s.serveVersion(w)
+		return
+	}
+	if !strings.HasPrefix(r.URL.Path, "/api") {
+		writeStatus(w, r, errNoSuchPath(), errorFormat(r))
+		return
+	}
+	if s.opts.bearerToken != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.bearerToken {
+		writeStatus(w, r, errUnauthorized(), errorFormat(r))
+		return
+	}
+	gv, rest, ok := splitAPIPath(r.URL.Path)
+	if !ok {
+		writeStatus(w, r, errNoSuchPath(), errorFormat(r))
+		return
+	}
+	if len(rest) == 0 {
+		s.serveDiscovery(w, r, gv)
+		return
+	}
+	req, err := s.resolve(r, gv, rest)
+	if err != nil {
+		writeStatus(w, r, err, errorFormat(r))
+		return
+	}
+	s.countRequest(req.verb, req.c.res)
+	if inj := s.takeFault(req, r); inj != nil {
+		if done := inj.fault.before(s, w, r, req); done {
+			return
+		}
+		r = r.WithContext(withFault(r.Context(), inj.fault))
+	}
+	switch req.verb {
+	case VerbList:
+		s.serveList(w, r, req)
+	case VerbWatch:
+		s.serveWatch(w, r, req)
+	case VerbGet:
+		s.serveGet(w, r, req)
+	case VerbCreate, VerbUpdate:
+		s.serveWrite(w, r, req)
+	case VerbDelete:
+		s.serveDelete(w, r, req)
+	}
+}
+
+// splitAPIPath splits /api/v1/... and /apis/g/v/... into the group version
+// and the path segments after it. A path that stops at or before the
+// version (discovery) returns no segments and a partial group version.
+func splitAPIPath(p string) (schema.GroupVersion, []string, bool) {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	switch {
+	case parts[0] == "api" && len(parts) == 1:
+		return schema.GroupVersion{}, nil, true
+	case parts[0] == "api":
+		return schema.GroupVersion{Version: parts[1]}, parts[2:], true
+	case parts[0] == "apis" && len(parts) <= 2:
+		g := ""
+		if len(parts) == 2 {
+			g = parts[1]
+		}
+		return schema.GroupVersion{Group: g}, nil, true
+	case parts[0] == "apis":
+		return schema.GroupVersion{Group: parts[1], Version: parts[2]}, parts[3:], true
+	}
+	return schema.GroupVersion{}, nil, false
+}
+
+// resolve maps the path segments after the group version to a collection,
+// namespace, name and verb.
+func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string) (request, error) {
+	var req request
+	if rest[0] == "watch" {
+		req.watchPath, rest = true, rest[1:]
+	}
+	if len(rest) >= 3 && rest[0] == "namespaces" {
+		req.namespace, rest = rest[1], rest[2:]
+	}
+	if len(rest) == 0 || len(rest) > 2 {
+		return req, errNoSuchPath() // subresources are not simulated
+	}
+	if len(rest) == 2 {
+		req.name = rest[1]
+	}
+	s.mu.Lock()
+	c, ok := s.collections[gv.WithResource(rest[0])]
+	s.mu.Unlock()
+	if !ok || (req.namespace != "" && !c.res.Namespaced) || (req.name != "" && c.res.Namespaced && req.namespace == "") {
+		return req, errNoSuchPath()
+	}
+	req.c = c
+	watch := req.watchPath || isTrue(r.URL.Query().Get("watch"))
+	switch {
+	case r.Method == http.MethodGet && watch:
+		req.verb = VerbWatch
+	case r.Method == http.MethodGet && req.name == "":
+		req.verb = VerbList
+	case r.Method == http.MethodGet:
+		req.verb = VerbGet
+	case r.Method == http.MethodPost && req.name == "":
+		req.verb = VerbCreate
+	case r.Method == http.MethodPut && req.name != "":
+		req.verb = VerbUpdate
+	case r.Method == http.MethodDelete && req.name != "":
+		req.verb = VerbDelete
+	default:
+		return req, errMethodNotAllowed(c, strings.ToLower(r.Method))
+	}
+	return req, nil
+}
+
+func isTrue(v string) bool {
+	return v != "" && v != "0" && !strings.EqualFold(v, "false")
+}
+
+// serveGet returns one object.
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req request) {
+	f, err := negotiate(r, req.c, kindObject)
+	if err != nil {
+		writeStatus(w, r, err, errorFormat(r))
+		return
+	}
+	s.mu.Lock()
+	v := req.c.store.current(objectKey(req.namespace, req.name))
+	s.mu.Unlock()
+	if v == nil {
+		writeStatus(w, r, notFound(req.c, req.name), errorFormat(r))
+		return
+	}
+	writeObject(w, req.c.encodedVersion(v, f), f, http.StatusOK)
+}
+
+// serveWrite creates (POST) or replaces (PUT) an object.
+func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request) {
+	f, err := negotiate(r, req.c, kindObject)
+	if err != nil {
+		writeStatus(w, r, err, errorFormat(r))
+		return
+	}
+	obj, err := readBody(r, req.c)
+	if err != nil {
+		writeStatus(w, r, err, errorFormat(r))
+		return
+	}
+	var v *version
+	code := http.StatusOK
+	if req.verb == VerbCreate {
+		v, err = s.create(req.c, obj, req.namespace)
+		code = http.StatusCreated
+	} else {
+		if name := metaName(obj); name != req.name {
+			writeStatus(w, r, apierrors.NewBadRequest(fmt.Sprintf(
+				"the name of the object (%s) does not match the name on the URL (%s)", name, req.name)), errorFormat(r))
+			return
+		}
+		v, err = s.update(req.c, obj, req.namespace)
+	}
+	if err != nil {
+		writeStatus(w, r, err, errorFormat(r))
+		return
+	}
+	writeObject(w, req.c.encodedVersion(v, f), f, code)
+}
+
+// serveDelete deletes an object. Pods answer with the deleted object,
+// other resources with a Success status, as kube-apiserver does.
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req request) {
+	f, err := negotiate(r, req.c, kindObject)
+	if err != nil {
+		writeStatus(w, r, err, errorFormat(r))
+		return
+	}
+	v, err := s.remove(req.c, req.namespace, req.name)
+	if err != nil {
+		writeStatus(w, r, err, errorFormat(r))
+		return
+	}
+	if req.c.res.GroupResource() == (schema.GroupResource{Resource: "pods"}) {
+		writeObject(w, req.c.encodedVersion(v, f), f, http.StatusOK)
+		return
+	}
+	status := &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details: &metav1.StatusDetails{Name: req.name, Group: req.c.res.Group,
+			Kind: req.c.res.Resource, UID: v.obj.(metav1.Object).GetUID()},
+	}
+	body, ctype := encodeStatus(status, errorFormat(r))
+	w.Header().Set("Content-Type", ctype)
+	_, _ = w.Write(body)
+}
+
+// writeObject writes a single-object response.
+func writeObject(w http.ResponseWriter, e encoded, f format, code int) {
+	if f.proto {
+		w.Header().Set("Content-Type", mediaProtobuf)
+		w.WriteHeader(code)
+		_, _ = w.Write(envelope(e.apiVersion, e.kind, e.body))
+		return
+	}
+	w.Header().Set("Content-Type", mediaJSON)
+	w.WriteHeader(code)
+	_, _ = w.Write(append(e.body[:len(e.body):len(e.body)], '\n'))
+}
+
+// readBody decodes a request body, JSON or (for built-in types) protobuf.
+func readBody(r *http.Request, c *collection) (runtime.Object, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading the request body: %v", err))
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), mediaProtobuf) && c.typed != nil {
+		obj, err := c.decodeProtobuf(body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return obj, nil
+	}
+	obj, err := c.decode(body)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format: %v", err))
+	}
+	return obj, nil
+}
+
+// decodeProtobuf parses "k8s\x00" + Unknown into the canonical typed form.
+func (c codec) decodeProtobuf(body []byte) (runtime.Object, error) {
+	if !bytes.HasPrefix(body, protoMagic) {
+		return nil, fmt.Errorf("protobuf body does not start with the k8s magic prefix")
+	}
+	var unk runtime.Unknown
+	if err := unk.Unmarshal(body[len(protoMagic):]); err != nil {
+		return nil, fmt.Errorf("decoding protobuf envelope: %w", err)
+	}
+	obj := reflect.New(c.typed.Elem()).Interface().(runtime.Object)
+	if err := obj.(interface{ Unmarshal([]byte) error }).Unmarshal(unk.Raw); err != nil {
+		return nil, fmt.Errorf("decoding protobuf %s: %w", c.res.Kind, err)
+	}
+	return obj, nil
+}
+
+func metaName(obj runtime.Object) string {
+	if m, ok := obj.(metav1.Object); ok {
+		return m.GetName()
+	}
+	return ""
+}

@@ -1,0 +1,220 @@
+package apisim
+
+import (
+	"crypto/rand"
+	"fmt"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// collection is the server-side state of one resource: its objects, its
+// event history and its watchers. The Server's lock guards every field
+// except the immutable codec.
+type collection struct {
+	codec
+	store    *objectStore
+	hist     *history
+	watchers map[*watcher]struct{}
+
+	// watchStart: every event with an RV above it is in hist, so a watch may
+	// resume from any RV >= watchStart.
+	watchStart uint64
+	// compactedRV: reads (exact lists, continue tokens) below it get 410.
+	compactedRV uint64
+	// dropNext events are recorded but not delivered to live watchers.
+	dropNext int
+}
+
+func newCollection(res Resource, scheme *runtime.Scheme, historySize int) (*collection, error) {
+	cd, err := newCodec(res, scheme)
+	if err != nil {
+		return nil, err
+	}
+	return &collection{
+		codec:    cd,
+		store:    newObjectStore(),
+		hist:     newHistory(historySize),
+		watchers: make(map[*watcher]struct{}),
+	}, nil
+}
+
+// The write path: each write takes the server lock, stamps the object with
+// the next global resourceVersion, encodes it once, stores it, appends the
+// event to the history and offers it to the watchers, in that order, so
+// that the events of one resource leave in strictly increasing RV order.
+// Errors are *apierrors.StatusError, written as-is by the HTTP handlers.
+
+// create stores a new object. pathNS, when not empty, is the namespace of
+// the request path, which the object's namespace must match.
+func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*version, error) {
+	obj, err := c.canonical(in)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	m, _ := meta.Accessor(obj)
+	if err := c.checkNamespace(m, pathNS); err != nil {
+		return nil, err
+	}
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + randomSuffix())
+	}
+	if m.GetName() == "" {
+		return nil, apierrors.NewInvalid(c.res.GroupVersionKind().GroupKind(), "", field.ErrorList{
+			field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.store.current(objectKey(m.GetNamespace(), m.GetName())) != nil {
+		return nil, apierrors.NewAlreadyExists(c.res.GroupResource(), m.GetName())
+	}
+	rv := s.rv + 1
+	m.SetUID(types.UID(newUID()))
+	if ts := m.GetCreationTimestamp(); ts.IsZero() {
+		m.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
+	}
+	m.SetGeneration(1)
+	m.SetResourceVersion(strconv.FormatUint(rv, 10))
+	v, err := c.newVersion(obj, rv, false)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	s.commit(c, &event{typ: added, rv: rv, obj: v})
+	return v, nil
+}
+
+// update replaces an object. A non-empty metadata.resourceVersion must be
+// the current one (optimistic concurrency); an empty one updates
+// unconditionally. An update that changes nothing writes nothing and
+// returns the current version, as kube-apiserver does.
+func (s *Server) update(c *collection, in runtime.Object, pathNS string) (*version, error) {
+	obj, err := c.canonical(in)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	m, _ := meta.Accessor(obj)
+	if err := c.checkNamespace(m, pathNS); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := c.store.current(objectKey(m.GetNamespace(), m.GetName()))
+	if cur == nil {
+		return nil, apierrors.NewNotFound(c.res.GroupResource(), m.GetName())
+	}
+	if want := m.GetResourceVersion(); want != "" && want != strconv.FormatUint(cur.rv, 10) {
+		return nil, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
+			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	old, _ := meta.Accessor(cur.obj)
+	m.SetUID(old.GetUID())
+	m.SetCreationTimestamp(old.GetCreationTimestamp())
+	m.SetGeneration(old.GetGeneration())
+	m.SetResourceVersion(old.GetResourceVersion())
+	if specChanged(cur.obj, obj) {
+		m.SetGeneration(old.GetGeneration() + 1)
+	} else if equalObjects(cur.obj, obj) {
+		return cur, nil
+	}
+	rv := s.rv + 1
+	m.SetResourceVersion(strconv.FormatUint(rv, 10))
+	v, err := c.newVersion(obj, rv, false)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	s.commit(c, &event{typ: modified, rv: rv, obj: v, prev: cur})
+	return v, nil
+}
+
+// remove deletes an object and returns its tombstone: the last state
+// stamped with the deletion's resourceVersion.
+func (s *Server) remove(c *collection, namespace, name string) (*version, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := c.store.current(objectKey(namespace, name))
+	if cur == nil {
+		return nil, apierrors.NewNotFound(c.res.GroupResource(), name)
+	}
+	rv := s.rv + 1
+	tomb, err := c.restamped(cur, rv, true)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	s.commit(c, &event{typ: deleted, rv: rv, obj: tomb, prev: cur})
+	return tomb, nil
+}
+
+// commit makes an event visible. The caller holds s.mu.
+func (s *Server) commit(c *collection, e *event) {
+	s.rv = e.rv
+	c.store.put(e.obj, c.compactedRV)
+	if gone := c.hist.push(e); gone != nil {
+		// The history window moved: what only the evicted event could show
+		// is no longer readable.
+		c.watchStart = c.hist.oldest().rv - 1
+		c.compactedRV = max(c.compactedRV, c.watchStart)
+		c.store.prune(gone.obj.key, c.compactedRV)
+	}
+	if c.dropNext > 0 {
+		c.dropNext--
+	} else {
+		for w := range c.watchers {
+			w.offer(c, e)
+		}
+	}
+	if s.rvWaiters != nil {
+		close(s.rvWaiters)
+		s.rvWaiters = nil
+	}
+}
+
+// checkNamespace applies the namespace rules of a write: namespaced objects
+// need one, equal to the request path's; cluster-scoped objects have none.
+func (c *collection) checkNamespace(m metav1.Object, pathNS string) error {
+	if !c.res.Namespaced {
+		m.SetNamespace("")
+		return nil
+	}
+	if m.GetNamespace() == "" {
+		m.SetNamespace(pathNS)
+	}
+	if pathNS != "" && m.GetNamespace() != pathNS {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if m.GetNamespace() == "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s %q: a namespace is required for a namespaced resource", c.res.Kind, m.GetName()))
+	}
+	return nil
+}
+
+func equalObjects(a, b runtime.Object) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// newUID returns a random RFC 4122 version 4 UUID.
+func newUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// randomSuffix returns five characters for generateName, from the alphabet
+// kube-apiserver uses (no vowels, no confusable digits).
+func randomSuffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b[:])
+}
