@@ -216,3 +216,12 @@ func createPods(t *testing.T, s *apisim.Server, ns string, n int) string {
 	}
 	return rv
 }
+
+// newWidget returns a custom resource object.
+func newWidget(namespace, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"namespace": namespace, "name": name, "labels": map[string]any{"app": "w"}},
+		"spec":     map[string]any{"color": "blue"},
+	}}
+}

@@ -1,0 +1,272 @@
+package apisim_test
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/listwatch/listwatch/internal/apisim"
+)
+
+func TestListPagesServeTheFirstPageSnapshot(t *testing.T) {
+	s := start(t)
+	createPods(t, s, "default", 10)
+	createPods(t, s, "other", 5)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+
+	first := getList(t, s, "/api/v1/pods?limit=4")
+	assert.Equal(t, []string{"p0", "p1", "p2", "p3"}, first.names())
+	require.NotEmpty(t, first.Metadata.Continue)
+	require.NotNil(t, first.Metadata.RemainingItemCount)
+	assert.Equal(t, int64(11), *first.Metadata.RemainingItemCount)
+	token, err := base64.RawURLEncoding.DecodeString(first.Metadata.Continue)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"v":"meta.k8s.io/v1","rv":`+first.Metadata.ResourceVersion+`,"start":"default/p3\u0000"}`, string(token))
+
+	// Changes after the first page must not show in the next pages.
+	_, err = pods.Create(apisim.MakePod("default", "p10"))
+	require.NoError(t, err)
+	_, err = pods.Delete("default", "p6")
+	require.NoError(t, err)
+	p5, err := pods.Get("default", "p5")
+	require.NoError(t, err)
+	oldRV := p5.ResourceVersion
+	p5.Labels["changed"] = "yes"
+	_, err = pods.Update(p5)
+	require.NoError(t, err)
+
+	var names, rvs []string
+	next := first
+	for next.Metadata.Continue != "" {
+		next = getList(t, s, "/api/v1/pods?limit=4&continue="+next.Metadata.Continue)
+		assert.Equal(t, first.Metadata.ResourceVersion, next.Metadata.ResourceVersion)
+		for _, it := range next.Items {
+			names = append(names, it.GetNamespace()+"/"+it.GetName())
+			if it.GetName() == "p5" {
+				rvs = append(rvs, it.GetResourceVersion())
+			}
+		}
+	}
+	assert.Equal(t, []string{"default/p4", "default/p5", "default/p6", "default/p7", "default/p8", "default/p9",
+		"other/p0", "other/p1", "other/p2", "other/p3", "other/p4"}, names)
+	assert.Equal(t, []string{oldRV}, rvs)
+	assert.Nil(t, next.Metadata.RemainingItemCount)
+}
+
+func TestListPagesWithSelectorOmitRemainingCount(t *testing.T) {
+	s := start(t)
+	cms := apisim.Of[*corev1.ConfigMap](s, apisim.ConfigMaps())
+	for i := range 6 {
+		cm := apisim.MakeConfigMap("default", "cm-"+strconv.Itoa(i), 1)
+		cm.Labels["parity"] = []string{"even", "odd"}[i%2]
+		_, err := cms.Create(cm)
+		require.NoError(t, err)
+	}
+	l := getList(t, s, "/api/v1/namespaces/default/configmaps?limit=2&labelSelector=parity%3Deven")
+	assert.Equal(t, []string{"cm-0", "cm-2"}, l.names())
+	assert.Nil(t, l.Metadata.RemainingItemCount)
+	require.NotEmpty(t, l.Metadata.Continue)
+	l = getList(t, s, "/api/v1/namespaces/default/configmaps?limit=2&labelSelector=parity%3Deven&continue="+l.Metadata.Continue)
+	assert.Equal(t, []string{"cm-4"}, l.names())
+	assert.Empty(t, l.Metadata.Continue)
+}
+
+func TestContinueExpiresWithCompaction(t *testing.T) {
+	s := start(t)
+	createPods(t, s, "default", 5)
+	first := getList(t, s, "/api/v1/namespaces/default/pods?limit=2")
+	createPods(t, s, "other", 1) // moves the RV past the snapshot
+	s.Compact()
+
+	resp, body := get(t, s, "/api/v1/namespaces/default/pods?limit=2&continue="+first.Metadata.Continue)
+	st := status(t, resp, body, http.StatusGone)
+	assert.Equal(t, metav1.StatusReasonExpired, st.Reason)
+	assert.Contains(t, st.Message, "The provided continue parameter is too old to display a consistent list result.")
+	require.NotEmpty(t, st.Continue, "the 410 carries a token that goes on from the newest state")
+
+	rest := getList(t, s, "/api/v1/namespaces/default/pods?limit=10&continue="+st.Continue)
+	assert.Equal(t, []string{"p2", "p3", "p4"}, rest.names())
+	assert.Equal(t, s.ResourceVersion(), rest.Metadata.ResourceVersion)
+}
+
+func TestContinueExpiresAfterTTL(t *testing.T) {
+	s := start(t, apisim.WithContinueTTL(20*time.Millisecond))
+	createPods(t, s, "default", 5)
+	first := getList(t, s, "/api/v1/namespaces/default/pods?limit=2")
+	// Time must pass for a TTL; poll instead of guessing a sleep.
+	require.Eventually(t, func() bool {
+		resp, _ := get(t, s, "/api/v1/namespaces/default/pods?limit=2&continue="+first.Metadata.Continue)
+		return resp.StatusCode == http.StatusGone
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestListResourceVersionSemantics(t *testing.T) {
+	s := start(t)
+	rv2 := createPods(t, s, "default", 2)
+	rv4 := createPods(t, s, "other", 2)
+
+	l := getList(t, s, "/api/v1/pods")
+	assert.Equal(t, rv4, l.Metadata.ResourceVersion, "unset: the newest state")
+	assert.Len(t, l.Items, 4)
+
+	l = getList(t, s, "/api/v1/pods?resourceVersion=0&limit=1")
+	assert.Len(t, l.Items, 4, "rv=0: limit ignored, as by the watch cache")
+	assert.Empty(t, l.Metadata.Continue)
+
+	l = getList(t, s, "/api/v1/pods?resourceVersion="+rv2+"&resourceVersionMatch=Exact")
+	assert.Equal(t, rv2, l.Metadata.ResourceVersion)
+	assert.Len(t, l.Items, 2, "Exact: the state at that RV")
+
+	l = getList(t, s, "/api/v1/pods?resourceVersion="+rv2+"&limit=500")
+	assert.Equal(t, rv2, l.Metadata.ResourceVersion, "rv with limit and no match: exact (legacy)")
+
+	l = getList(t, s, "/api/v1/pods?resourceVersion="+rv2+"&resourceVersionMatch=NotOlderThan")
+	assert.Equal(t, rv4, l.Metadata.ResourceVersion, "NotOlderThan: the newest state")
+
+	l = getList(t, s, "/api/v1/pods?resourceVersion="+rv2)
+	assert.Equal(t, rv4, l.Metadata.ResourceVersion, "rv without limit or match: not older than")
+
+	createPods(t, s, "third", 1)
+	s.Compact()
+	resp, body := get(t, s, "/api/v1/pods?resourceVersion="+rv2+"&resourceVersionMatch=Exact")
+	st := status(t, resp, body, http.StatusGone)
+	assert.Equal(t, metav1.StatusReasonExpired, st.Reason)
+	assert.Equal(t, "The resourceVersion for the provided list is too old.", st.Message)
+}
+
+func TestListInvalidOptions(t *testing.T) {
+	s := start(t)
+	createPods(t, s, "default", 3)
+	first := getList(t, s, "/api/v1/pods?limit=1")
+	for _, tc := range []struct {
+		query   string
+		code    int
+		reason  metav1.StatusReason
+		message string
+	}{
+		{"resourceVersionMatch=Exact", 422, metav1.StatusReasonInvalid,
+			`ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided`},
+		{"resourceVersion=0&resourceVersionMatch=Exact", 422, metav1.StatusReasonInvalid,
+			`resourceVersionMatch "exact" is forbidden for resourceVersion "0"`},
+		{"resourceVersion=1&resourceVersionMatch=Newest", 422, metav1.StatusReasonInvalid,
+			`resourceVersionMatch: Unsupported value: "Newest"`},
+		{"resourceVersion=1&resourceVersionMatch=Exact&continue=" + first.Metadata.Continue, 422, metav1.StatusReasonInvalid,
+			"resourceVersionMatch is forbidden when continue is provided"},
+		{"sendInitialEvents=true", 422, metav1.StatusReasonInvalid, "sendInitialEvents is forbidden for list"},
+		{"resourceVersion=1&continue=" + first.Metadata.Continue, 400, metav1.StatusReasonBadRequest,
+			"specifying resource version is not allowed when using continue"},
+		{"continue=bm90LWpzb24", 400, metav1.StatusReasonBadRequest, "invalid continue token"},
+		{"labelSelector=" + url.QueryEscape("a b c"), 400, metav1.StatusReasonBadRequest, ""},
+		{"fieldSelector=spec.foo%3Dbar", 400, metav1.StatusReasonBadRequest, "field label not supported: spec.foo"},
+		{"resourceVersion=abc", 500, metav1.StatusReasonUnknown, `resourceVersion: Invalid value: "abc"`},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			resp, body := get(t, s, "/api/v1/pods?"+tc.query)
+			st := status(t, resp, body, tc.code)
+			assert.Equal(t, tc.reason, st.Reason)
+			assert.Contains(t, st.Message, tc.message)
+		})
+	}
+}
+
+func TestListTooLargeResourceVersion(t *testing.T) {
+	s := start(t, apisim.WithTooLargeWait(50*time.Millisecond))
+	createPods(t, s, "default", 1)
+	resp, body := get(t, s, "/api/v1/pods?resourceVersion=1000&resourceVersionMatch=NotOlderThan")
+	st := status(t, resp, body, http.StatusGatewayTimeout)
+	assert.Equal(t, metav1.StatusReasonTimeout, st.Reason)
+	assert.Equal(t, "Timeout: Too large resource version: 1000, current: 1", st.Message)
+	require.NotNil(t, st.Details)
+	assert.Equal(t, int32(1), st.Details.RetryAfterSeconds)
+	assert.Equal(t, []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}, st.Details.Causes)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+}
+
+func TestListWaitsForAResourceVersionAboutToExist(t *testing.T) {
+	s := start(t, apisim.WithTooLargeWait(10*time.Second))
+	createPods(t, s, "default", 1)
+	codes := make(chan int, 1)
+	go func() {
+		resp, err := s.Client().Get(s.URL() + "/api/v1/pods?resourceVersion=2")
+		if err != nil {
+			codes <- 0
+			return
+		}
+		resp.Body.Close()
+		codes <- resp.StatusCode
+	}()
+	createPods(t, s, "other", 1)
+	assert.Equal(t, http.StatusOK, <-codes)
+}
+
+func TestListSelectors(t *testing.T) {
+	s := start(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	for i, labels := range []map[string]string{
+		{"app": "web", "tier": "front"},
+		{"app": "web", "tier": "back"},
+		{"app": "db", "tier": "back", "critical": "yes"},
+		{"app": "cache"},
+	} {
+		p := apisim.MakePod([]string{"a", "b"}[i%2], "pod-"+strconv.Itoa(i))
+		p.Labels = labels
+		p.Spec.NodeName = "node-" + strconv.Itoa(i%2)
+		_, err := pods.Create(p)
+		require.NoError(t, err)
+	}
+	for _, tc := range []struct {
+		selector string
+		want     []string
+	}{
+		{"labelSelector=app%3Dweb", []string{"pod-0", "pod-1"}},
+		{"labelSelector=app%3D%3Dweb", []string{"pod-0", "pod-1"}},
+		{"labelSelector=app!%3Dweb", []string{"pod-2", "pod-3"}},
+		{"labelSelector=" + url.QueryEscape("tier in (front,back)"), []string{"pod-0", "pod-2", "pod-1"}},
+		{"labelSelector=" + url.QueryEscape("tier notin (front)"), []string{"pod-2", "pod-1", "pod-3"}},
+		{"labelSelector=critical", []string{"pod-2"}},
+		{"labelSelector=!tier", []string{"pod-3"}},
+		{"labelSelector=" + url.QueryEscape("app=web,tier=back"), []string{"pod-1"}},
+		{"fieldSelector=metadata.name%3Dpod-2", []string{"pod-2"}},
+		{"fieldSelector=metadata.namespace%3Db", []string{"pod-1", "pod-3"}},
+		{"fieldSelector=metadata.name!%3Dpod-2", []string{"pod-0", "pod-1", "pod-3"}},
+		{"fieldSelector=spec.nodeName%3Dnode-1", []string{"pod-1", "pod-3"}},
+	} {
+		t.Run(tc.selector, func(t *testing.T) {
+			l := getList(t, s, "/api/v1/pods?"+tc.selector)
+			assert.ElementsMatch(t, tc.want, l.names())
+		})
+	}
+	l := getList(t, s, "/api/v1/namespaces/a/pods?labelSelector=app%3Dweb")
+	assert.Equal(t, []string{"pod-0"}, l.names(), "namespace path and selector combine")
+}
+
+func TestListClusterScopedAndCustomResources(t *testing.T) {
+	s := start(t)
+	nodes := apisim.Of[*corev1.Node](s, apisim.Nodes())
+	n, err := nodes.Create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "ignored"}})
+	require.NoError(t, err)
+	assert.Empty(t, n.Namespace, "cluster-scoped objects have no namespace")
+	l := getList(t, s, "/api/v1/nodes")
+	assert.Equal(t, "NodeList", l.Kind)
+	assert.Equal(t, []string{"n1"}, l.names())
+
+	resp, _ := get(t, s, "/api/v1/namespaces/default/nodes")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	_, err = apisim.Of[*unstructured.Unstructured](s, widgets).Create(newWidget("default", "w1"))
+	require.NoError(t, err)
+	l = getList(t, s, "/apis/example.com/v1/namespaces/default/widgets")
+	assert.Equal(t, "WidgetList", l.Kind)
+	assert.Equal(t, "example.com/v1", l.APIVersion)
+	assert.Equal(t, []string{"w1"}, l.names())
+	assert.Equal(t, "blue", l.Items[0].Object["spec"].(map[string]any)["color"])
+}
