@@ -1,0 +1,158 @@
+package indexer_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listwatch/listwatch/indexer"
+)
+
+// generation returns n pods spread over 4 namespaces, all labelled gen=g.
+func generation(g string, n int) []*corev1.Pod {
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		pods[i] = pod(fmt.Sprint("ns", i%4), fmt.Sprintf("%s-%d", g, i), g, "", "gen="+g)
+	}
+	return pods
+}
+
+// Readers running during Replace must see the old contents or the new, in
+// items and indexes alike, never a mix. Run with -race.
+func TestIndexerConcurrentReadersDuringReplace(t *testing.T) {
+	sizes := map[string]int{"a": 200, "b": 120}
+	gens := map[string][]*corev1.Pod{"a": generation("a", sizes["a"]), "b": generation("b", sizes["b"])}
+	x := indexer.New(allIndexers())
+	require.NoError(t, x.Replace(gens["a"], "1"))
+
+	// consistent reports a problem with one read of len objects, all of
+	// which must come from one generation of size want(gen).
+	consistent := func(what string, objs []*corev1.Pod, want func(g string) int) error {
+		if len(objs) == 0 {
+			return fmt.Errorf("%s: empty", what)
+		}
+		g := objs[0].ResourceVersion
+		for _, p := range objs {
+			if p.ResourceVersion != g {
+				return fmt.Errorf("%s: generations %s and %s mixed", what, g, p.ResourceVersion)
+			}
+		}
+		if len(objs) != want(g) {
+			return fmt.Errorf("%s: %d objects of generation %s, want %d", what, len(objs), g, want(g))
+		}
+		return nil
+	}
+
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	var readers sync.WaitGroup
+	for range 3 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := consistent("List", x.List(), func(g string) int { return sizes[g] }); err != nil {
+					errs <- err
+					return
+				}
+				byNS, err := x.ByIndex(indexer.NamespaceIndex, "ns1")
+				if err == nil {
+					err = consistent("ByIndex", byNS, func(g string) int { return sizes[g] / 4 })
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if values := x.ListIndexFuncValues("label"); len(values) != 1 {
+					errs <- fmt.Errorf("label index holds values %v, want one generation", values)
+					return
+				}
+			}
+		})
+	}
+
+	for i := range 200 {
+		g := "b"
+		if i%2 == 1 {
+			g = "a"
+		}
+		require.NoError(t, x.Replace(gens[g], g))
+	}
+	close(stop)
+	readers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// Writes racing with AddIndexers must end up in the new index too.
+func TestIndexerAddIndexersDuringWrites(t *testing.T) {
+	x := indexer.New[*corev1.Pod](nil)
+	const n = 2000
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for i := range n {
+			assert.NoError(t, x.Add(pod(fmt.Sprint("ns", i%7), fmt.Sprint("p", i), "1", "")))
+		}
+	})
+	require.NoError(t, x.AddIndexers(indexer.Indexers[*corev1.Pod]{indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*corev1.Pod]}))
+	writer.Wait()
+
+	total := 0
+	for _, ns := range x.ListIndexFuncValues(indexer.NamespaceIndex) {
+		objs, err := x.ByIndex(indexer.NamespaceIndex, ns)
+		require.NoError(t, err)
+		total += len(objs)
+	}
+	assert.Equal(t, n, total)
+	// Every object, whichever side of AddIndexers it was written on, can be
+	// updated and deleted without a stale index entry.
+	for i := range n {
+		require.NoError(t, x.Delete(pod(fmt.Sprint("ns", i%7), fmt.Sprint("p", i), "1", "")))
+	}
+	assert.Empty(t, x.ListIndexFuncValues(indexer.NamespaceIndex))
+}
+
+// A write computes index values without the lock; if AddIndexers runs
+// meanwhile, the write must compute them again for the new set of indexes.
+func TestIndexerWriteRacingAddIndexersIsRecomputed(t *testing.T) {
+	writes := map[string]func(x *podIndexer, p *corev1.Pod) error{
+		"Add":     func(x *podIndexer, p *corev1.Pod) error { return x.Add(p) },
+		"Replace": func(x *podIndexer, p *corev1.Pod) error { return x.Replace([]*corev1.Pod{p}, "1") },
+	}
+	for name, write := range writes {
+		t.Run(name, func(t *testing.T) {
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			gate := func(p *corev1.Pod) ([]string, error) {
+				once.Do(func() { // block the first computation only
+					close(entered)
+					<-release
+				})
+				return []string{p.Name}, nil
+			}
+			x := indexer.New(indexer.Indexers[*corev1.Pod]{"gate": gate})
+
+			done := make(chan error)
+			go func() { done <- write(x, pod("a", "slow", "1", "")) }()
+			<-entered
+			require.NoError(t, x.AddIndexers(indexer.Indexers[*corev1.Pod]{indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*corev1.Pod]}))
+			close(release)
+			require.NoError(t, <-done)
+
+			keys, err := x.IndexKeys(indexer.NamespaceIndex, "a")
+			require.NoError(t, err)
+			assert.Equal(t, []string{"a/slow"}, keys, "the write must be indexed by the index added meanwhile")
+			require.NoError(t, x.Delete(pod("a", "slow", "1", "")))
+			assert.Empty(t, x.ListIndexFuncValues(indexer.NamespaceIndex))
+		})
+	}
+}

@@ -1,0 +1,31 @@
+// Package indexer is the informer's local cache: a thread-safe map from
+// object key to object, plus named secondary indexes.
+//
+// The flow of one object through listwatch is
+//
+//	reflector → deltafifo → informer → indexer / processor
+//
+// The informer pops each key's deltas from the deltafifo and applies them
+// here (Add or Update for a new state, Delete for a deletion, Replace is
+// there for stores filled from a list in one go), then tells the processor,
+// taking the old state of an object from the indexer. Readers (listers,
+// controllers) call Get, List and ByIndex at any time from any goroutine.
+// The deltafifo also reads the indexer, through its small KnownObjects
+// interface, to find which objects a relist implies were deleted.
+//
+// # Indexes
+//
+// An index is a named [IndexFunc] that maps an object to zero or more index
+// values; the indexer keeps, for every index and value, the set of keys of
+// the objects that have that value. [NamespaceIndexFunc] is the common one:
+// ByIndex(NamespaceIndex, "kube-system") lists the objects of a namespace
+// without scanning the whole cache.
+//
+// Index values are computed before anything is changed: a write whose index
+// function fails returns an error and leaves the store exactly as it was. A
+// Replace is built aside and swapped in at once, so readers see either the
+// old contents or the new, never a mix.
+//
+// The implementation is an unlocked store (store.go) wrapped by the locking
+// [Indexer] (indexer.go).
+package indexer

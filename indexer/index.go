@@ -1,0 +1,56 @@
+package indexer
+
+import (
+	"errors"
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/objkey"
+)
+
+// IndexFunc computes the index values of an object, for example its
+// namespace or the node it runs on. It may return no value (the object is
+// not in that index) or several. It must be a pure function of the object,
+// safe to call from several goroutines at once, and must not call the
+// Indexer it belongs to.
+type IndexFunc[T metav1.Object] func(obj T) ([]string, error)
+
+// Indexers maps index names to index functions. A nil Indexers means no
+// index.
+type Indexers[T metav1.Object] map[string]IndexFunc[T]
+
+// NamespaceIndex is the conventional name of the index made by
+// [NamespaceIndexFunc].
+const NamespaceIndex = "namespace"
+
+// NamespaceIndexFunc indexes an object by its namespace; a cluster-scoped
+// object has the value "".
+func NamespaceIndexFunc[T metav1.Object](obj T) ([]string, error) {
+	if isNil(obj) {
+		return nil, errors.New("namespace index: object is nil")
+	}
+	return []string{obj.GetNamespace()}, nil
+}
+
+// MetaNamespaceKey returns the key the indexer stores obj under by default:
+// "namespace/name", or "name" for a cluster-scoped object; "" for nil.
+func MetaNamespaceKey(obj metav1.Object) string {
+	if isNil(obj) {
+		return ""
+	}
+	return objkey.Key(obj)
+}
+
+// isNil reports whether obj is nil or a nil pointer (or other nil-able kind),
+// which would panic on its first method call.
+func isNil(obj any) bool {
+	if obj == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(obj); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}

@@ -1,0 +1,305 @@
+package indexer
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ErrUnknownIndex is wrapped by the error Index, IndexKeys and ByIndex
+// return for an index name that was never added.
+var ErrUnknownIndex = errors.New("unknown index")
+
+// ErrInvalidObject is wrapped by the error a write returns for an object it
+// cannot store: a nil object, one without a name, or one whose key is empty.
+// The store is unchanged.
+var ErrInvalidObject = errors.New("invalid object")
+
+// Indexer is a thread-safe map from key to object with named secondary
+// indexes. It satisfies deltafifo.KnownObjects.
+//
+// The zero Indexer is not usable: use [New]. An Indexer is safe for
+// concurrent use; slices it returns are fresh and belong to the caller, but
+// the objects in them are shared and must not be modified.
+type Indexer[T metav1.Object] struct {
+	keyFunc func(T) string
+
+	mu sync.RWMutex
+	s  *store[T] // Replace swaps in a new store
+}
+
+// Option configures an [Indexer] made by [New].
+type Option[T metav1.Object] func(*Indexer[T])
+
+// WithKeyFunc sets the function that computes an object's key. The default
+// is [MetaNamespaceKey]. A nil f keeps the default.
+func WithKeyFunc[T metav1.Object](f func(T) string) Option[T] {
+	return func(x *Indexer[T]) {
+		if f != nil {
+			x.keyFunc = f
+		}
+	}
+}
+
+// New returns an empty Indexer with the given indexes (nil for none).
+func New[T metav1.Object](indexers Indexers[T], opts ...Option[T]) *Indexer[T] {
+	x := &Indexer[T]{keyFunc: func(obj T) string { return MetaNamespaceKey(obj) }}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(x)
+		}
+	}
+	names, funcs := sorted(indexers)
+	x.s = newStore((&indexSet[T]{}).with(names, funcs), 0)
+	return x
+}
+
+// Add stores obj, replacing any object with the same key. If an index
+// function fails, Add returns the error and changes nothing.
+func (x *Indexer[T]) Add(obj T) error { return x.put("Add", obj) }
+
+// Update is the same as [Indexer.Add]: it stores obj, replacing any object
+// with the same key, and moves the key out of the index values the old
+// object had and the new one lacks.
+func (x *Indexer[T]) Update(obj T) error { return x.put("Update", obj) }
+
+func (x *Indexer[T]) put(op string, obj T) error {
+	key, err := x.keyOf(obj)
+	if err != nil {
+		return fmt.Errorf("indexer: %s: %w", op, err)
+	}
+	for {
+		indexes := x.indexes()
+		// Index functions are user code: run them without the lock.
+		values, err := indexes.indexValues(key, obj)
+		if err != nil {
+			return fmt.Errorf("indexer: %s: %w", op, err)
+		}
+		x.mu.Lock()
+		if x.s.indexes == indexes {
+			x.s.put(key, obj, values)
+			x.mu.Unlock()
+			return nil
+		}
+		x.mu.Unlock() // AddIndexers ran meanwhile: compute again
+	}
+}
+
+// Delete removes the object with obj's key. Deleting an absent key is not
+// an error.
+func (x *Indexer[T]) Delete(obj T) error {
+	key, err := x.keyOf(obj)
+	if err != nil {
+		return fmt.Errorf("indexer: Delete: %w", err)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.s.remove(key)
+	return nil
+}
+
+// Replace makes list the whole contents of the store. The resourceVersion
+// is not used. The new contents and indexes are built without the lock and
+// swapped in at once: readers see the old contents or the new, never a mix.
+// If an object is invalid or an index function fails, Replace returns the
+// error and changes nothing. Of two objects with the same key, the later
+// wins.
+func (x *Indexer[T]) Replace(list []T, resourceVersion string) error {
+	for {
+		indexes := x.indexes()
+		fresh := newStore(indexes, len(list))
+		for i, obj := range list {
+			key, err := x.keyOf(obj)
+			if err != nil {
+				return fmt.Errorf("indexer: Replace: list item %d: %w", i, err)
+			}
+			values, err := indexes.indexValues(key, obj)
+			if err != nil {
+				return fmt.Errorf("indexer: Replace: list item %d: %w", i, err)
+			}
+			fresh.put(key, obj, values)
+		}
+		x.mu.Lock()
+		if x.s.indexes == indexes {
+			x.s = fresh
+			x.mu.Unlock()
+			return nil
+		}
+		x.mu.Unlock() // AddIndexers ran meanwhile: build again
+	}
+}
+
+// Get returns the stored object with obj's key.
+func (x *Indexer[T]) Get(obj T) (T, bool) {
+	key, err := x.keyOf(obj)
+	if err != nil {
+		var zero T
+		return zero, false
+	}
+	return x.GetByKey(key)
+}
+
+// GetByKey returns the object stored under key.
+func (x *Indexer[T]) GetByKey(key string) (T, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	e, ok := x.s.items[key]
+	return e.obj, ok
+}
+
+// List returns all stored objects, in no particular order.
+func (x *Indexer[T]) List() []T {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]T, 0, len(x.s.items))
+	for _, e := range x.s.items {
+		out = append(out, e.obj)
+	}
+	return out
+}
+
+// ListKeys returns the keys of all stored objects, in no particular order.
+func (x *Indexer[T]) ListKeys() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]string, 0, len(x.s.items))
+	for key := range x.s.items {
+		out = append(out, key)
+	}
+	return out
+}
+
+// Len returns the number of stored objects.
+func (x *Indexer[T]) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.s.items)
+}
+
+// Index returns the stored objects that share at least one value of the
+// named index with obj (obj itself need not be stored), each once, in no
+// particular order.
+func (x *Indexer[T]) Index(name string, obj T) ([]T, error) {
+	if isNil(obj) {
+		return nil, fmt.Errorf("indexer: Index: %w: object is nil", ErrInvalidObject)
+	}
+	indexes := x.indexes()
+	i, ok := indexes.pos[name]
+	if !ok {
+		return nil, fmt.Errorf("indexer: Index: %w %q", ErrUnknownIndex, name)
+	}
+	values, err := indexes.valuesFor(i, MetaNamespaceKey(obj), obj)
+	if err != nil {
+		return nil, fmt.Errorf("indexer: Index: %w", err)
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.s.objectsOf(i, values), nil
+}
+
+// IndexKeys returns the keys of the stored objects that have value in the
+// named index, in no particular order.
+func (x *Indexer[T]) IndexKeys(name, value string) ([]string, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	i, err := x.s.lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("indexer: IndexKeys: %w", err)
+	}
+	keys := x.s.values[i][value]
+	out := make([]string, 0, len(keys))
+	for key := range keys {
+		out = append(out, key)
+	}
+	return out, nil
+}
+
+// ByIndex returns the stored objects that have value in the named index,
+// in no particular order.
+func (x *Indexer[T]) ByIndex(name, value string) ([]T, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	i, err := x.s.lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("indexer: ByIndex: %w", err)
+	}
+	return x.s.objectsOf(i, []string{value}), nil
+}
+
+// ListIndexFuncValues returns the values the named index holds, in no
+// particular order; nil for an unknown index.
+func (x *Indexer[T]) ListIndexFuncValues(name string) []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	i, err := x.s.lookup(name)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(x.s.values[i]))
+	for v := range x.s.values[i] {
+		out = append(out, v)
+	}
+	return out
+}
+
+// AddIndexers adds indexes, and indexes the objects already stored with
+// them. Adding a name that already exists is an error; so is a nil
+// function. If an index function fails on a stored object, AddIndexers
+// returns the error and changes nothing. It holds the write lock while it
+// indexes the stored objects, so on a large store it is best called early.
+func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
+	names, funcs := sorted(indexers)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i, name := range names {
+		if _, exists := x.s.indexes.pos[name]; exists {
+			return fmt.Errorf("indexer: AddIndexers: index %q already exists", name)
+		}
+		if funcs[i] == nil {
+			return fmt.Errorf("indexer: AddIndexers: index %q has a nil function", name)
+		}
+	}
+	if err := x.s.addIndexes(names, funcs); err != nil {
+		return fmt.Errorf("indexer: AddIndexers: %w", err)
+	}
+	return nil
+}
+
+// indexes returns the current index set, which is immutable.
+func (x *Indexer[T]) indexes() *indexSet[T] {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.s.indexes
+}
+
+// keyOf validates obj and computes its key.
+func (x *Indexer[T]) keyOf(obj T) (string, error) {
+	if isNil(obj) {
+		return "", fmt.Errorf("%w: object is nil", ErrInvalidObject)
+	}
+	if obj.GetName() == "" {
+		return "", fmt.Errorf("%w: object has no name", ErrInvalidObject)
+	}
+	key := x.keyFunc(obj)
+	if key == "" {
+		return "", fmt.Errorf("%w: key function returned an empty key for %s", ErrInvalidObject, MetaNamespaceKey(obj))
+	}
+	return key, nil
+}
+
+// sorted returns the names and functions of indexers, ordered by name.
+func sorted[T metav1.Object](indexers Indexers[T]) ([]string, []IndexFunc[T]) {
+	names := make([]string, 0, len(indexers))
+	for name := range indexers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	funcs := make([]IndexFunc[T], len(names))
+	for i, name := range names {
+		funcs[i] = indexers[name]
+	}
+	return names, funcs
+}

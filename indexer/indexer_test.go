@@ -1,0 +1,241 @@
+package indexer_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/indexer"
+)
+
+func TestIndexerCRUD(t *testing.T) {
+	x := indexer.New[*corev1.Pod](nil)
+	assert.Zero(t, x.Len())
+
+	require.NoError(t, x.Add(pod("ns", "a", "1", "")))
+	require.NoError(t, x.Add(pod("ns", "b", "1", "")))
+	got, ok := x.GetByKey("ns/a")
+	require.True(t, ok)
+	assert.Equal(t, "1", got.ResourceVersion)
+
+	require.NoError(t, x.Update(pod("ns", "a", "2", "")))
+	got, ok = x.Get(pod("ns", "a", "", ""))
+	require.True(t, ok)
+	assert.Equal(t, "2", got.ResourceVersion)
+	assert.Equal(t, []string{"ns/a@2", "ns/b@1"}, dump(t, x))
+
+	require.NoError(t, x.Add(pod("ns", "b", "3", "")), "Add of a stored key replaces it")
+	assert.Equal(t, []string{"ns/a@2", "ns/b@3"}, dump(t, x))
+
+	require.NoError(t, x.Delete(pod("ns", "a", "2", "")))
+	_, ok = x.GetByKey("ns/a")
+	assert.False(t, ok)
+	require.NoError(t, x.Delete(pod("ns", "a", "2", "")), "deleting an absent key is not an error")
+	assert.Equal(t, []string{"ns/b@3"}, dump(t, x))
+	assert.Equal(t, 1, x.Len())
+}
+
+func TestIndexerKeys(t *testing.T) {
+	assert.Equal(t, "ns/a", indexer.MetaNamespaceKey(pod("ns", "a", "", "")))
+	assert.Equal(t, "node-1", indexer.MetaNamespaceKey(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}), "cluster-scoped: name only")
+	var nilPod *corev1.Pod
+	assert.Equal(t, "", indexer.MetaNamespaceKey(nilPod))
+
+	x := indexer.New[*corev1.Pod](nil, indexer.WithKeyFunc(func(p *corev1.Pod) string { return p.Name }))
+	require.NoError(t, x.Add(pod("ns", "a", "1", "")))
+	_, ok := x.GetByKey("a")
+	assert.True(t, ok, "the custom key function is used")
+}
+
+func TestIndexerInvalidObject(t *testing.T) {
+	var nilPod *corev1.Pod
+	x := indexer.New(allIndexers())
+	require.NoError(t, x.Add(pod("ns", "keep", "1", "n1")))
+	before := dump(t, x, "node")
+
+	for name, call := range map[string]func() error{
+		"Add nil":         func() error { return x.Add(nilPod) },
+		"Update no name":  func() error { return x.Update(pod("ns", "", "1", "n2")) },
+		"Delete no name":  func() error { return x.Delete(pod("ns", "", "1", "")) },
+		"Replace nil":     func() error { return x.Replace([]*corev1.Pod{pod("ns", "a", "1", ""), nilPod}, "1") },
+		"Replace no name": func() error { return x.Replace([]*corev1.Pod{pod("", "", "1", "")}, "1") },
+	} {
+		assert.ErrorIs(t, call(), indexer.ErrInvalidObject, name)
+		assert.Equal(t, before, dump(t, x, "node"), name)
+	}
+
+	_, ok := x.Get(nilPod)
+	assert.False(t, ok)
+	_, err := x.Index(indexer.NamespaceIndex, nilPod)
+	assert.ErrorIs(t, err, indexer.ErrInvalidObject)
+	_, err = indexer.NamespaceIndexFunc(nilPod)
+	assert.Error(t, err)
+
+	empty := indexer.New[*corev1.Pod](nil, indexer.WithKeyFunc(func(*corev1.Pod) string { return "" }))
+	assert.ErrorIs(t, empty.Add(pod("ns", "a", "1", "")), indexer.ErrInvalidObject)
+	assert.Zero(t, empty.Len())
+}
+
+func TestIndexerIndexMaintenance(t *testing.T) {
+	type op func(x *podIndexer) error
+	add := func(p *corev1.Pod) op { return func(x *podIndexer) error { return x.Add(p) } }
+	update := func(p *corev1.Pod) op { return func(x *podIndexer) error { return x.Update(p) } }
+	del := func(p *corev1.Pod) op { return func(x *podIndexer) error { return x.Delete(p) } }
+
+	tests := []struct {
+		name string
+		ops  []op
+		want []string // dump of namespace, node and label indexes
+	}{{
+		name: "objects are indexed on add",
+		ops:  []op{add(pod("a", "p1", "1", "n1", "app=web")), add(pod("b", "p2", "1", "n1"))},
+		want: []string{"a/p1@1", "b/p2@1",
+			"namespace a: a/p1", "namespace b: b/p2",
+			"node n1: a/p1,b/p2",
+			"label app=web: a/p1"},
+	}, {
+		name: "update moves the key to the new value and drops the emptied old one",
+		ops:  []op{add(pod("a", "p1", "1", "n1")), add(pod("a", "p2", "1", "n2")), update(pod("a", "p1", "2", "n2"))},
+		want: []string{"a/p1@2", "a/p2@1",
+			"namespace a: a/p1,a/p2",
+			"node n2: a/p1,a/p2"},
+	}, {
+		name: "update to no value removes the key from the index",
+		ops:  []op{add(pod("a", "p1", "1", "n1")), update(pod("a", "p1", "2", ""))},
+		want: []string{"a/p1@2", "namespace a: a/p1"},
+	}, {
+		name: "multi-valued index: update drops only the values that went away",
+		ops: []op{
+			add(pod("a", "p1", "1", "", "app=web", "tier=fe")),
+			add(pod("a", "p2", "1", "", "app=web")),
+			update(pod("a", "p1", "2", "", "app=db", "tier=fe")),
+		},
+		want: []string{"a/p1@2", "a/p2@1",
+			"namespace a: a/p1,a/p2",
+			"label app=db: a/p1", "label app=web: a/p2", "label tier=fe: a/p1"},
+	}, {
+		name: "delete removes the key from every index",
+		ops: []op{
+			add(pod("a", "p1", "1", "n1", "app=web")), add(pod("a", "p2", "1", "n1")),
+			del(pod("a", "p1", "1", "n1", "app=web")),
+		},
+		want: []string{"a/p2@1", "namespace a: a/p2", "node n1: a/p2"},
+	}, {
+		name: "delete uses the stored index values, not those of the object passed",
+		ops:  []op{add(pod("a", "p1", "1", "n1")), del(pod("a", "p1", "9", "n-other"))},
+		want: nil,
+	}, {
+		name: "deleting everything leaves no index value behind",
+		ops:  []op{add(pod("a", "p1", "1", "n1", "x=y")), del(pod("a", "p1", "1", "n1"))},
+		want: nil,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := indexer.New(allIndexers())
+			for _, o := range tt.ops {
+				require.NoError(t, o(x))
+			}
+			assert.Equal(t, tt.want, dump(t, x, indexer.NamespaceIndex, "node", "label"))
+		})
+	}
+}
+
+func TestIndexerDuplicateIndexValues(t *testing.T) {
+	twice := func(p *corev1.Pod) ([]string, error) { return []string{p.Namespace, p.Namespace}, nil }
+	x := indexer.New(indexer.Indexers[*corev1.Pod]{"twice": twice})
+	require.NoError(t, x.Add(pod("a", "p1", "1", "")))
+	objs, err := x.Index("twice", pod("a", "other", "", ""))
+	require.NoError(t, err)
+	assert.Len(t, objs, 1)
+	require.NoError(t, x.Delete(pod("a", "p1", "1", "")))
+	assert.Empty(t, x.ListIndexFuncValues("twice"))
+}
+
+func TestIndexerReplace(t *testing.T) {
+	x := indexer.New(allIndexers())
+	require.NoError(t, x.Add(pod("a", "old", "1", "n1", "app=web")))
+	require.NoError(t, x.Replace([]*corev1.Pod{
+		pod("b", "p1", "5", "n2"),
+		pod("b", "p2", "5", "n2"),
+		pod("b", "p1", "6", "n3"), // same key again: the later wins
+	}, "6"))
+	assert.Equal(t, []string{"b/p1@6", "b/p2@5",
+		"namespace b: b/p1,b/p2",
+		"node n2: b/p2", "node n3: b/p1"},
+		dump(t, x, indexer.NamespaceIndex, "node", "label"))
+
+	require.NoError(t, x.Replace(nil, "7"))
+	assert.Nil(t, dump(t, x, indexer.NamespaceIndex, "node", "label"))
+}
+
+func TestIndexerIndexQueries(t *testing.T) {
+	x := indexer.New(allIndexers())
+	require.NoError(t, x.Add(pod("a", "p1", "1", "", "app=web", "tier=fe")))
+	require.NoError(t, x.Add(pod("a", "p2", "1", "", "app=web")))
+	require.NoError(t, x.Add(pod("b", "p3", "1", "", "tier=fe")))
+	require.NoError(t, x.Add(pod("b", "p4", "1", "", "app=db")))
+
+	objs, err := x.Index("label", pod("z", "probe", "", "", "app=web", "tier=fe"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a/p1", "a/p2", "b/p3"}, sortedKeys(objs), "the union of both values, each object once")
+
+	objs, err = x.ByIndex(indexer.NamespaceIndex, "b")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b/p3", "b/p4"}, sortedKeys(objs))
+
+	objs, err = x.ByIndex(indexer.NamespaceIndex, "nope")
+	require.NoError(t, err)
+	assert.Empty(t, objs)
+
+	values := x.ListIndexFuncValues(indexer.NamespaceIndex)
+	assert.ElementsMatch(t, []string{"a", "b"}, values)
+
+	t.Run("unknown index", func(t *testing.T) {
+		_, err := x.Index("nope", pod("a", "p1", "", ""))
+		assert.ErrorIs(t, err, indexer.ErrUnknownIndex)
+		assert.Contains(t, err.Error(), `"nope"`)
+		_, err = x.IndexKeys("nope", "v")
+		assert.ErrorIs(t, err, indexer.ErrUnknownIndex)
+		_, err = x.ByIndex("nope", "v")
+		assert.ErrorIs(t, err, indexer.ErrUnknownIndex)
+		assert.Nil(t, x.ListIndexFuncValues("nope"))
+	})
+}
+
+func TestIndexerReturnsFreshSlices(t *testing.T) {
+	x := indexer.New(allIndexers())
+	require.NoError(t, x.Add(pod("a", "p1", "1", "n1")))
+	require.NoError(t, x.Add(pod("a", "p2", "1", "n1")))
+
+	list := x.List()
+	list[0] = nil
+	keys := x.ListKeys()
+	keys[0] = "mangled"
+	byIndex, _ := x.ByIndex("node", "n1")
+	byIndex[0] = nil
+	indexKeys, _ := x.IndexKeys("node", "n1")
+	indexKeys[0] = "mangled"
+	values := x.ListIndexFuncValues("node")
+	values[0] = "mangled"
+
+	assert.Equal(t, []string{"a/p1@1", "a/p2@1", "node n1: a/p1,a/p2"}, dump(t, x, "node"))
+}
+
+func TestIndexerNamespaceIndex(t *testing.T) {
+	x := indexer.New(indexer.Indexers[*corev1.Pod]{indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*corev1.Pod]})
+	require.NoError(t, x.Add(pod("kube-system", "dns", "1", "")))
+	require.NoError(t, x.Add(pod("kube-system", "proxy", "1", "")))
+	require.NoError(t, x.Add(pod("default", "web", "1", "")))
+	require.NoError(t, x.Add(pod("", "cluster-thing", "1", "")))
+
+	objs, err := x.ByIndex(indexer.NamespaceIndex, "kube-system")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"kube-system/dns", "kube-system/proxy"}, sortedKeys(objs))
+
+	keys, err := x.IndexKeys(indexer.NamespaceIndex, "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cluster-thing"}, keys, "cluster-scoped objects have the empty namespace value")
+}

@@ -1,0 +1,93 @@
+package indexer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// checkInvariants verifies that the indexes and the stored index values
+// describe each other exactly: every value of every entry lists its key,
+// every key listed under a value is stored with that value, and no value
+// has an empty key set.
+func checkInvariants[T metav1.Object](t *testing.T, s *store[T]) {
+	t.Helper()
+	require.Len(t, s.values, len(s.indexes.funcs))
+	for key, e := range s.items {
+		require.Len(t, e.values, len(s.values), key)
+		for i, vs := range e.values {
+			for _, v := range vs {
+				require.Contains(t, s.values[i][v], key, "index %s value %q", s.indexes.names[i], v)
+			}
+		}
+	}
+	for i, vi := range s.values {
+		for v, keys := range vi {
+			require.NotEmpty(t, keys, "index %s keeps the empty value %q", s.indexes.names[i], v)
+			for key := range keys {
+				e, ok := s.items[key]
+				require.True(t, ok, "index %s value %q lists the absent key %s", s.indexes.names[i], v, key)
+				require.True(t, slices.Contains(e.values[i], v), "index %s value %q lists %s, which lacks it", s.indexes.names[i], v, key)
+			}
+		}
+	}
+}
+
+// TestStoreInvariantsUnderRandomWrites applies a deterministic random
+// sequence of adds, updates, deletes, replaces and index additions and
+// checks the invariants after each.
+func TestStoreInvariantsUnderRandomWrites(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	randomPod := func() *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: fmt.Sprint("ns", rng.IntN(3)),
+			Name:      fmt.Sprint("p", rng.IntN(20)),
+			Labels:    map[string]string{},
+		}}
+		for range rng.IntN(3) {
+			p.Labels[fmt.Sprint("k", rng.IntN(3))] = fmt.Sprint("v", rng.IntN(2))
+		}
+		if rng.IntN(2) == 0 {
+			p.Spec.NodeName = fmt.Sprint("n", rng.IntN(3))
+		}
+		return p
+	}
+	labels := func(p *corev1.Pod) ([]string, error) {
+		var out []string
+		for k, v := range p.Labels {
+			out = append(out, k+"="+v)
+		}
+		return out, nil
+	}
+	node := func(p *corev1.Pod) ([]string, error) {
+		if p.Spec.NodeName == "" {
+			return nil, nil
+		}
+		return []string{p.Spec.NodeName}, nil
+	}
+
+	x := New(Indexers[*corev1.Pod]{"labels": labels})
+	for step := range 3000 {
+		switch r := rng.IntN(100); {
+		case r < 60:
+			require.NoError(t, x.Add(randomPod()))
+		case r < 90:
+			require.NoError(t, x.Delete(randomPod()))
+		case r < 99:
+			list := make([]*corev1.Pod, rng.IntN(15))
+			for i := range list {
+				list[i] = randomPod()
+			}
+			require.NoError(t, x.Replace(list, ""))
+		default:
+			name := fmt.Sprint("node", step)
+			require.NoError(t, x.AddIndexers(Indexers[*corev1.Pod]{name: node}))
+		}
+		checkInvariants(t, x.s)
+	}
+}
