@@ -120,6 +120,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rest: %w", err)
 		}
+		auth.exec.log = o.logger
 	}
 
 	tlsConfig, err := newTLSConfig(&c.TLS, auth.exec)

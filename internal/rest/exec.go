@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -91,6 +92,7 @@ type execPlugin struct {
 	info    []byte // KUBERNETES_EXEC_INFO
 	environ func() []string
 	now     func() time.Time
+	log     *slog.Logger
 	// onCertRotation is called, outside the lock, when the plugin returns
 	// a client certificate that differs from the previous one: connections
 	// authenticated with the old one must go.
@@ -159,7 +161,7 @@ func newExecPlugin(cfg ExecConfig, cluster execCluster) (*execPlugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exec plugin %q: encoding KUBERNETES_EXEC_INFO: %w", cfg.Command, err)
 	}
-	return &execPlugin{cfg: cfg, info: info, environ: os.Environ, now: time.Now}, nil
+	return &execPlugin{cfg: cfg, info: info, environ: os.Environ, now: time.Now, log: slog.New(slog.DiscardHandler)}, nil
 }
 
 // credential returns the cached credential if it has not expired, else runs
@@ -173,8 +175,11 @@ func (p *execPlugin) credential(ctx context.Context) (*execCredential, error) {
 	c, err := p.run(ctx)
 	if err != nil {
 		p.mu.Unlock()
+		p.log.Debug("exec plugin failed", "command", p.cfg.Command, "error", err)
 		return nil, err
 	}
+	p.log.Debug("exec plugin returned credentials", "command", p.cfg.Command,
+		"token", c.token != "", "certificate", c.cert != nil, "expiry", c.expiry)
 	p.cached = c
 	rotated := p.lastCert != nil && !sameCertificate(p.lastCert, c.cert)
 	if c.cert != nil {

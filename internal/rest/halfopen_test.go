@@ -145,10 +145,10 @@ func TestHalfOpenHTTP2ConnectionIsDetected(t *testing.T) {
 			t.Errorf("IsRetryable(%v) = false, want true: the caller should reconnect", err)
 		}
 		t.Logf("dead connection noticed after %v: %v", elapsed, err)
-		if limit := readIdle + pingTimeout + 3*time.Second; elapsed > limit {
+		if limit := readIdle + pingTimeout + 5*time.Second; elapsed > limit {
 			t.Errorf("noticed after %v, want within %v", elapsed, limit)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the dead connection went unnoticed for 10s")
+	case <-time.After(15 * time.Second):
+		t.Fatal("the dead connection went unnoticed for 15s")
 	}
 }
