@@ -1,0 +1,335 @@
+package apisim_test
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/apisim"
+)
+
+func TestWatchResumesFromResourceVersion(t *testing.T) {
+	s := start(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	p0, err := pods.Create(apisim.MakePod("default", "p0"))
+	require.NoError(t, err)
+	createPods(t, s, "other", 2)
+
+	w := watch(t, s, "/api/v1/pods?watch=true&resourceVersion="+p0.ResourceVersion)
+	for _, want := range []string{"2", "3"} {
+		e := w.next(t)
+		assert.Equal(t, "ADDED", e.Type)
+		assert.Equal(t, want, e.rv(t))
+	}
+	p0.Labels["x"] = "1"
+	_, err = pods.Update(p0)
+	require.NoError(t, err)
+	e := w.next(t)
+	assert.Equal(t, "MODIFIED", e.Type)
+	assert.Equal(t, "4", e.rv(t))
+	assert.Equal(t, int64(1), e.obj(t).GetGeneration(), "labels are metadata: no new generation")
+}
+
+func TestWatchWithoutResourceVersionStartsWithInitialEvents(t *testing.T) {
+	s := start(t, apisim.WithBookmarkInterval(0))
+	createPods(t, s, "default", 2)
+	for _, rv := range []string{"", "0"} {
+		w := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+rv)
+		assert.Equal(t, "ADDED", w.next(t).Type)
+		assert.Equal(t, "ADDED", w.next(t).Type)
+		e := w.next(t)
+		require.Equal(t, "BOOKMARK", e.Type, "the WatchList default adds the initial-events-end bookmark")
+		assert.Equal(t, map[string]string{"k8s.io/initial-events-end": "true"}, e.obj(t).GetAnnotations())
+	}
+}
+
+func TestWatchListEndsInitialEventsWithAnnotatedBookmark(t *testing.T) {
+	s := start(t, apisim.WithBookmarkInterval(0))
+	rv := createPods(t, s, "default", 3)
+	w := watch(t, s, "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=")
+	var names []string
+	for range 3 {
+		e := w.next(t)
+		require.Equal(t, "ADDED", e.Type)
+		names = append(names, e.obj(t).GetName())
+	}
+	assert.Equal(t, []string{"p0", "p1", "p2"}, names)
+	e := w.next(t)
+	require.Equal(t, "BOOKMARK", e.Type)
+	assert.JSONEq(t, `{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"`+rv+`",
+		"annotations":{"k8s.io/initial-events-end":"true"}},"spec":{"containers":null},"status":{}}`, string(e.Object))
+
+	createPods(t, s, "other", 1) // another namespace: filtered out
+	p9, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Create(apisim.MakePod("default", "p9"))
+	require.NoError(t, err)
+	e = w.next(t)
+	assert.Equal(t, "ADDED", e.Type, "then live events")
+	assert.Equal(t, p9.ResourceVersion, e.rv(t))
+}
+
+func TestWatchListVariants(t *testing.T) {
+	s := start(t, apisim.WithBookmarkInterval(0))
+	createPods(t, s, "default", 1)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+
+	t.Run("without bookmarks: initial events, no closing bookmark", func(t *testing.T) {
+		w := watch(t, s, "/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan")
+		assert.Equal(t, "ADDED", w.next(t).Type)
+		_, err := pods.Create(apisim.MakePod("default", "live-1"))
+		require.NoError(t, err)
+		e := w.next(t)
+		assert.Equal(t, "ADDED", e.Type)
+		assert.Equal(t, "live-1", e.obj(t).GetName())
+	})
+	t.Run("sendInitialEvents=false: live events only", func(t *testing.T) {
+		w := watch(t, s, "/api/v1/pods?watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")
+		_, err := pods.Create(apisim.MakePod("default", "live-2"))
+		require.NoError(t, err)
+		e := w.next(t)
+		assert.Equal(t, "ADDED", e.Type)
+		assert.Equal(t, "live-2", e.obj(t).GetName())
+	})
+	for _, tc := range []struct{ query, message string }{
+		{"sendInitialEvents=true", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"},
+		{"resourceVersionMatch=NotOlderThan&resourceVersion=1", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			resp, body := get(t, s, "/api/v1/pods?watch=1&"+tc.query)
+			st := status(t, resp, body, http.StatusUnprocessableEntity)
+			assert.Equal(t, metav1.StatusReasonInvalid, st.Reason)
+			assert.Contains(t, st.Message, tc.message)
+		})
+	}
+}
+
+func TestWatchFromTooOldResourceVersionGetsExpiredEvent(t *testing.T) {
+	s := start(t, apisim.WithHistorySize(3))
+	createPods(t, s, "default", 6) // history keeps RVs 4, 5, 6
+
+	w := watch(t, s, "/api/v1/pods?watch=1&resourceVersion=1")
+	e := w.next(t)
+	require.Equal(t, "ERROR", e.Type)
+	st := e.status(t)
+	assert.Equal(t, int32(http.StatusGone), st.Code)
+	assert.Equal(t, metav1.StatusReasonExpired, st.Reason)
+	assert.Equal(t, "too old resource version: 1 (3)", st.Message)
+	assert.Equal(t, io.EOF, w.end(t))
+
+	w = watch(t, s, "/api/v1/pods?watch=1&resourceVersion=3")
+	for _, want := range []string{"4", "5", "6"} {
+		assert.Equal(t, want, w.next(t).rv(t))
+	}
+}
+
+func TestWatchPeriodicBookmarks(t *testing.T) {
+	s := start(t, apisim.WithBookmarkInterval(10*time.Millisecond))
+	rv := createPods(t, s, "default", 1)
+	with := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+rv)
+	without := watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+rv)
+
+	e := with.next(t)
+	require.Equal(t, "BOOKMARK", e.Type)
+	assert.JSONEq(t, `{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"`+rv+`"},"spec":{"containers":null},"status":{}}`, string(e.Object))
+
+	rv = createPods(t, s, "other", 1)
+	assert.Equal(t, "ADDED", without.next(t).Type, "no bookmark without allowWatchBookmarks")
+	for {
+		e = with.next(t)
+		if e.Type == "BOOKMARK" && e.rv(t) == rv {
+			break
+		}
+	}
+}
+
+func TestWatchTimeoutSecondsEndsTheStreamCleanly(t *testing.T) {
+	s := start(t)
+	w := watch(t, s, "/api/v1/pods?watch=1&resourceVersion=0&timeoutSeconds=1")
+	assert.Equal(t, io.EOF, w.end(t))
+}
+
+func TestWatchSelectorExitAndEntry(t *testing.T) {
+	s := start(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	p := apisim.MakePod("default", "p")
+	p.Labels = map[string]string{"app": "web"}
+	p, err := pods.Create(p)
+	require.NoError(t, err)
+	other, err := pods.Create(apisim.MakePod("default", "other"))
+	require.NoError(t, err)
+
+	w := watch(t, s, "/api/v1/pods?watch=1&labelSelector=app%3Dweb&resourceVersion="+other.ResourceVersion)
+	other.Labels["touched"] = "yes"
+	_, err = pods.Update(other) // not matching before or after: not delivered
+	require.NoError(t, err)
+
+	p.Labels["app"] = "db"
+	moved, err := pods.Update(p)
+	require.NoError(t, err)
+	e := w.next(t)
+	require.Equal(t, "DELETED", e.Type)
+	assert.Equal(t, moved.ResourceVersion, e.rv(t), "stamped with the change's RV")
+	assert.Equal(t, "web", e.obj(t).GetLabels()["app"], "carries the last state that matched")
+
+	moved.Labels["app"] = "web"
+	back, err := pods.Update(moved)
+	require.NoError(t, err)
+	e = w.next(t)
+	assert.Equal(t, "ADDED", e.Type)
+	assert.Equal(t, back.ResourceVersion, e.rv(t))
+}
+
+func TestWatchDeletedCarriesTheDeletionResourceVersion(t *testing.T) {
+	s := start(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	p, err := pods.Create(apisim.MakePod("default", "p"))
+	require.NoError(t, err)
+	w := watch(t, s, "/api/v1/namespaces/default/pods?watch=1&resourceVersion="+p.ResourceVersion)
+	gone, err := pods.Delete("default", "p")
+	require.NoError(t, err)
+	e := w.next(t)
+	require.Equal(t, "DELETED", e.Type)
+	assert.Equal(t, gone.ResourceVersion, e.rv(t))
+	assert.NotEqual(t, p.ResourceVersion, gone.ResourceVersion)
+	assert.Equal(t, string(p.UID), string(e.obj(t).GetUID()))
+
+	_, err = pods.Get("default", "p")
+	assert.Error(t, err)
+}
+
+func TestWatchEventsStrictlyIncreaseUnderConcurrentWrites(t *testing.T) {
+	s := start(t)
+	w := watch(t, s, "/api/v1/configmaps?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan")
+	cms := apisim.Of[*corev1.ConfigMap](s, apisim.ConfigMaps())
+	const writers, each = 4, 50
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			for j := range each {
+				_, err := cms.Create(apisim.MakeConfigMap("default", "cm-"+strconv.Itoa(i)+"-"+strconv.Itoa(j), 10))
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	last := 0
+	for range writers * each {
+		rv, err := strconv.Atoi(w.next(t).rv(t))
+		require.NoError(t, err)
+		require.Greater(t, rv, last)
+		last = rv
+	}
+}
+
+func TestWatchOnOneObjectAndLegacyWatchPath(t *testing.T) {
+	s := start(t)
+	rv := createPods(t, s, "default", 2)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	for _, path := range []string{
+		"/api/v1/namespaces/default/pods/p1?watch=1&resourceVersion=" + rv,
+		"/api/v1/watch/namespaces/default/pods/p1?resourceVersion=" + rv,
+	} {
+		w := watch(t, s, path)
+		for _, name := range []string{"p0", "p1"} {
+			p, err := pods.Get("default", name)
+			require.NoError(t, err)
+			p.Labels["n"] = path[len(path)-3:] + name
+			_, err = pods.Update(p)
+			require.NoError(t, err)
+		}
+		e := w.next(t)
+		assert.Equal(t, "MODIFIED", e.Type)
+		assert.Equal(t, "p1", e.obj(t).GetName())
+	}
+}
+
+func TestWatchFromFutureResourceVersion(t *testing.T) {
+	t.Run("waits like the watch cache", func(t *testing.T) {
+		s := start(t)
+		rv := createPods(t, s, "default", 1)
+		n, _ := strconv.Atoi(rv)
+		w := watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+strconv.Itoa(n+2))
+		createPods(t, s, "other", 3) // RVs n+1, n+2, n+3
+		assert.Equal(t, strconv.Itoa(n+3), w.next(t).rv(t))
+	})
+	t.Run("fails like --watch-cache=false", func(t *testing.T) {
+		s := start(t, apisim.WithFutureWatchError(), apisim.WithTooLargeWait(20*time.Millisecond))
+		w := watch(t, s, "/api/v1/pods?watch=1&resourceVersion=100")
+		st := w.next(t).status(t)
+		assert.Equal(t, int32(http.StatusGatewayTimeout), st.Code)
+		assert.Equal(t, metav1.CauseTypeResourceVersionTooLarge, st.Details.Causes[0].Type)
+		assert.Equal(t, io.EOF, w.end(t))
+	})
+	t.Run("streaming list fails after the wait", func(t *testing.T) {
+		s := start(t, apisim.WithTooLargeWait(20*time.Millisecond))
+		w := watch(t, s, "/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=100")
+		e := w.next(t)
+		require.Equal(t, "ERROR", e.Type)
+		assert.Equal(t, metav1.StatusReasonTimeout, e.status(t).Reason)
+	})
+}
+
+func TestRestartEndsWatchesAndForgetsHistory(t *testing.T) {
+	s := start(t)
+	rv := createPods(t, s, "default", 3)
+	first := getList(t, s, "/api/v1/pods?limit=1")
+	w := watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+rv)
+	createPods(t, s, "other", 1)
+	assert.Equal(t, "ADDED", w.next(t).Type)
+
+	s.Restart()
+	assert.Equal(t, io.EOF, w.end(t), "watches end cleanly")
+	assert.Zero(t, s.Watchers(apisim.Pods()))
+
+	w = watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+rv)
+	assert.Equal(t, metav1.StatusReasonExpired, w.next(t).status(t).Reason, "history before the restart is gone")
+	w = watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+s.ResourceVersion())
+	createPods(t, s, "third", 1)
+	assert.Equal(t, "ADDED", w.next(t).Type, "the current RV still works")
+
+	next := getList(t, s, "/api/v1/pods?limit=10&continue="+first.Metadata.Continue)
+	assert.Len(t, next.Items, 2, "etcd still has the snapshot: paging goes on")
+}
+
+func TestCompactExpiresOlderWatches(t *testing.T) {
+	s := start(t)
+	rv := createPods(t, s, "default", 2)
+	createPods(t, s, "other", 1)
+	s.Compact()
+	w := watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+rv)
+	assert.Equal(t, metav1.StatusReasonExpired, w.next(t).status(t).Reason)
+	w = watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+s.ResourceVersion())
+	createPods(t, s, "third", 1)
+	assert.Equal(t, "ADDED", w.next(t).Type)
+}
+
+func TestDropEventsLosesEventsInTransitOnly(t *testing.T) {
+	s := start(t)
+	rv := createPods(t, s, "default", 1)
+	w := watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+rv)
+	require.NoError(t, s.DropEvents(apisim.Pods(), 1))
+	createPods(t, s, "other", 2) // other/p0 is lost, other/p1 arrives
+	e := w.next(t)
+	assert.Equal(t, "p1", e.obj(t).GetName())
+
+	w = watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+rv)
+	assert.Equal(t, "p0", w.next(t).obj(t).GetName(), "the history has it")
+}
+
+func TestSlowWatcherIsTerminated(t *testing.T) {
+	s := start(t, apisim.WithWatchBuffer(2))
+	rv := createPods(t, s, "default", 1)
+	// A stalled watch handler stops draining its queue.
+	s.Inject(apisim.Match{Verb: apisim.VerbWatch}, apisim.SilentAfterHeaders(), 1)
+	_ = watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+rv)
+	require.Equal(t, 1, s.Watchers(apisim.Pods()))
+	createPods(t, s, "other", 3)
+	assert.Zero(t, s.Watchers(apisim.Pods()), "the third event overflowed the queue of two")
+}
