@@ -24,11 +24,11 @@
 //  3. Build request URLs with Client.URL and send them with Client.Do (long
 //     requests such as WATCH, bounded by the request's context) or
 //     Client.DoShort (LIST pages, bounded by Config.Timeout as well).
-//  4. Turn a non-2xx response into an *APIError with CheckResponse, bound
-//     every body with LimitReader, and decide what to do with the helpers in
-//     errors.go: IsGone (relist), IsTooLargeResourceVersion (wait and retry),
-//     IsRetryable (back off and retry), RetryAfter (how long the server asked
-//     for).
+//  4. Turn a non-2xx response into an *APIError with CheckResponse (or an
+//     ERROR event's Status into one with FromStatus), bound every body with
+//     LimitReader, and decide what to do: IsGone (relist),
+//     IsTooLargeResourceVersion (wait and retry), IsRetryable (back off and
+//     retry), RetryAfter (how long the server asked for).
 //
 // Credentials never appear in errors or logs: Config, TLSConfig and
 // ExecConfig redact themselves when formatted with fmt, marshalled to JSON or
