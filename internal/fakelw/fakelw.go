@@ -26,7 +26,7 @@ import (
 
 // Source holds the objects of one resource. The zero value is not usable;
 // use New. All methods are safe for concurrent use.
-type Source[T metav1.Object] struct {
+type Source[T reflector.Object] struct {
 	newObj func() T
 
 	mu       sync.Mutex
@@ -44,14 +44,14 @@ type Source[T metav1.Object] struct {
 	Lists, Watches atomic.Int64
 }
 
-type event[T metav1.Object] struct {
+type event[T reflector.Object] struct {
 	rv  uint64
 	typ reflector.EventType
 	obj T
 }
 
 // New returns an empty Source; newObj makes an empty T (for bookmarks).
-func New[T metav1.Object](newObj func() T) *Source[T] {
+func New[T reflector.Object](newObj func() T) *Source[T] {
 	return &Source[T]{newObj: newObj, objects: map[string]T{}, watchers: map[*watcher[T]]struct{}{}}
 }
 
@@ -94,7 +94,8 @@ func (s *Source[T]) Delete(key string) bool {
 	if !ok {
 		return false
 	}
-	s.writeLocked(reflector.Deleted, obj)
+	// The stored object may be held by readers: the tombstone is a copy.
+	s.writeLocked(reflector.Deleted, obj.DeepCopyObject().(T))
 	return true
 }
 
@@ -279,7 +280,7 @@ func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (ref
 }
 
 // tracked removes its watcher from the Source when closed.
-type tracked[T metav1.Object] struct {
+type tracked[T reflector.Object] struct {
 	*watcher[T]
 	s *Source[T]
 }
@@ -292,7 +293,7 @@ func (t *tracked[T]) Close() error {
 }
 
 // watcher is one open stream: an unbounded queue of events.
-type watcher[T metav1.Object] struct {
+type watcher[T reflector.Object] struct {
 	mu     sync.Mutex
 	queue  []reflector.Event[T]
 	err    error         // what Next returns once the queue is empty
@@ -300,7 +301,7 @@ type watcher[T metav1.Object] struct {
 	ctx    context.Context
 }
 
-func newWatcher[T metav1.Object](ctx context.Context) *watcher[T] {
+func newWatcher[T reflector.Object](ctx context.Context) *watcher[T] {
 	return &watcher[T]{notify: make(chan struct{}, 1), ctx: ctx}
 }
 

@@ -1,0 +1,26 @@
+// Package informer wires the list-watch stages into a SharedIndexInformer:
+//
+//	Reflector ──▶ deltafifo.FIFO ──Pop──▶ informer ──▶ indexer.Indexer (the cache)
+//	                                          └──────▶ processor ──▶ your handlers
+//
+// The informer's loop pops one key's Deltas at a time from the FIFO and, for
+// each Delta, first updates the cache (the old state comes from the cache)
+// and then hands a notification — add, update or delete — to the processor,
+// which delivers it to every handler on the handler's own goroutines.
+//
+// Three rules make the handlers' view exact:
+//
+//   - A relist that finds an object unchanged (same resourceVersion) tells
+//     no handler anything; resync periods are the explicit way to get
+//     objects again.
+//   - An object deleted and created again under the same name while the
+//     informer was not watching (its UID changed) is delivered as a delete
+//     and then an add, not as an update.
+//   - A handler added to a running informer first gets every cached object
+//     as an add with isInInitialList set, then every later change, with
+//     nothing lost or repeated in between.
+//
+// A Factory shares one informer per resource, namespace and selector among
+// everyone who asks, talks to the apiserver over HTTP with the reflector
+// package's ListerWatcher, and can wait for all of its caches to sync.
+package informer

@@ -1,0 +1,239 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// Factory hands out one shared informer per resource, namespace and
+// selector, all talking to one apiserver over one HTTP client, and starts,
+// waits for and stops them together. Create it with NewFactory; it is safe
+// for concurrent use.
+type Factory struct {
+	client *reflector.Client
+	opt    factoryOptions
+
+	mu        sync.Mutex
+	informers map[factoryKey]*entry
+	order     []*entry // in creation order, for stable error messages
+	shutdown  bool
+	wg        sync.WaitGroup
+}
+
+// runner is what the Factory needs of a SharedIndexInformer of any type.
+type runner interface {
+	Run(ctx context.Context) error
+	HasSynced() bool
+	Synced() <-chan struct{}
+	LastError() error
+	Name() string
+}
+
+type entry struct {
+	informer runner
+	cancel   context.CancelFunc // set once started
+}
+
+type factoryKey struct {
+	typ    reflect.Type
+	target reflector.Target
+}
+
+// NewFactory returns a Factory for the apiserver that cfg describes. It
+// fails if cfg cannot make a client (bad TLS material, a bearer token over
+// plain http without AllowBearerOverHTTP, ...).
+func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) {
+	o := factoryOptions{logger: discard}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	client, err := reflector.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Factory{client: client, opt: o, informers: map[factoryKey]*entry{}}, nil
+}
+
+// For returns the factory's informer for objects of type T in target,
+// creating it on first use. T is a k8s.io/api type such as *corev1.Pod (its
+// resource is then found from the type), *unstructured.Unstructured or
+// *metav1.PartialObjectMetadata (target.Resource must then be set), or a type
+// of your own with target.Resource set. Informers created after Start run at
+// the next Start.
+func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexInformer[T], error) {
+	key := factoryKey{typ: reflect.TypeFor[T](), target: target}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.informers[key]; ok {
+		return e.informer.(*SharedIndexInformer[T]), nil
+	}
+	lw, err := reflector.NewListerWatcher[T](f.client, target, f.opt.http...)
+	if err != nil {
+		return nil, err
+	}
+	opts := []Option[T]{
+		WithName[T](describe(lw.Resource(), target)),
+		WithLogger[T](f.opt.logger),
+		WithResyncPeriod[T](f.opt.resync),
+		WithReflectorOptions(reflector.WithMode[T](f.opt.mode)),
+	}
+	inf := New[T](lw, opts...)
+	e := &entry{informer: inf}
+	f.informers[key] = e
+	f.order = append(f.order, e)
+	return inf, nil
+}
+
+// ForResource returns the factory's informer for a custom resource (or any
+// resource) as unstructured objects, decoded from JSON.
+func ForResource(f *Factory, gvr schema.GroupVersionResource, target reflector.Target) (*SharedIndexInformer[*unstructured.Unstructured], error) {
+	target.Resource = gvr
+	return For[*unstructured.Unstructured](f, target)
+}
+
+// ForMetadata returns the factory's informer for the metadata only of a
+// resource's objects: the server sends PartialObjectMetadata, which is much
+// smaller to decode and keep than whole objects.
+func ForMetadata(f *Factory, gvr schema.GroupVersionResource, target reflector.Target) (*SharedIndexInformer[*metav1.PartialObjectMetadata], error) {
+	target.Resource = gvr
+	return For[*metav1.PartialObjectMetadata](f, target)
+}
+
+// describe names an informer in errors: `pods in "default" (app=web)`.
+func describe(gvr schema.GroupVersionResource, t reflector.Target) string {
+	var b strings.Builder
+	b.WriteString(gvr.Resource)
+	if gvr.Group != "" {
+		b.WriteString("." + gvr.Group)
+	}
+	if t.Namespace != "" {
+		fmt.Fprintf(&b, " in %q", t.Namespace)
+	}
+	if sel := strings.Trim(t.LabelSelector+","+t.FieldSelector, ","); sel != "" {
+		fmt.Fprintf(&b, " (%s)", sel)
+	}
+	return b.String()
+}
+
+// Start runs every informer created so far that is not running yet, each
+// on its own goroutines, until ctx ends or Shutdown. Call it again to start
+// informers created since.
+func (f *Factory) Start(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutdown {
+		return
+	}
+	for _, e := range f.order {
+		if e.cancel != nil {
+			continue
+		}
+		ictx, cancel := context.WithCancel(ctx)
+		e.cancel = cancel
+		f.wg.Go(func() {
+			if err := e.informer.Run(ictx); err != nil {
+				f.opt.logger.Error("informer did not run", "resource", e.informer.Name(), "err", err)
+			}
+		})
+	}
+}
+
+// WaitForCacheSync waits until every started informer has synced. If ctx
+// ends first, it returns an error that names each informer not synced and
+// the last error it met, such as
+// `pods in "default": listing pods: 403 Forbidden: ...`.
+func (f *Factory) WaitForCacheSync(ctx context.Context) error {
+	f.mu.Lock()
+	var started []runner
+	for _, e := range f.order {
+		if e.cancel != nil {
+			started = append(started, e.informer)
+		}
+	}
+	f.mu.Unlock()
+
+	for _, inf := range started {
+		select {
+		case <-inf.Synced():
+		case <-ctx.Done():
+		}
+	}
+	var errs []error
+	for _, inf := range started {
+		if inf.HasSynced() {
+			continue
+		}
+		reason := inf.LastError()
+		if reason == nil {
+			reason = fmt.Errorf("still listing: %w", ctx.Err())
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", inf.Name(), reason))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("caches not synced: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Shutdown stops every informer and waits until all their goroutines have
+// exited. The Factory starts nothing afterwards.
+func (f *Factory) Shutdown() {
+	f.mu.Lock()
+	f.shutdown = true
+	for _, e := range f.order {
+		if e.cancel != nil {
+			e.cancel()
+		}
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+}
+
+// FactoryOption configures a Factory.
+type FactoryOption func(*factoryOptions)
+
+type factoryOptions struct {
+	logger *slog.Logger
+	resync time.Duration
+	mode   reflector.Mode
+	http   []reflector.HTTPOption
+}
+
+// WithFactoryLogger sets where the factory's informers log; the default
+// discards.
+func WithFactoryLogger(l *slog.Logger) FactoryOption {
+	return func(o *factoryOptions) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithDefaultResync sets the resync period of handlers added without one.
+func WithDefaultResync(d time.Duration) FactoryOption {
+	return func(o *factoryOptions) { o.resync = d }
+}
+
+// WithListMode chooses streaming lists or LIST then WATCH for every
+// informer; the default is reflector.Auto.
+func WithListMode(m reflector.Mode) FactoryOption {
+	return func(o *factoryOptions) { o.mode = m }
+}
+
+// WithHTTPOptions passes options to every informer's ListerWatcher: content
+// type, watchdog, size limits.
+func WithHTTPOptions(opts ...reflector.HTTPOption) FactoryOption {
+	return func(o *factoryOptions) { o.http = append(o.http, opts...) }
+}

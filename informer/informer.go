@@ -1,0 +1,324 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/deltafifo"
+	"github.com/listwatch/listwatch/indexer"
+	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/processor"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// ErrStarted is returned by the methods that may only be called before Run,
+// and by a second Run.
+var ErrStarted = errors.New("informer already started")
+
+// SharedIndexInformer keeps a local, indexed cache of one resource and tells
+// any number of handlers about every change to it. Build one with New (or
+// through a Factory), add handlers, and call Run. All methods are safe for
+// concurrent use.
+type SharedIndexInformer[T metav1.Object] struct {
+	name      string
+	lw        reflector.ListerWatcher[T]
+	reflOpts  []reflector.Option[T]
+	logger    *slog.Logger
+	resync    time.Duration // default resync period of handlers
+	indexer   *indexer.Indexer[T]
+	fifo      *deltafifo.FIFO[T]
+	processor *processor.Processor[T]
+
+	// blockDeltas is held while one key's deltas are applied and
+	// distributed, and while a late handler is given the cache: so the
+	// handler gets every cached object once and then every later change.
+	blockDeltas sync.Mutex
+
+	mu           sync.Mutex
+	started      bool
+	transform    func(T) (T, error)
+	errorHandler func(error)
+	reflector    *reflector.Reflector[T]
+}
+
+// New returns an informer that lists and watches through lw. It does nothing
+// until Run.
+func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *SharedIndexInformer[T] {
+	o := defaultOptions[T]()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &SharedIndexInformer[T]{
+		name:     o.name,
+		lw:       lw,
+		reflOpts: o.reflector,
+		logger:   o.logger,
+		resync:   o.resync,
+		indexer:  indexer.New(o.indexers),
+	}
+	s.fifo = deltafifo.New(deltafifo.WithKnownObjects[T](s.indexer))
+	s.processor = processor.New[T](
+		processor.WithUpstreamSynced(s.HasSynced),
+		processor.WithLogger(o.logger),
+		processor.WithErrorHandler(o.handlerErrors),
+	)
+	return s
+}
+
+// Run fills the cache and keeps it and the handlers up to date until ctx
+// ends. It returns after every goroutine it started has exited. An informer
+// runs once: a second call returns ErrStarted.
+func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return ErrStarted
+	}
+	s.started = true
+	opts := append([]reflector.Option[T]{
+		reflector.WithName[T](s.name),
+		reflector.WithLogger[T](s.logger),
+		reflector.WithTransform(s.transform),
+		reflector.WithErrorHandler[T](s.errorHandler),
+	}, s.reflOpts...)
+	s.reflector = reflector.New(s.lw, reflector.Store[T](s.fifo), opts...)
+	refl := s.reflector
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	wg.Go(func() { s.processor.Run(ctx) })
+	wg.Go(func() { refl.Run(ctx) })
+	wg.Go(func() { s.resyncLoop(ctx) })
+
+	for {
+		err := s.fifo.Pop(ctx, s.handleDeltas)
+		switch {
+		case ctx.Err() != nil, errors.Is(err, deltafifo.ErrClosed):
+			s.fifo.Close()
+			return nil
+		case err != nil:
+			s.reportWatchError(err)
+		}
+	}
+}
+
+// handleDeltas applies one key's deltas to the indexer, in order, and tells
+// the handlers about each change. The old state of an object comes from the
+// indexer, so it is the state the handlers were last told about.
+func (s *SharedIndexInformer[T]) handleDeltas(key string, deltas []deltafifo.Delta[T], isInInitialList bool) error {
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+
+	var errs []error
+	for _, d := range deltas {
+		if err := s.applyDelta(key, d, isInInitialList); err != nil {
+			errs = append(errs, fmt.Errorf("applying %s of %s: %w", d.Type, key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], isInInitialList bool) error {
+	obj := d.Object
+	if d.Type == deltafifo.Deleted {
+		if err := s.indexer.Delete(obj); err != nil {
+			return err
+		}
+		s.processor.Distribute(processor.Notification[T]{
+			Kind: processor.Delete, Key: key, Old: obj, FinalStateUnknown: d.FinalStateUnknown,
+		}, false)
+		return nil
+	}
+
+	// Added, Updated, Replaced or Sync.
+	old, exists := s.indexer.GetByKey(key)
+	if exists && recreated(old, obj) {
+		// Deleted and created again while we were not watching: the
+		// handlers see the old object go and the new one come.
+		if err := s.indexer.Delete(old); err != nil {
+			return err
+		}
+		s.processor.Distribute(processor.Notification[T]{
+			Kind: processor.Delete, Key: key, Old: old, FinalStateUnknown: true,
+		}, false)
+		exists = false
+	}
+	if !exists {
+		if err := s.indexer.Add(obj); err != nil {
+			return err
+		}
+		s.processor.Distribute(processor.Notification[T]{
+			Kind: processor.Add, Key: key, New: obj, IsInInitialList: isInInitialList,
+		}, false)
+		return nil
+	}
+	if err := s.indexer.Update(obj); err != nil {
+		return err
+	}
+	if d.Type == deltafifo.Replaced && old.GetResourceVersion() == obj.GetResourceVersion() {
+		// A relist found the object unchanged: nothing to tell.
+		return nil
+	}
+	s.processor.Distribute(processor.Notification[T]{
+		Kind: processor.Update, Key: key, Old: old, New: obj,
+	}, d.Type == deltafifo.Sync)
+	return nil
+}
+
+// recreated reports whether cur is a different object than old under the
+// same name: its UID changed.
+func recreated(old, cur metav1.Object) bool {
+	a, b := old.GetUID(), cur.GetUID()
+	return a != "" && b != "" && a != b
+}
+
+// resyncLoop asks, once a second, whether any handler is due for a resync,
+// and if so queues a Sync for every cached object.
+func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if s.processor.ShouldResync(now) {
+				if err := s.fifo.Resync(); err != nil && !errors.Is(err, deltafifo.ErrClosed) {
+					s.reportWatchError(err)
+				}
+			}
+		}
+	}
+}
+
+// AddEventHandler registers h and returns its registration. If the informer
+// is already running, h first gets every cached object as an Add with
+// isInInitialList set, then every later change, with nothing lost or
+// repeated in between. h runs on its own goroutine: a slow h delays no other
+// handler.
+func (s *SharedIndexInformer[T]) AddEventHandler(h processor.Handler[T], opts ...HandlerOption) *Registration[T] {
+	lo := processor.ListenerOptions{ResyncPeriod: s.resync}
+	for _, o := range opts {
+		o(&lo)
+	}
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	l := s.processor.AddListener(h, lo)
+	for _, obj := range s.indexer.List() {
+		l.Add(processor.Notification[T]{
+			Kind: processor.Add, Key: objkey.Key(obj), New: obj, IsInInitialList: true,
+		})
+	}
+	return &Registration[T]{listener: l}
+}
+
+// RemoveEventHandler stops delivering to the handler of reg and waits until
+// its goroutines have exited. Removing a registration twice is harmless.
+func (s *SharedIndexInformer[T]) RemoveEventHandler(reg *Registration[T]) {
+	s.processor.RemoveListener(reg.listener)
+}
+
+// Registration is one handler added to an informer.
+type Registration[T metav1.Object] struct {
+	listener *processor.Listener[T]
+}
+
+// HasSynced reports whether the informer has synced and this handler has
+// handled every object of the initial list.
+func (r *Registration[T]) HasSynced() bool { return r.listener.HasSynced() }
+
+// HasSynced reports whether the cache holds the complete first list: every
+// object of the first LIST (or streaming list) has been applied.
+func (s *SharedIndexInformer[T]) HasSynced() bool { return s.fifo.HasSynced() }
+
+// Synced returns a channel closed when HasSynced becomes true.
+func (s *SharedIndexInformer[T]) Synced() <-chan struct{} { return s.fifo.Synced() }
+
+// Indexer returns the informer's cache. Read from it freely; writing to it
+// would make it disagree with the server.
+func (s *SharedIndexInformer[T]) Indexer() *indexer.Indexer[T] { return s.indexer }
+
+// Lister returns a typed, read-only view of the cache.
+func (s *SharedIndexInformer[T]) Lister() *Lister[T] { return &Lister[T]{indexer: s.indexer} }
+
+// AddIndexers adds named indexes to the cache, indexing what it already
+// holds.
+func (s *SharedIndexInformer[T]) AddIndexers(ix indexer.Indexers[T]) error {
+	return s.indexer.AddIndexers(ix)
+}
+
+// SetTransform sets a function applied to every object as it is decoded,
+// before it is cached or handed to a handler: dropping fields there keeps
+// them out of memory. It must be called before Run.
+func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return ErrStarted
+	}
+	s.transform = f
+	return nil
+}
+
+// SetWatchErrorHandler sets a function called with every list or watch
+// error before the informer recovers from it. It runs on the informer's
+// goroutine and must not block. It must be called before Run.
+func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return ErrStarted
+	}
+	s.errorHandler = f
+	return nil
+}
+
+// LastSyncResourceVersion returns the resourceVersion the cache was last
+// synced to, or "" before the first list.
+func (s *SharedIndexInformer[T]) LastSyncResourceVersion() string {
+	if r := s.runningReflector(); r != nil {
+		return r.LastSyncResourceVersion()
+	}
+	return ""
+}
+
+// LastError returns the last list or watch error, or nil if the last attempt
+// succeeded. WaitForCacheSync uses it to say why a cache did not sync.
+func (s *SharedIndexInformer[T]) LastError() error {
+	if r := s.runningReflector(); r != nil {
+		return r.LastError()
+	}
+	return nil
+}
+
+// Name returns what errors and logs call this informer's resource.
+func (s *SharedIndexInformer[T]) Name() string { return s.name }
+
+func (s *SharedIndexInformer[T]) runningReflector() *reflector.Reflector[T] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reflector
+}
+
+func (s *SharedIndexInformer[T]) reportWatchError(err error) {
+	s.logger.Warn("informer error", "resource", s.name, "err", err)
+	s.mu.Lock()
+	h := s.errorHandler
+	s.mu.Unlock()
+	if h != nil {
+		h(err)
+	}
+}
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

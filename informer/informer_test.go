@@ -1,0 +1,349 @@
+package informer_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/indexer"
+	"github.com/listwatch/listwatch/informer"
+	"github.com/listwatch/listwatch/internal/fakelw"
+	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/processor"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+func newSource() *fakelw.Source[*corev1.Pod] {
+	return fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+}
+
+func pod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// view is a handler that keeps its own copy of the cache from the
+// notifications it gets, and fails the test on any notification that does
+// not follow from the ones before it.
+type view struct {
+	t    *testing.T
+	mu   sync.Mutex
+	objs map[string]*corev1.Pod
+	log  []string
+}
+
+func newView(t *testing.T) *view { return &view{t: t, objs: map[string]*corev1.Pod{}} }
+
+func (v *view) OnAdd(obj *corev1.Pod, isInInitialList bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	k := objkey.Key(obj)
+	if old, ok := v.objs[k]; ok {
+		v.t.Errorf("add of %s@%s, which the handler holds at %s", k, obj.ResourceVersion, old.ResourceVersion)
+	}
+	v.objs[k] = obj
+	v.log = append(v.log, fmt.Sprintf("add %s@%s initial=%v", obj.Name, obj.ResourceVersion, isInInitialList))
+}
+
+func (v *view) OnUpdate(oldObj, newObj *corev1.Pod) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	k := objkey.Key(newObj)
+	held, ok := v.objs[k]
+	switch {
+	case !ok:
+		v.t.Errorf("update of %s, which the handler does not hold", k)
+	case held.ResourceVersion != oldObj.ResourceVersion:
+		v.t.Errorf("update of %s from %s, but the handler holds %s", k, oldObj.ResourceVersion, held.ResourceVersion)
+	case rv(newObj) < rv(oldObj):
+		v.t.Errorf("update of %s goes back from %s to %s", k, oldObj.ResourceVersion, newObj.ResourceVersion)
+	}
+	v.objs[k] = newObj
+	v.log = append(v.log, fmt.Sprintf("update %s@%s->%s", newObj.Name, oldObj.ResourceVersion, newObj.ResourceVersion))
+}
+
+func (v *view) OnDelete(obj *corev1.Pod, finalStateUnknown bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	k := objkey.Key(obj)
+	if _, ok := v.objs[k]; !ok {
+		v.t.Errorf("delete of %s, which the handler does not hold", k)
+	}
+	delete(v.objs, k)
+	v.log = append(v.log, fmt.Sprintf("delete %s unknown=%v", obj.Name, finalStateUnknown))
+}
+
+func (v *view) keys() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	for _, p := range v.objs {
+		out = append(out, objkey.Key(p)+"@"+p.ResourceVersion+"#"+string(p.UID))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (v *view) calls() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.log...)
+}
+
+func rv(p *corev1.Pod) int { n, _ := strconv.Atoi(p.ResourceVersion); return n }
+
+func sourceKeys(src *fakelw.Source[*corev1.Pod]) []string {
+	var out []string
+	for _, p := range src.Objects() {
+		out = append(out, objkey.Key(p)+"@"+p.ResourceVersion+"#"+string(p.UID))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func cacheKeys(inf *informer.SharedIndexInformer[*corev1.Pod]) []string {
+	var out []string
+	for _, p := range inf.Indexer().List() {
+		out = append(out, objkey.Key(p)+"@"+p.ResourceVersion+"#"+string(p.UID))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// start runs inf in the bubble; the returned func stops it and checks that
+// Run returned.
+func start(t *testing.T, inf *informer.SharedIndexInformer[*corev1.Pod]) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	return func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+}
+
+func TestInformerConvergesUnderRandomChanges(t *testing.T) {
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { randomRun(t, seed) })
+		})
+	}
+}
+
+func randomRun(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	src := newSource()
+	for i := range 10 {
+		src.Create(pod("ns", fmt.Sprint("p", i)))
+	}
+	mode := []reflector.Mode{reflector.ListWatch, reflector.WatchList}[seed%2]
+	inf := informer.New[*corev1.Pod](src, informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](mode)))
+	early := newView(t)
+	inf.AddEventHandler(early)
+	stop := start(t, inf)
+	defer stop()
+
+	var late *view
+	for step := range 200 {
+		name := fmt.Sprint("p", rng.IntN(15))
+		switch op := rng.IntN(20); {
+		case op < 6:
+			src.Create(pod("ns", name))
+		case op < 12:
+			src.Update(pod("ns", name))
+		case op < 16:
+			src.Delete("ns/" + name)
+		case op < 17:
+			src.CloseWatches()
+		case op < 18:
+			// Disconnect, change things, compact: the informer must
+			// relist and find the deletes and the recreations.
+			src.CloseWatches()
+			src.Delete("ns/" + name)
+			src.Create(pod("ns", name))
+			src.Delete("ns/p" + fmt.Sprint(rng.IntN(15)))
+			src.Compact()
+		case op < 19:
+			time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond)
+		default:
+			synctest.Wait()
+		}
+		if step == 100 {
+			late = newView(t)
+			inf.AddEventHandler(late)
+		}
+	}
+	time.Sleep(time.Minute) // past any backoff
+	synctest.Wait()
+	want := sourceKeys(src)
+	assert.Equal(t, want, cacheKeys(inf), "cache")
+	assert.Equal(t, want, early.keys(), "handler added before Run")
+	assert.Equal(t, want, late.keys(), "handler added while running")
+}
+
+func TestLateHandlerGetsCacheThenChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		src.Create(pod("ns", "b"))
+		inf := informer.New[*corev1.Pod](src)
+		defer start(t, inf)()
+		synctest.Wait()
+		require.True(t, inf.HasSynced())
+
+		v := newView(t)
+		reg := inf.AddEventHandler(v)
+		src.Create(pod("ns", "c"))
+		synctest.Wait()
+		calls := v.calls()
+		sort.Strings(calls[:2])
+		assert.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true", "add c@3 initial=false"}, calls)
+		assert.True(t, reg.HasSynced())
+	})
+}
+
+func TestRelistDeliversOnlyRealChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		for i := range 5 {
+			src.Create(pod("ns", fmt.Sprint("p", i)))
+		}
+		inf := informer.New[*corev1.Pod](src, informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)))
+		v := newView(t)
+		inf.AddEventHandler(v)
+		defer start(t, inf)()
+		synctest.Wait()
+		// Away, one object changes; then the history is compacted so the
+		// informer must relist all five.
+		src.CloseWatches()
+		src.Update(pod("ns", "p3"))
+		src.Compact()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.EqualValues(t, 2, src.Lists.Load())
+		calls := v.calls()
+		assert.Len(t, calls, 6, "five adds and one update, no no-change updates: %v", calls)
+		assert.Equal(t, "update p3@4->6", calls[5])
+	})
+}
+
+func TestRecreatedWhileAwayIsDeleteThenAdd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		inf := informer.New[*corev1.Pod](src, informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)))
+		v := newView(t)
+		inf.AddEventHandler(v)
+		defer start(t, inf)()
+		synctest.Wait()
+		src.CloseWatches()
+		src.Delete("ns/a")
+		src.Create(pod("ns", "a")) // same name, new UID
+		src.Compact()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"add a@1 initial=true", "delete a unknown=true", "add a@3 initial=false"}, v.calls())
+		assert.Equal(t, sourceKeys(src), cacheKeys(inf))
+	})
+}
+
+func TestResyncRedeliversToDueHandlersOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		inf := informer.New[*corev1.Pod](src)
+		fast, never := newView(t), newView(t)
+		inf.AddEventHandler(fast, informer.WithHandlerResync(10*time.Second))
+		inf.AddEventHandler(never)
+		defer start(t, inf)()
+		time.Sleep(25 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []string{"add a@1 initial=true", "update a@1->1", "update a@1->1"}, fast.calls())
+		assert.Equal(t, []string{"add a@1 initial=true"}, never.calls())
+	})
+}
+
+func TestTransformAppliesBeforeCaching(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		p := pod("ns", "a")
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+		src.Create(p)
+		inf := informer.New[*corev1.Pod](src)
+		require.NoError(t, inf.SetTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+			q := p.DeepCopy()
+			q.ManagedFields = nil
+			return q, nil
+		}))
+		defer start(t, inf)()
+		synctest.Wait()
+		got, ok := inf.Lister().Get("ns", "a")
+		require.True(t, ok)
+		assert.Nil(t, got.ManagedFields)
+		assert.ErrorIs(t, inf.SetTransform(nil), informer.ErrStarted)
+	})
+}
+
+func TestPanickingHandlerDoesNotStopOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		var mu sync.Mutex
+		var panics []error
+		inf := informer.New[*corev1.Pod](src, informer.WithHandlerErrorHandler[*corev1.Pod](func(err error) {
+			mu.Lock()
+			panics = append(panics, err)
+			mu.Unlock()
+		}))
+		inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+			AddFunc: func(*corev1.Pod, bool) { panic("boom") },
+		})
+		v := newView(t)
+		inf.AddEventHandler(v)
+		defer start(t, inf)()
+		src.Create(pod("ns", "a"))
+		src.Create(pod("ns", "b"))
+		synctest.Wait()
+		assert.Len(t, v.calls(), 2)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Len(t, panics, 2)
+	})
+}
+
+func TestNamespaceIndexAndLister(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("a", "x"))
+		src.Create(pod("a", "y"))
+		src.Create(pod("b", "z"))
+		inf := informer.New[*corev1.Pod](src, informer.WithIndexers(indexer.Indexers[*corev1.Pod]{
+			indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*corev1.Pod],
+		}))
+		defer start(t, inf)()
+		synctest.Wait()
+		inA, err := inf.Indexer().ByIndex(indexer.NamespaceIndex, "a")
+		require.NoError(t, err)
+		assert.Len(t, inA, 2)
+		assert.Len(t, inf.Lister().ByNamespace("b", nil), 1)
+	})
+}
+
+func TestRunTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inf := informer.New[*corev1.Pod](newSource())
+		stop := start(t, inf)
+		synctest.Wait()
+		assert.ErrorIs(t, inf.Run(t.Context()), informer.ErrStarted)
+		stop()
+	})
+}

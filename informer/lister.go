@@ -1,0 +1,64 @@
+package informer
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/indexer"
+)
+
+// Lister is a typed, read-only view of an informer's cache. It is safe for
+// concurrent use; the objects it returns are shared with the cache and must
+// not be modified.
+type Lister[T metav1.Object] struct {
+	indexer *indexer.Indexer[T]
+}
+
+// List returns the cached objects whose labels match selector (nil matches
+// everything).
+func (l *Lister[T]) List(selector labels.Selector) []T {
+	all := l.indexer.List()
+	if selector == nil || selector.Empty() {
+		return all
+	}
+	out := all[:0]
+	for _, obj := range all {
+		if selector.Matches(labels.Set(obj.GetLabels())) {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// Get returns the cached object namespace/name (namespace "" for a
+// cluster-scoped object).
+func (l *Lister[T]) Get(namespace, name string) (T, bool) {
+	if namespace == "" {
+		return l.indexer.GetByKey(name)
+	}
+	return l.indexer.GetByKey(namespace + "/" + name)
+}
+
+// ByNamespace returns the cached objects of one namespace whose labels match
+// selector. It uses the namespace index if the cache has one.
+func (l *Lister[T]) ByNamespace(namespace string, selector labels.Selector) []T {
+	objs, err := l.indexer.ByIndex(indexer.NamespaceIndex, namespace)
+	if err != nil {
+		objs = nil
+		for _, obj := range l.indexer.List() {
+			if obj.GetNamespace() == namespace {
+				objs = append(objs, obj)
+			}
+		}
+	}
+	if selector == nil || selector.Empty() {
+		return objs
+	}
+	out := objs[:0]
+	for _, obj := range objs {
+		if selector.Matches(labels.Set(obj.GetLabels())) {
+			out = append(out, obj)
+		}
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package informer
+
+import (
+	"log/slog"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/indexer"
+	"github.com/listwatch/listwatch/processor"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// Option configures a SharedIndexInformer made by New.
+type Option[T metav1.Object] func(*options[T])
+
+type options[T metav1.Object] struct {
+	name          string
+	indexers      indexer.Indexers[T]
+	resync        time.Duration
+	logger        *slog.Logger
+	reflector     []reflector.Option[T]
+	handlerErrors func(error)
+}
+
+func defaultOptions[T metav1.Object]() options[T] {
+	return options[T]{name: "objects", logger: discard}
+}
+
+// WithName sets what errors and logs call the resource, such as
+// `pods in "default"`.
+func WithName[T metav1.Object](name string) Option[T] {
+	return func(o *options[T]) { o.name = name }
+}
+
+// WithIndexers starts the cache with these named indexes.
+func WithIndexers[T metav1.Object](ix indexer.Indexers[T]) Option[T] {
+	return func(o *options[T]) { o.indexers = ix }
+}
+
+// WithResyncPeriod sets the resync period of handlers added without one:
+// every period they get every cached object again as an Update. The default,
+// 0, never resyncs.
+func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
+	return func(o *options[T]) { o.resync = d }
+}
+
+// WithLogger sets where the informer logs; the default discards.
+func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
+	return func(o *options[T]) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithReflectorOptions passes options to the informer's Reflector: the list
+// mode, page size, backoff, relist interval.
+func WithReflectorOptions[T metav1.Object](opts ...reflector.Option[T]) Option[T] {
+	return func(o *options[T]) { o.reflector = append(o.reflector, opts...) }
+}
+
+// WithHandlerErrorHandler sets a function called when a handler panics, with
+// a *processor.HandlerPanicError. The default logs it.
+func WithHandlerErrorHandler[T metav1.Object](f func(error)) Option[T] {
+	return func(o *options[T]) { o.handlerErrors = f }
+}
+
+// HandlerOption configures one handler registration.
+type HandlerOption func(*processor.ListenerOptions)
+
+// WithHandlerResync gives this handler its own resync period.
+func WithHandlerResync(d time.Duration) HandlerOption {
+	return func(o *processor.ListenerOptions) { o.ResyncPeriod = d }
+}
+
+// WithMaxPending bounds how many duplicate notifications of one object are
+// buffered for this handler while it is behind; see
+// processor.ListenerOptions.MaxPending. The default is no bound.
+func WithMaxPending(n int) HandlerOption {
+	return func(o *processor.ListenerOptions) { o.MaxPending = n }
+}
