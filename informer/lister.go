@@ -1,8 +1,8 @@
 package informer
 
 import (
-	"k8s.io/apimachinery/pkg/labels"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/listwatch/listwatch/indexer"
 )
