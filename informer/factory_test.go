@@ -1,0 +1,215 @@
+package informer_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/listwatch/listwatch/informer"
+	"github.com/listwatch/listwatch/internal/apisim"
+	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// startSim starts a simulator with pods, deployments and a custom resource.
+func startSim(t *testing.T, opts ...apisim.Option) *apisim.Server {
+	t.Helper()
+	widgets := apisim.CustomResource("example.com", "v1", "widgets", "Widget", true)
+	s := apisim.New(append([]apisim.Option{apisim.WithResources(apisim.Pods(), apisim.Deployments(), widgets)}, opts...)...)
+	require.NoError(t, s.Start())
+	t.Cleanup(s.Close)
+	return s
+}
+
+func simConfig(s *apisim.Server) *reflector.Config {
+	return &reflector.Config{Host: s.URL()}
+}
+
+// eventually polls cond until it holds or the deadline passes: for tests
+// over real HTTP, where synctest cannot follow the network.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestFactoryPodsOverHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ct   reflector.ContentType
+		mode reflector.Mode
+	}{
+		{"json/list-watch", reflector.JSON, reflector.ListWatch},
+		{"json/watch-list", reflector.JSON, reflector.WatchList},
+		{"protobuf/list-watch", reflector.Protobuf, reflector.ListWatch},
+		{"protobuf/watch-list", reflector.Protobuf, reflector.WatchList},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startSim(t)
+			pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+			for i := range 30 {
+				_, err := pods.Create(apisim.MakePod(fmt.Sprint("ns", i%3), fmt.Sprint("pod", i)))
+				require.NoError(t, err)
+			}
+			f, err := informer.NewFactory(simConfig(s),
+				informer.WithListMode(tc.mode),
+				informer.WithHTTPOptions(reflector.WithContentType(tc.ct)))
+			require.NoError(t, err)
+			inf, err := informer.For[*corev1.Pod](f, reflector.Target{})
+			require.NoError(t, err)
+			v := newView(t)
+			inf.AddEventHandler(v)
+
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			f.Start(ctx)
+			defer f.Shutdown()
+			require.NoError(t, f.WaitForCacheSync(ctx))
+			assert.Equal(t, 30, inf.Indexer().Len())
+
+			for i := range 30 {
+				switch i % 3 {
+				case 0:
+					_, err = pods.Delete(fmt.Sprint("ns", i%3), fmt.Sprint("pod", i))
+				case 1:
+					p, _ := pods.Get(fmt.Sprint("ns", i%3), fmt.Sprint("pod", i))
+					p.Labels["touched"] = "yes"
+					_, err = pods.Update(p)
+				case 2:
+					_, err = pods.Create(apisim.MakePod("new", fmt.Sprint("pod", i)))
+				}
+				require.NoError(t, err)
+			}
+			want := simKeys(t, pods)
+			eventually(t, "the cache to converge", func() bool { return equal(want, podKeys(inf.Indexer().List())) })
+			eventually(t, "the handler to converge", func() bool { return equal(want, strip(v.keys())) })
+		})
+	}
+}
+
+func simKeys(t *testing.T, pods apisim.Objects[*corev1.Pod]) []string {
+	all, _, err := pods.List("")
+	require.NoError(t, err)
+	return podKeys(all)
+}
+
+func podKeys(ps []*corev1.Pod) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, objkey.Key(p)+"@"+p.ResourceVersion)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// strip removes the "#uid" that view.keys adds.
+func strip(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i], _, _ = strings.Cut(k, "#")
+	}
+	return out
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFactorySharesInformersAndNamesUnsynced(t *testing.T) {
+	s := startSim(t)
+	f, err := informer.NewFactory(simConfig(s))
+	require.NoError(t, err)
+	a, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: "x"})
+	require.NoError(t, err)
+	b, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: "x"})
+	require.NoError(t, err)
+	assert.Same(t, a, b, "one informer per type and target")
+	c, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: "y"})
+	require.NoError(t, err)
+	assert.NotSame(t, a, c)
+
+	// A resource the server does not serve never syncs; the error says
+	// which informer and why.
+	_, err = informer.For[*appsv1.ReplicaSet](f, reflector.Target{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	err = f.WaitForCacheSync(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "replicasets.apps")
+	assert.Contains(t, err.Error(), "404")
+	assert.NotContains(t, err.Error(), "pods in")
+}
+
+func TestFactoryCustomResource(t *testing.T) {
+	s := startSim(t)
+	widgets := apisim.CustomResource("example.com", "v1", "widgets", "Widget", true)
+	objs := apisim.Of[*unstructured.Unstructured](s, widgets)
+	w := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"namespace": "default", "name": "w1"},
+		"spec":     map[string]any{"size": int64(3)},
+	}}
+	_, err := objs.Create(w)
+	require.NoError(t, err)
+
+	f, err := informer.NewFactory(simConfig(s))
+	require.NoError(t, err)
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	inf, err := informer.ForResource(f, gvr, reflector.Target{Kind: "Widget"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	require.NoError(t, f.WaitForCacheSync(ctx))
+	got, ok := inf.Lister().Get("default", "w1")
+	require.True(t, ok)
+	size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size")
+	assert.EqualValues(t, 3, size)
+}
+
+func TestFactoryMetadataOnly(t *testing.T) {
+	s := startSim(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	_, err := pods.Create(apisim.MakePod("default", "a"))
+	require.NoError(t, err)
+	f, err := informer.NewFactory(simConfig(s))
+	require.NoError(t, err)
+	inf, err := informer.ForMetadata(f, corev1.SchemeGroupVersion.WithResource("pods"), reflector.Target{Kind: "Pod"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	require.NoError(t, f.WaitForCacheSync(ctx))
+	got, ok := inf.Lister().Get("default", "a")
+	require.True(t, ok)
+	assert.Equal(t, "PartialObjectMetadata", got.Kind)
+	assert.NotEmpty(t, got.Labels)
+}
