@@ -1,0 +1,139 @@
+//go:build !clientgo
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/listwatch/listwatch/internal/bench/result"
+	"github.com/listwatch/listwatch/internal/wire"
+)
+
+// limitThroughput is the reference for watch throughput: the same watch
+// bytes, decoded into typed objects by listwatch's wire decoder in a tight
+// loop, with no FIFO, cache or handler. It measures the rate twice: reading
+// from the connection as the libraries do, and from memory (the bytes read
+// whole first), which is the decoder alone.
+func limitThroughput(ctx context.Context, c config, info serverInfo, r *result.Run) error {
+	if info.Events == 0 {
+		return fmt.Errorf("the server has no events to replay (-events)")
+	}
+	r.Events = info.Events
+	r.Options = []string{"content=" + c.content, "internal/wire decoder, no pipeline"}
+	var decode func(io.Reader) (int, error)
+	switch info.Resource {
+	case "pods":
+		decode = decodeLoop[*corev1.Pod](c.content, corev1.SchemeGroupVersion.WithKind("Pod"), info.Events)
+	case "configmaps":
+		decode = decodeLoop[*corev1.ConfigMap](c.content, corev1.SchemeGroupVersion.WithKind("ConfigMap"), info.Events)
+	default:
+		return fmt.Errorf("unknown resource %q", info.Resource)
+	}
+
+	// From the connection.
+	body, err := openWatch(ctx, c, info, false)
+	if err != nil {
+		return err
+	}
+	stopProfile, err := profile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	start, cpu := time.Now(), cpuTime()
+	if err := post(ctx, c.server, "/bench/go"); err != nil {
+		return err
+	}
+	n, err := decode(body)
+	elapsed := time.Since(start)
+	r.CPUSeconds = cpuTime() - cpu
+	stopProfile()
+	body.Close()
+	if err != nil {
+		return fmt.Errorf("after %d events: %w", n, err)
+	}
+	r.EventsPerSecond = float64(n) / elapsed.Seconds()
+
+	// From memory: the server closes the stream after the replay.
+	body, err = openWatch(ctx, c, info, true)
+	if err != nil {
+		return err
+	}
+	all, err := io.ReadAll(body)
+	body.Close()
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	n, err = decode(bytes.NewReader(all))
+	elapsed = time.Since(start)
+	if err != nil {
+		return fmt.Errorf("from memory, after %d events: %w", n, err)
+	}
+	r.InMemoryEventsPerSecond = float64(n) / elapsed.Seconds()
+	r.PeakRSSBytes = peakRSS()
+	return nil
+}
+
+// openWatch opens the watch from the list's resourceVersion, as an
+// informer's first watch does.
+func openWatch(ctx context.Context, c config, info serverInfo, closeAfterReplay bool) (io.ReadCloser, error) {
+	q := url.Values{"watch": {"1"}, "resourceVersion": {info.ListRV}, "allowWatchBookmarks": {"true"}}
+	if closeAfterReplay {
+		q.Set("benchClose", "1")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.server+"/api/v1/"+info.Resource+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.content == "protobuf" {
+		req.Header.Set("Accept", "application/vnd.kubernetes.protobuf")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("watch: %s", resp.Status)
+	}
+	return resp.Body, nil
+}
+
+// decodeLoop returns a function that decodes want MODIFIED events of type
+// T from a watch stream and returns how many it decoded.
+func decodeLoop[T runtime.Object](content string, gvk schema.GroupVersionKind, want int) func(io.Reader) (int, error) {
+	codec, err := wire.TypedCodec[T](gvk)
+	return func(r io.Reader) (int, error) {
+		if err != nil {
+			return 0, err
+		}
+		var next func() (wire.Event[T], error)
+		if content == "protobuf" {
+			next = wire.NewProtobufWatchDecoder(r, codec, 0).Next
+		} else {
+			next = wire.NewJSONWatchDecoder(r, codec, 0).Next
+		}
+		for n := 0; n < want; n++ {
+			ev, err := next()
+			if err != nil {
+				return n, err
+			}
+			if ev.Type != wire.Modified {
+				return n, fmt.Errorf("event %d is %s, want MODIFIED", n, ev.Type)
+			}
+		}
+		return want, nil
+	}
+}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/bench/fixture"
+	"github.com/listwatch/listwatch/internal/bench/result"
+)
+
+// initialSync starts an informer with one counting handler and measures the
+// time to synced, the peak RSS, the allocations while syncing and the live
+// heap per object afterwards.
+func initialSync(ctx context.Context, c config, info serverInfo, lib library, r *result.Run) error {
+	var adds atomic.Int64
+	handlerDone := make(chan struct{})
+	h := handler{add: func(metav1.Object) {
+		if adds.Add(1) == int64(info.Objects) {
+			close(handlerDone)
+		}
+	}}
+	if c.strip {
+		r.Variant = "stripped"
+	}
+	inf, before, err := newInformer(c, lib, r, h)
+	if err != nil {
+		return err
+	}
+	stopProfile, err := profile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	start, cpu := time.Now(), cpuTime()
+	inf.start(ctx)
+	if err := inf.waitSynced(ctx); err != nil {
+		return err
+	}
+	r.SyncSeconds = time.Since(start).Seconds()
+	r.CPUSeconds = cpuTime() - cpu
+	stopProfile()
+	r.PeakRSSBytes = peakRSS()
+	if n := inf.len(); n != info.Objects {
+		return fmt.Errorf("synced with %d objects in the cache, want %d", n, info.Objects)
+	}
+	select {
+	case <-handlerDone:
+	case <-ctx.Done():
+		return fmt.Errorf("the handler got %d adds of %d: %w", adds.Load(), info.Objects, ctx.Err())
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	r.AllocPerObject = float64(after.TotalAlloc-before.TotalAlloc) / float64(info.Objects)
+	heap := liveHeap() - int64(before.HeapAlloc)
+	r.HeapBytes = heap
+	r.HeapPerObject = float64(heap) / float64(info.Objects)
+	runtime.KeepAlive(inf)
+	return nil
+}
+
+// throughput syncs, releases the server's replay and times the events
+// through to one handler.
+func throughput(ctx context.Context, c config, info serverInfo, lib library, r *result.Run) error {
+	if info.Events == 0 {
+		return fmt.Errorf("the server has no events to replay (-events)")
+	}
+	r.Events = info.Events
+	var updates atomic.Int64
+	done := make(chan struct{})
+	h := handler{
+		add: func(metav1.Object) {},
+		update: func(_, _ metav1.Object) {
+			if updates.Add(1) == int64(info.Events) {
+				close(done)
+			}
+		},
+	}
+	inf, _, err := newInformer(c, lib, r, h)
+	if err != nil {
+		return err
+	}
+	inf.start(ctx)
+	if err := inf.waitSynced(ctx); err != nil {
+		return err
+	}
+	stopProfile, err := profile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	start, cpu := time.Now(), cpuTime()
+	if err := post(ctx, c.server, "/bench/go"); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("the handler got %d updates of %d: %w", updates.Load(), info.Events, ctx.Err())
+	}
+	r.EventsPerSecond = float64(info.Events) / time.Since(start).Seconds()
+	r.CPUSeconds = cpuTime() - cpu
+	stopProfile()
+	r.PeakRSSBytes = peakRSS()
+	if n := inf.len(); n != info.Objects {
+		return fmt.Errorf("%d objects in the cache, want %d", n, info.Objects)
+	}
+	return nil
+}
+
+// latency syncs, releases a paced replay, and records in each fast handler
+// the time from the server's write to the call. With -slow, one more
+// handler sleeps 100ms per call; only the fast handlers are measured.
+func latency(ctx context.Context, c config, info serverInfo, lib library, r *result.Run) error {
+	if info.Events == 0 {
+		return fmt.Errorf("the server has no events to replay (-events)")
+	}
+	r.Events, r.Handlers = info.Events, c.handlers
+	samples := make([][]time.Duration, c.handlers)
+	var remaining atomic.Int64 // fast handlers still expecting events
+	remaining.Store(int64(c.handlers))
+	done := make(chan struct{})
+	var bad atomic.Value
+	hs := make([]handler, 0, c.handlers+1)
+	for i := range c.handlers {
+		samples[i] = make([]time.Duration, 0, info.Events)
+		hs = append(hs, handler{
+			add: func(metav1.Object) {},
+			update: func(_, obj metav1.Object) {
+				now := time.Now()
+				if len(samples[i]) == info.Events {
+					return
+				}
+				sent, err := strconv.ParseInt(obj.GetAnnotations()[fixture.SentAnnotation], 10, 64)
+				if err != nil {
+					bad.CompareAndSwap(nil, fmt.Errorf("event without a send time: %w", err))
+				}
+				samples[i] = append(samples[i], now.Sub(time.Unix(0, sent)))
+				if len(samples[i]) == info.Events && remaining.Add(-1) == 0 {
+					close(done)
+				}
+			},
+		})
+	}
+	r.Variant = "base"
+	if c.slow {
+		r.Variant = "slow"
+		sleep := func() { time.Sleep(100 * time.Millisecond) }
+		hs = append(hs, handler{add: func(metav1.Object) { sleep() }, update: func(_, _ metav1.Object) { sleep() }})
+	}
+	inf, _, err := newInformer(c, lib, r, hs...)
+	if err != nil {
+		return err
+	}
+	inf.start(ctx)
+	if err := inf.waitSynced(ctx); err != nil {
+		return err
+	}
+	stopProfile, err := profile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
+	cpu := cpuTime()
+	if err := post(ctx, c.server, "/bench/go"); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("%d handlers still short of %d events: %w", remaining.Load(), info.Events, ctx.Err())
+	}
+	r.CPUSeconds = cpuTime() - cpu
+	stopProfile()
+	if err, _ := bad.Load().(error); err != nil {
+		return err
+	}
+	var all []time.Duration
+	for _, s := range samples {
+		all = append(all, s...)
+	}
+	r.Latency = result.Summarize(all)
+	r.PeakRSSBytes = peakRSS()
+	return nil
+}
+
+// newInformer records the heap before the informer exists, then makes it
+// with the given handlers.
+func newInformer(c config, lib library, r *result.Run, hs ...handler) (informerUnderTest, runtime.MemStats, error) {
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	inf, err := lib.newInformer(setup{
+		server: c.server, content: c.content, resource: r.Resource, mode: c.mode,
+		strip: c.strip, handlers: hs,
+	})
+	if err != nil {
+		return nil, before, err
+	}
+	r.Options = inf.options()
+	if lib.featureGates != nil {
+		r.FeatureGates = lib.featureGates()
+	}
+	return inf, before, nil
+}
+
+// liveHeap collects garbage until the heap stops shrinking and returns it.
+func liveHeap() int64 {
+	var m runtime.MemStats
+	prev := int64(-1)
+	for range 5 {
+		runtime.GC()
+		debug.FreeOSMemory()
+		runtime.ReadMemStats(&m)
+		if int64(m.HeapAlloc) == prev {
+			break
+		}
+		prev = int64(m.HeapAlloc)
+	}
+	return int64(m.HeapAlloc)
+}
+
+// cpuTime is the user and system CPU time the process has used, in seconds.
+func cpuTime() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// peakRSS is the process's high-water resident set size (VmHWM), in bytes.
+func peakRSS() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if rest, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
+			kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte("kB")))), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
