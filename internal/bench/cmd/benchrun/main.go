@@ -1,0 +1,174 @@
+// Command benchrun runs the side-by-side benchmarks of listwatch and
+// client-go: for each scenario it starts a benchserver, runs the scenario's
+// clients (each in its own process) alternating A B A B over several
+// rounds, takes the medians, computes the ratios listwatch ÷ client-go and
+// checks them against the targets. It prints a markdown table on stdout
+// and, with -out, writes every figure and every run as JSON.
+//
+// internal/bench/run builds the binaries and calls it:
+//
+//	internal/bench/run -quick -out /tmp/bench.json
+//
+// With -profile DIR, every scenario that misses a target gets one more
+// listwatch run with CPU and allocation profiles, summarised with
+// `go tool pprof -top` into DIR.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/listwatch/listwatch/internal/bench/result"
+)
+
+func main() {
+	var (
+		quick      = flag.Bool("quick", false, "fewer objects and rounds: a smoke test that ends within 5 minutes on 2 cores")
+		out        = flag.String("out", "", "write the results as JSON to this file")
+		rounds     = flag.Int("rounds", 0, "rounds of A B alternation (default 3 with -quick, 5 without)")
+		bin        = flag.String("bin", "bin", "directory of benchserver, benchclient-listwatch and benchclient-client-go")
+		only       = flag.String("only", "", "run only the scenarios whose name matches this regular expression")
+		extra      = flag.Bool("extra", true, "also run the scenarios beyond the issue's list (configmaps)")
+		profileDir = flag.String("profile", "", "profile listwatch where a target is missed, into this directory")
+		gogc       = flag.String("gogc", "", "GOGC for every client (default: unset, Go's default)")
+		gomaxprocs = flag.String("gomaxprocs", "", "GOMAXPROCS for every client (default: unset, the number of CPUs)")
+		cmdline    = flag.String("command", "", "how the run was asked for, as the report quotes it (default: from the arguments)")
+	)
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("benchrun: ")
+	filter, err := regexp.Compile(*only)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sz := sizesFor(*quick)
+	if *rounds > 0 {
+		sz.rounds = *rounds
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	rep := &report{
+		ClientGo: "v0.37.2",
+		Go:       runtime.Version(),
+		Quick:    *quick,
+		Date:     time.Now().UTC().Format(time.RFC3339),
+		Command:  *cmdline,
+		Machine:  describeMachine(),
+		Rounds:   sz.rounds,
+	}
+	if rep.Command == "" {
+		rep.Command = command()
+	}
+	e := &env{gogc: *gogc, gomaxprocs: *gomaxprocs}
+	started := time.Now()
+	failed := false
+	for _, sc := range scenarios(sz) {
+		if !filter.MatchString(sc.name) || (sc.extra && !*extra) {
+			continue
+		}
+		sr, err := runScenario(ctx, *bin, e, sc, sz.rounds, *profileDir)
+		if err != nil {
+			log.Printf("%s: %v", sc.name, err)
+			failed = true
+			sr = scenarioReport{Name: sc.name, Error: err.Error()}
+		}
+		rep.add(sc, sr)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	rep.Seconds = time.Since(started).Seconds()
+	rep.Machine.LoadAfter = loadAverage()
+
+	fmt.Print(rep.markdown())
+	if *out != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// runScenario starts the scenario's server and alternates its arms.
+func runScenario(ctx context.Context, bin string, e *env, sc scenario, rounds int, profileDir string) (scenarioReport, error) {
+	log.Printf("%s: starting the server (%d %s, %d events)", sc.name, sc.server.objects, sc.server.resource, sc.server.events)
+	srv, err := startServer(ctx, bin, sc.server)
+	if err != nil {
+		return scenarioReport{}, err
+	}
+	defer srv.stop()
+	runs := map[string][]result.Run{}
+	for round := range rounds {
+		for _, a := range sc.arms {
+			r, err := runClient(ctx, bin, e, srv.url, a)
+			if err != nil {
+				return scenarioReport{}, err
+			}
+			log.Printf("%s: round %d %s: %s", sc.name, round+1, a.name, summary(r))
+			runs[a.name] = append(runs[a.name], r)
+		}
+	}
+	sr := summarize(sc, runs)
+	for _, k := range sr.missed() {
+		log.Printf("%s: %s = %.3f misses its target %s", sc.name, k, sr.Ratio[k], sr.Targets[k])
+	}
+	if profileDir != "" && len(sr.missed()) > 0 {
+		files, err := profileListwatch(ctx, bin, e, srv.url, sc, profileDir)
+		if err != nil {
+			return sr, err
+		}
+		sr.Profiles = files
+	}
+	return sr, nil
+}
+
+// summary is one run in a log line.
+func summary(r result.Run) string {
+	var parts []string
+	ms := metrics(r)
+	for _, m := range metricOrder() {
+		if v, ok := ms[m]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%s", m, format(m, v)))
+		}
+	}
+	if s := r.Server; s != nil {
+		parts = append(parts, fmt.Sprintf("server(lists=%d watches=%d watch_lists=%d events=%d)",
+			s["lists"], s["watches"], s["watch_lists"], s["events_written"]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// command is how this run was asked for, as the README quotes it.
+func command() string {
+	var args []string
+	skip := false
+	for _, a := range os.Args[1:] {
+		switch {
+		case skip:
+			skip = false
+		case a == "-bin" || a == "--bin":
+			skip = true
+		case strings.HasPrefix(a, "-bin=") || strings.HasPrefix(a, "--bin="):
+		default:
+			args = append(args, a)
+		}
+	}
+	return strings.TrimSpace("internal/bench/run " + strings.Join(args, " "))
+}
