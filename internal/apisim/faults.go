@@ -17,10 +17,11 @@ import (
 //
 // Faults act at one of three moments:
 //   - before the request is served: TooManyRequests,
-//     TooManyRequestsWithoutRetryAfter, ServerError, Hold;
+//     TooManyRequestsWithoutRetryAfter, ServerError, StatusResponse, Hold;
 //   - while a LIST body or WATCH stream is written, once After(n) events or
 //     items went out: DropConnection, TruncateFrame, MalformedFrame,
-//     SilentAfterHeaders, ErrorEvent (watch only), TrickleList (list only);
+//     SilentAfterHeaders, EndStream, ErrorEvent and ErrorEventStatus (watch
+//     only), TrickleList (list only);
 //   - on the next event or list item (the one after the first n): the
 //     object mutations UnknownEventType (watch only), WrongKind,
 //     MissingName, MissingMetadata, EmptyResourceVersion,
@@ -53,6 +54,7 @@ const (
 	faultTruncate
 	faultMalformed
 	faultErrorEvent
+	faultEnd
 	// object mutations
 	mutUnknownType
 	mutWrongKind
@@ -67,8 +69,11 @@ const (
 // String names the fault, e.g. "drop-connection after 3".
 func (f Fault) String() string {
 	name := f.kind.String()
-	if f.status != nil {
+	switch {
+	case f.kind == faultStatus && f.status != nil:
 		name = fmt.Sprintf("status %d", f.status.Code)
+	case f.kind == faultErrorEvent && f.status != nil:
+		name += fmt.Sprintf(" %d", f.status.Code)
 	}
 	if f.after > 0 {
 		name += fmt.Sprintf(" after %d", f.after)
@@ -94,6 +99,8 @@ func (k faultKind) String() string {
 		return "malformed-frame"
 	case faultErrorEvent:
 		return "error-event"
+	case faultEnd:
+		return "end-stream"
 	case mutUnknownType:
 		return "unknown-event-type"
 	case mutWrongKind:
@@ -204,6 +211,28 @@ func ServerError(code int) Fault {
 func ErrorEvent(code int32, reason metav1.StatusReason) Fault {
 	return Fault{kind: faultErrorEvent, code: code, reason: reason}
 }
+
+// ErrorEventStatus is ErrorEvent with the whole Status given, for answers
+// whose shape matters (the three forms of "Too large resource version",
+// say). Kind and APIVersion are filled in when empty.
+func ErrorEventStatus(st metav1.Status) Fault {
+	st.Kind, st.APIVersion = "Status", "v1"
+	return Fault{kind: faultErrorEvent, status: &st}
+}
+
+// StatusResponse answers the request with st, its Code as the HTTP status
+// (500 when zero), and a Retry-After header when st asks for a delay.
+func StatusResponse(st metav1.Status) Fault {
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	return Fault{kind: faultStatus, status: &st}
+}
+
+// EndStream ends the response cleanly after n events or items, as a
+// server closing a watch early does. On a LIST the body then stops at an
+// item boundary, so it does not decode.
+func EndStream() Fault { return Fault{kind: faultEnd} }
 
 // SilentAfterHeaders sends the 200 response headers (and, with After, the
 // first n events or items), then nothing until the client goes away or the

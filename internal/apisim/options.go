@@ -25,6 +25,7 @@ type options struct {
 	scheme            *runtime.Scheme
 	resources         []Resource
 	bookmarksDisabled bool
+	derivedUIDs       bool
 }
 
 func defaultOptions() options {
@@ -101,6 +102,14 @@ func WithWatchTimeout(d time.Duration) Option {
 // events newer than the requested resourceVersion when they happen.
 func WithFutureWatchError() Option {
 	return func(o *options) { o.futureWatchError = true }
+}
+
+// WithDerivedUIDs makes a create stamp a uid derived from the resource,
+// namespace, name and resourceVersion instead of a random one, so that two
+// servers fed the same writes in the same order hold identical objects: two
+// apiservers in front of one etcd, one of them lagging. Default: random.
+func WithDerivedUIDs() Option {
+	return func(o *options) { o.derivedUIDs = true }
 }
 
 // WithHTTP2 chooses whether StartTLS offers HTTP/2 (default true, like

@@ -134,14 +134,21 @@ func (st *stream) afterItems() {
 		st.write(st.garbage())
 	case faultErrorEvent:
 		if st.watch {
-			st.errorEvent(&metav1.Status{
-				TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-				Status:   metav1.StatusFailure, Code: st.fault.code, Reason: st.fault.reason,
-				Message: fmt.Sprintf("apisim: injected %s (%d)", st.fault.reason, st.fault.code),
-			})
+			status := st.fault.status
+			if status == nil {
+				status = &metav1.Status{
+					TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+					Status:   metav1.StatusFailure, Code: st.fault.code, Reason: st.fault.reason,
+					Message: fmt.Sprintf("apisim: injected %s (%d)", st.fault.reason, st.fault.code),
+				}
+			}
+			st.errorEvent(status)
 			st.flush()
 			st.ended = true
 		}
+	case faultEnd:
+		st.flush()
+		st.ended = true
 	}
 }
 

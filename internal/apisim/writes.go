@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"strconv"
 	"time"
@@ -76,7 +77,11 @@ func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*versi
 		return nil, apierrors.NewAlreadyExists(c.res.GroupResource(), m.GetName())
 	}
 	rv := s.rv + 1
-	m.SetUID(types.UID(newUID()))
+	uid := newUID()
+	if s.opts.derivedUIDs {
+		uid = derivedUID(c.res, m.GetNamespace(), m.GetName(), rv)
+	}
+	m.SetUID(types.UID(uid))
 	if ts := m.GetCreationTimestamp(); ts.IsZero() {
 		m.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
 	}
@@ -202,6 +207,15 @@ func equalObjects(a, b runtime.Object) bool {
 func newUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// derivedUID returns a UUID-shaped uid that depends only on its arguments
+// (WithDerivedUIDs).
+func derivedUID(res Resource, namespace, name string, rv uint64) string {
+	b := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d", res.GroupResource(), namespace, name, rv)))
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
