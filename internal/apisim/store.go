@@ -70,6 +70,12 @@ func (c chain) pruned(upTo uint64) chain {
 	if keep == 0 {
 		return c
 	}
+	if keep < len(c)/2 {
+		// Reslicing is O(1); the dropped head is reclaimed when the chain
+		// next grows past its capacity, or copied out once it is the bulk.
+		clear(c[:keep])
+		return c[keep:]
+	}
 	return slices.Clone(c[keep:])
 }
 
