@@ -1,7 +1,5 @@
 package apisim
 
-import "fmt"
-
 // Compact makes every resourceVersion older than the current one
 // unreadable, as an etcd compaction at the current revision followed by
 // the loss of the watch cache's window: lists at an older exact RV and
@@ -84,7 +82,7 @@ func (s *Server) Requests(verb Verb, res Resource) int {
 func (s *Server) Len(res Resource) (int, error) {
 	c, err := s.collection(res)
 	if err != nil {
-		return 0, fmt.Errorf("apisim: Len: %w", err)
+		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -92,3 +92,17 @@ func TestMakePodIsRealistic(t *testing.T) {
 	assert.Equal(t, "web", p.Labels["app"])
 	assert.Equal(t, corev1.PodRunning, p.Status.Phase)
 }
+
+func TestRegisterRefusesBadDescriptors(t *testing.T) {
+	bad := apisim.Resource{Version: "v1", Resource: "gizmos", Kind: "Gizmo", ListKind: "GizmoList", Protobuf: true}
+	s := apisim.New(apisim.WithResources(bad))
+	assert.ErrorContains(t, s.Start(), "not in the scheme")
+	assert.ErrorContains(t, s.Register(apisim.Resource{Resource: "x"}), "needs Version")
+	s.Close()
+
+	crd := bad
+	crd.Protobuf = false
+	s = apisim.New()
+	require.NoError(t, s.Register(crd), "without protobuf any kind is fine")
+	require.NoError(t, s.Register(crd), "twice is a no-op")
+}

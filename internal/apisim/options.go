@@ -11,21 +11,20 @@ import (
 type Option func(*options)
 
 type options struct {
-	historySize       int
-	watchBuffer       int
-	bookmarkInterval  time.Duration
-	tooLargeWait      time.Duration
-	continueTTL       time.Duration
-	compactEvery      time.Duration
-	watchTimeout      time.Duration
-	futureWatchError  bool
-	http2             bool
-	bearerToken       string
-	logger            *slog.Logger
-	scheme            *runtime.Scheme
-	resources         []Resource
-	bookmarksDisabled bool
-	derivedUIDs       bool
+	historySize      int
+	watchBuffer      int
+	bookmarkInterval time.Duration
+	tooLargeWait     time.Duration
+	continueTTL      time.Duration
+	compactEvery     time.Duration
+	watchTimeout     time.Duration
+	futureWatchError bool
+	http2            bool
+	bearerToken      string
+	logger           *slog.Logger
+	scheme           *runtime.Scheme
+	resources        []Resource
+	derivedUIDs      bool
 }
 
 func defaultOptions() options {
@@ -63,10 +62,7 @@ func WithWatchBuffer(n int) Option {
 // a BOOKMARK event (default 1s; kube-apiserver sends one about every
 // minute). Zero or negative disables periodic bookmarks.
 func WithBookmarkInterval(d time.Duration) Option {
-	return func(o *options) {
-		o.bookmarkInterval = d
-		o.bookmarksDisabled = d <= 0
-	}
+	return func(o *options) { o.bookmarkInterval = d }
 }
 
 // WithTooLargeWait sets how long a request for a resourceVersion newer than

@@ -53,14 +53,17 @@ type Server struct {
 	counts          map[countKey]int64
 	started         bool
 	closed          bool
+	initErr         error // the first registration error of New, returned by Start
+	url             string
+	tls             *tlsState
+	client          *http.Client
+	clientCA        *CA // the CA client trusts
 
 	closing    chan struct{} // closed by Close: every stream ends
 	handlers   sync.WaitGroup
 	background sync.WaitGroup
 	http       *http.Server
 	listener   net.Listener
-	url        string
-	tls        *tlsState
 }
 
 // New returns a Server that is configured but not listening yet.
@@ -88,8 +91,9 @@ func New(opts ...Option) *Server {
 	_ = internalversion.AddToScheme(params) // registers fixed types; cannot fail
 	s.paramCodec = runtime.NewParameterCodec(params)
 	for _, r := range o.resources {
-		// Errors surface again, with context, on the first request or write.
-		_ = s.Register(r)
+		if err := s.Register(r); err != nil && s.initErr == nil {
+			s.initErr = err
+		}
 	}
 	return s
 }
@@ -126,7 +130,8 @@ func (s *Server) Register(res Resource) error {
 	return nil
 }
 
-// Start listens on 127.0.0.1 (a free port) with plain HTTP/1.1.
+// Start listens on 127.0.0.1 (a free port) with plain HTTP/1.1. It fails
+// when a resource given to New could not be registered.
 func (s *Server) Start() error {
 	return s.start(nil)
 }
@@ -144,12 +149,14 @@ func (s *Server) StartTLS() error {
 
 func (s *Server) start(st *tlsState) error {
 	s.mu.Lock()
-	if s.started || s.closed {
-		s.mu.Unlock()
+	defer s.mu.Unlock()
+	switch {
+	case s.initErr != nil:
+		return s.initErr
+	case s.started || s.closed:
 		return errors.New("apisim: Start called twice or after Close")
 	}
 	s.started = true
-	s.mu.Unlock()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -189,18 +196,36 @@ func (s *Server) start(st *tlsState) error {
 
 // URL returns the base URL, e.g. "http://127.0.0.1:41234"; empty before
 // Start.
-func (s *Server) URL() string { return s.url }
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url
+}
 
-// Client returns an http.Client for this server: for a TLS server it
-// trusts the current CA and speaks HTTP/2 when enabled.
+// Client returns an http.Client for this server, the same one until the
+// server's CA changes: for a TLS server it trusts the current CA and speaks
+// HTTP/2 when enabled.
 func (s *Server) Client() *http.Client {
-	tr := &http.Transport{ForceAttemptHTTP2: s.opts.http2}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ca *CA
 	if s.tls != nil {
+		ca = s.tls.currentCA()
+	}
+	if s.client != nil && s.clientCA == ca {
+		return s.client
+	}
+	tr := &http.Transport{ForceAttemptHTTP2: s.opts.http2}
+	if ca != nil {
 		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(s.tls.caPEM())
+		pool.AppendCertsFromPEM(ca.pem)
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &http.Client{Transport: tr}
+	if s.client != nil {
+		s.client.CloseIdleConnections()
+	}
+	s.client, s.clientCA = &http.Client{Transport: tr}, ca
+	return s.client
 }
 
 // Close ends every watch and blocked request, closes the listener and every
@@ -217,10 +242,14 @@ func (s *Server) Close() {
 	for _, c := range s.collections {
 		c.stopWatchers()
 	}
+	srv, client := s.http, s.client
 	s.mu.Unlock()
 
-	if s.http != nil {
-		_ = s.http.Close()
+	if srv != nil {
+		_ = srv.Close()
+	}
+	if client != nil {
+		client.CloseIdleConnections()
 	}
 	s.handlers.Wait()
 	s.background.Wait()
@@ -264,7 +293,7 @@ func (s *Server) collection(res Resource) (*collection, error) {
 
 // startTimers starts the periodic bookmark and compaction goroutines.
 func (s *Server) startTimers() {
-	if !s.opts.bookmarksDisabled && s.opts.bookmarkInterval > 0 {
+	if s.opts.bookmarkInterval > 0 {
 		s.every(s.opts.bookmarkInterval, s.sendBookmarks)
 	}
 	if s.opts.compactEvery > 0 {

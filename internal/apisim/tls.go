@@ -114,21 +114,22 @@ func (t *tlsState) certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	return t.cert, nil
 }
 
-func (t *tlsState) caPEM() []byte {
+func (t *tlsState) currentCA() *CA {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.ca.PEM()
+	return t.ca
 }
 
 // CA returns the authority that signed the certificate the server presents
 // now; nil for a plain-HTTP server.
 func (s *Server) CA() *CA {
-	if s.tls == nil {
+	s.mu.Lock()
+	st := s.tls
+	s.mu.Unlock()
+	if st == nil {
 		return nil
 	}
-	s.tls.mu.Lock()
-	defer s.tls.mu.Unlock()
-	return s.tls.ca
+	return st.currentCA()
 }
 
 // CAPEM returns the PEM of CA(), for a kubeconfig's certificate-authority-data;
@@ -149,15 +150,18 @@ func (s *Server) ServerName() string { return serverName }
 // old one. Clients that trust only the previous CA then fail to connect
 // (wrong CA); clients that trust both keep working (CA rotation).
 func (s *Server) ServeWithCA(ca *CA) error {
-	if s.tls == nil {
+	s.mu.Lock()
+	st := s.tls
+	s.mu.Unlock()
+	if st == nil {
 		return errors.New("apisim: ServeWithCA needs a server started with StartTLS")
 	}
 	cert, err := ca.issue()
 	if err != nil {
 		return err
 	}
-	s.tls.mu.Lock()
-	defer s.tls.mu.Unlock()
-	s.tls.ca, s.tls.cert = ca, cert
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.ca, st.cert = ca, cert
 	return nil
 }
