@@ -9,9 +9,10 @@ import (
 	"strings"
 )
 
-// profileListwatch runs the scenario's listwatch arms once more with CPU
-// and allocation profiles, and writes `go tool pprof -top` of each next to
-// them. It returns the files written.
+// profileListwatch runs each of the scenario's listwatch arms twice more,
+// once with a CPU profile and once with a heap profile (apart, so that
+// sampling allocations does not weigh on the CPU profile), and writes
+// `go tool pprof -top` of each next to them. It returns the files written.
 func profileListwatch(ctx context.Context, bin string, e *env, url string, sc scenario, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -23,7 +24,10 @@ func profileListwatch(ctx context.Context, bin string, e *env, url string, sc sc
 		}
 		base := filepath.Join(dir, strings.ReplaceAll(sc.name, "/", "_")+"."+a.name)
 		cpu, mem := base+".cpu.pprof", base+".mem.pprof"
-		if _, err := runClient(ctx, bin, e, url, a, "-cpuprofile="+cpu, "-memprofile="+mem); err != nil {
+		if _, err := runClient(ctx, bin, e, url, a, "-cpuprofile="+cpu); err != nil {
+			return files, err
+		}
+		if _, err := runClient(ctx, bin, e, url, a, "-memprofile="+mem); err != nil {
 			return files, err
 		}
 		files = append(files, cpu, mem)
