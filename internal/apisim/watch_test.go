@@ -333,3 +333,16 @@ func TestSlowWatcherIsTerminated(t *testing.T) {
 	createPods(t, s, "other", 3)
 	assert.Zero(t, s.Watchers(apisim.Pods()), "the third event overflowed the queue of two")
 }
+
+func TestTimersCompactAndEndWatches(t *testing.T) {
+	s := start(t, apisim.WithCompactionInterval(10*time.Millisecond), apisim.WithWatchTimeout(50*time.Millisecond))
+	old := createPods(t, s, "default", 1)
+	createPods(t, s, "other", 1)
+	require.Eventually(t, func() bool {
+		resp, _ := get(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion="+old)
+		return resp.StatusCode == http.StatusGone
+	}, 5*time.Second, 5*time.Millisecond, "the compaction timer runs")
+
+	w := watch(t, s, "/api/v1/nodes?watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan")
+	assert.Equal(t, io.EOF, w.end(t), "WithWatchTimeout ends watches without timeoutSeconds")
+}
