@@ -2,6 +2,7 @@ package apisim_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -188,4 +189,21 @@ func TestPartialObjectMetadata(t *testing.T) {
 	resp, body = get(t, s, "/api/v1/pods", "Accept", partialJSON)
 	st := status(t, resp, body, http.StatusNotAcceptable)
 	assert.Contains(t, st.Message, "you requested PartialObjectMetadata, but the requested object is a list")
+}
+
+func TestProtobufRequestBody(t *testing.T) {
+	s := start(t)
+	raw, err := apisim.MakePod("default", "pb").Marshal()
+	require.NoError(t, err)
+	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Pod"}, Raw: raw}
+	body, err := unk.Marshal()
+	require.NoError(t, err)
+	resp, got := do(t, s, http.MethodPost, "/api/v1/namespaces/default/pods",
+		bytes.NewReader(append([]byte("k8s\x00"), body...)),
+		"Content-Type", protobufMedia, "Accept", protobufMedia)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, string(got))
+	pod, ok := decode(t, got).(*corev1.Pod)
+	require.True(t, ok)
+	assert.Equal(t, "pb", pod.Name)
+	assert.Equal(t, "1", pod.ResourceVersion)
 }

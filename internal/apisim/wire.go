@@ -129,10 +129,3 @@ func appendProtoEventHead(b []byte, typ string, obj encoded) []byte {
 	b = appendField(b, 1, env)
 	return appendEnvelopeHead(b, obj.apiVersion, obj.kind, len(obj.body))
 }
-
-// protoEvent returns one complete protobuf watch frame.
-func protoEvent(typ string, obj encoded) []byte {
-	b := appendProtoEventHead(nil, typ, obj)
-	b = append(b, obj.body...)
-	return append(b, unknownTrailer...)
-}
