@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,11 +200,25 @@ func jsonOf(t testing.TB, obj any) []byte {
 func protoOf(t testing.TB, obj runtime.Object) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := protobuf.NewSerializer(testScheme(t), testScheme(t)).Encode(obj, &buf); err != nil {
+	s := protobufSerializer(t)
+	if err := s.Encode(obj, &buf); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
 }
+
+// protobufSerializer is built once: a scheme takes a while to fill.
+var protobufSerializer = func() func(testing.TB) *protobuf.Serializer {
+	var once sync.Once
+	var s *protobuf.Serializer
+	return func(t testing.TB) *protobuf.Serializer {
+		once.Do(func() {
+			scheme := testScheme(t)
+			s = protobuf.NewSerializer(scheme, scheme)
+		})
+		return s
+	}
+}()
 
 // event is one watch event to encode.
 type event struct {

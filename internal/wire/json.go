@@ -29,6 +29,7 @@ const readBufferSize = 32 << 10
 // codec cannot leak into another).
 func newJSONAPI(dropManagedFields bool) jsoniter.API {
 	api := jsoniter.Config{CaseSensitive: true}.Froze()
+	api.RegisterExtension(&valueTypes{})
 	if dropManagedFields {
 		api.RegisterExtension(&managedFieldsSkipper{})
 	}

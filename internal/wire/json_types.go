@@ -1,0 +1,151 @@
+package wire
+
+import (
+	"reflect"
+	"strings"
+	"time"
+	"unsafe"
+
+	jsoniter "github.com/json-iterator/go"
+	"github.com/modern-go/reflect2"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// valueTypes decodes the small apimachinery types that bring their own
+// UnmarshalJSON straight from the iterator. Left to json-iterator, each
+// such value would be copied out of the stream (SkipAndReturnBytes) and
+// handed to UnmarshalJSON, and metav1.Time's then runs encoding/json on the
+// copy: three or four allocations and a second parse for every timestamp.
+// A realistic pod has a dozen timestamps and as many quantities.
+//
+// Each decoder gives the result the type's own UnmarshalJSON gives for
+// every input that UnmarshalJSON accepts (FuzzJSONMatchesApimachinery
+// checks this against sigs.k8s.io/json).
+type valueTypes struct{ jsoniter.DummyExtension }
+
+var (
+	timeType        = reflect.TypeFor[metav1.Time]()
+	microTimeType   = reflect.TypeFor[metav1.MicroTime]()
+	quantityType    = reflect.TypeFor[resource.Quantity]()
+	intOrStringType = reflect.TypeFor[intstr.IntOrString]()
+	stringMapType   = reflect.TypeFor[map[string]string]()
+)
+
+// CreateDecoder implements jsoniter.Extension.
+func (*valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
+	switch typ.Type1() {
+	case timeType:
+		return timeDecoder{}
+	case microTimeType:
+		return microTimeDecoder{}
+	case quantityType:
+		return quantityDecoder{}
+	case intOrStringType:
+		return intOrStringDecoder{}
+	case stringMapType:
+		return stringMapDecoder{}
+	}
+	return nil
+}
+
+// parseTime is metav1.Time.UnmarshalJSON (and MicroTime's, with its
+// layout): null is the zero time, a string is parsed and made local.
+func parseTime(it *jsoniter.Iterator, layout string) time.Time {
+	switch it.WhatIsNext() {
+	case jsoniter.NilValue:
+		it.ReadNil()
+		return time.Time{}
+	case jsoniter.StringValue:
+		pt, err := time.Parse(layout, it.ReadString())
+		if err != nil {
+			it.ReportError("decode time", err.Error())
+			return time.Time{}
+		}
+		return pt.Local()
+	default:
+		it.ReportError("decode time", "expected a string or null")
+		return time.Time{}
+	}
+}
+
+type timeDecoder struct{}
+
+func (timeDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	(*metav1.Time)(ptr).Time = parseTime(it, time.RFC3339)
+}
+
+type microTimeDecoder struct{}
+
+func (microTimeDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	(*metav1.MicroTime)(ptr).Time = parseTime(it, metav1.RFC3339Micro)
+}
+
+// quantityDecoder is resource.Quantity.UnmarshalJSON: null clears it; a
+// string or a bare number is parsed.
+type quantityDecoder struct{}
+
+func (quantityDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	q := (*resource.Quantity)(ptr)
+	var s string
+	switch it.WhatIsNext() {
+	case jsoniter.NilValue:
+		it.ReadNil()
+		*q = resource.Quantity{}
+		return
+	case jsoniter.StringValue:
+		s = it.ReadString()
+	case jsoniter.NumberValue:
+		s = string(it.ReadNumber())
+	default:
+		it.ReportError("decode quantity", "expected a string or a number")
+		return
+	}
+	parsed, err := resource.ParseQuantity(strings.TrimSpace(s))
+	if err != nil {
+		it.ReportError("decode quantity", err.Error())
+		return
+	}
+	*q = parsed
+}
+
+// intOrStringDecoder is intstr.IntOrString.UnmarshalJSON: a string is a
+// string, anything else must be an int32 (null leaves the value alone).
+type intOrStringDecoder struct{}
+
+func (intOrStringDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	v := (*intstr.IntOrString)(ptr)
+	switch it.WhatIsNext() {
+	case jsoniter.StringValue:
+		v.Type, v.StrVal = intstr.String, it.ReadString()
+	case jsoniter.NilValue:
+		it.ReadNil()
+		v.Type = intstr.Int
+	case jsoniter.NumberValue:
+		v.Type, v.IntVal = intstr.Int, it.ReadInt32()
+	default:
+		it.ReportError("decode int-or-string", "expected a string or a number")
+	}
+}
+
+// stringMapDecoder fills a map[string]string (labels, annotations, data)
+// without the two temporary allocations per entry of json-iterator's
+// generic map decoder.
+type stringMapDecoder struct{}
+
+func (stringMapDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	mp := (*map[string]string)(ptr)
+	if it.ReadNil() {
+		*mp = nil
+		return
+	}
+	if *mp == nil {
+		*mp = make(map[string]string)
+	}
+	m := *mp
+	it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool {
+		m[key] = it.ReadString()
+		return it.Error == nil
+	})
+}

@@ -1,0 +1,75 @@
+package wire
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	kjson "sigs.k8s.io/json"
+)
+
+// valueHolder has a field of each type valueTypes decodes, bare, behind a
+// pointer, and inside containers.
+type valueHolder struct {
+	T   metav1.Time                  `json:"t"`
+	PT  *metav1.Time                 `json:"pt"`
+	MT  metav1.MicroTime             `json:"mt"`
+	Q   resource.Quantity            `json:"q"`
+	QM  map[string]resource.Quantity `json:"qm"`
+	I   intstr.IntOrString           `json:"i"`
+	PI  *intstr.IntOrString          `json:"pi"`
+	M   map[string]string            `json:"m"`
+	TS  []metav1.Time                `json:"ts"`
+	Raw string                       `json:"raw"`
+}
+
+// The value decoders must agree with the types' own UnmarshalJSON, as
+// sigs.k8s.io/json runs them: same value when that accepts the input, an
+// error when it does not (this package may accept a little more: escapes
+// inside quantities).
+func TestValueTypesMatchApimachinery(t *testing.T) {
+	api := newJSONAPI(false)
+	for _, in := range []string{
+		`{"t":"2026-05-04T03:02:01Z","pt":"2026-05-04T05:02:01+02:00","mt":"2026-05-04T03:02:01.123456Z"}`,
+		`{"t":null,"pt":null,"mt":null,"q":null,"i":null,"pi":null,"m":null,"ts":null}`,
+		`{"t":"2026-05-04T03:02:01.5Z"}`,
+		`{"t":"not a time"}`,
+		`{"t":5}`,
+		`{"t":"2026-05-04T03:02:01Z","mt":"2026-05-04T03:02:01Z"}`,
+		`{"q":"100m","qm":{"cpu":"1.5","memory":" 128Mi ","n":3,"e":1e3}}`,
+		`{"q":"1.0"}`,
+		`{"q":"abc"}`,
+		`{"q":true}`,
+		`{"q":""}`,
+		`{"q":-5}`,
+		`{"i":"25%","pi":8080}`,
+		`{"i":2147483648}`,
+		`{"i":1.5}`,
+		`{"i":true}`,
+		`{"i":{}}`,
+		`{"i":"a\"b\u00e9"}`,
+		`{"m":{"a":"b","c":null,"":"e","a":"z"}}`,
+		`{"m":{"a":1}}`,
+		`{"m":[]}`,
+		`{"ts":["2026-05-04T03:02:01Z",null]}`,
+	} {
+		t.Run(in, func(t *testing.T) {
+			var want, got valueHolder
+			wantErr := kjson.UnmarshalCaseSensitivePreserveInts([]byte(in), &want)
+			it := api.BorrowIterator([]byte(in))
+			defer api.ReturnIterator(it)
+			it.ReadVal(&got)
+			gotErr := it.Error
+			if (wantErr == nil) != (gotErr == nil) {
+				t.Fatalf("apimachinery: %v; this package: %v", wantErr, gotErr)
+			}
+			if wantErr == nil {
+				semanticEqual(t, got, want)
+				if got.Q.String() != want.Q.String() || got.I != want.I {
+					t.Fatalf("got %v %#v, want %v %#v", got.Q.String(), got.I, want.Q.String(), want.I)
+				}
+			}
+		})
+	}
+}
