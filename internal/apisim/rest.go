@@ -75,7 +75,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.countRequest(req.verb, req.c.res)
+	s.log.Debug("apisim: request", "verb", req.verb, "url", r.URL.String())
 	if inj := s.takeFault(req, r); inj != nil {
+		s.log.Info("apisim: injecting fault", "fault", inj.fault.String(), "verb", req.verb, "url", r.URL.String())
 		if done := inj.fault.before(s, w, r, req); done {
 			return
 		}

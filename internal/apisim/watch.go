@@ -30,6 +30,7 @@ type watcher struct {
 	bookmarks bool
 	ch        chan delivery // closed when the server ends the watch
 	closed    bool          // guarded by the server lock
+	tooSlow   bool          // ended because its queue overflowed; read after ch is closed
 }
 
 // delivery is one queued frame.
@@ -78,6 +79,7 @@ func (w *watcher) send(c *collection, d delivery) {
 	select {
 	case w.ch <- d:
 	default:
+		w.tooSlow = true
 		c.stopWatcher(w)
 	}
 }
@@ -187,6 +189,10 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 		select {
 		case d, open := <-wt.ch:
 			if !open {
+				if wt.tooSlow {
+					s.log.Info("apisim: watch ended: the watcher fell behind", "path", r.URL.Path,
+						"buffer", s.opts.watchBuffer, "lastResourceVersion", out.lastRV)
+				}
 				out.finish()
 				return
 			}
