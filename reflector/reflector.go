@@ -277,6 +277,7 @@ func (r *Reflector[T]) watch(ctx context.Context, s *runState) error {
 		return fmt.Errorf("watching %s: %w", r.opt.name, err)
 	}
 	defer w.Close()
+	r.watching()
 	return r.follow(ctx, w, started)
 }
 
@@ -397,6 +398,14 @@ func (r *Reflector[T]) synced(rv string) {
 func (r *Reflector[T]) advance(rv string) {
 	r.mu.Lock()
 	r.lastRV = rv
+	r.mu.Unlock()
+}
+
+// watching records a watch the server accepted: the error that led to it,
+// if any, is over.
+func (r *Reflector[T]) watching() {
+	r.mu.Lock()
+	r.lastError = nil
 	r.mu.Unlock()
 }
 

@@ -453,3 +453,19 @@ func withRV(p *corev1.Pod, rv string) *corev1.Pod {
 	p.ResourceVersion = rv
 	return p
 }
+
+func TestLastErrorClearsOnceAWatchIsAccepted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		src.FailWatch(fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "busy"))
+		var reported []error
+		r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](func(err error) { reported = append(reported, err) }))
+		defer run(t, r)()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.Len(t, reported, 1, "the 503 was reported")
+		assert.NoError(t, r.LastError(), "the watch resumed without a relist: the error is over")
+	})
+}
