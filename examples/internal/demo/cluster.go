@@ -1,0 +1,171 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/listwatch/listwatch/internal/apisim"
+	"github.com/listwatch/listwatch/internal/rest"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// Cluster is the apiserver an example talks to: a real cluster from a
+// kubeconfig, or the simulator. Close it when done.
+type Cluster struct {
+	// Config is what the example hands to listwatch to reach the apiserver.
+	Config *reflector.Config
+	// Simulated reports whether Config points at the in-process simulator.
+	Simulated bool
+
+	sim       *apisim.Server
+	stopChurn context.CancelFunc
+	churning  sync.WaitGroup
+}
+
+// Connect returns the cluster the example should use, and prints one line
+// to out that says which it is.
+//
+// Unless f.Sim is set it loads the kubeconfig (f.Kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config) and checks that its cluster answers;
+// an unreachable cluster is an error, never a reason to fall back. Only when
+// no kubeconfig exists at all (and none was named with -kubeconfig or
+// -context) does it start the simulator, serving workloads with their
+// synthetic objects and churn, until Close.
+func Connect(ctx context.Context, f Flags, out io.Writer, workloads ...Workload) (*Cluster, error) {
+	if !f.Sim {
+		cfg, err := reflector.LoadKubeconfig(f.Kubeconfig, f.Context)
+		switch {
+		case err == nil:
+			return connectReal(ctx, f, cfg, out)
+		case !errors.Is(err, reflector.ErrNoKubeconfig):
+			return nil, err
+		case f.Kubeconfig != "" || f.Context != "":
+			return nil, fmt.Errorf("%w (use -sim for the simulator)", err)
+		}
+	}
+	return startSim(f, out, workloads)
+}
+
+// connectReal checks that the cluster of cfg answers, and says which
+// cluster it is.
+func connectReal(ctx context.Context, f Flags, cfg *reflector.Config, out io.Writer) (*Cluster, error) {
+	which := "the current context"
+	if f.Context != "" {
+		which = fmt.Sprintf("context %q", f.Context)
+	}
+	version, err := serverVersion(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the cluster of the kubeconfig's %s (%s) did not answer: %w", which, cfg.Host, err)
+	}
+	fmt.Fprintf(out, "cluster: %s (%s, Kubernetes %s); this example only lists and watches, it changes nothing\n",
+		cfg.Host, which, version)
+	return &Cluster{Config: cfg}, nil
+}
+
+// serverVersion asks the apiserver for its /version, with the kubeconfig's
+// credentials, within 15 seconds.
+func serverVersion(ctx context.Context, cfg *reflector.Config) (string, error) {
+	c, err := rest.NewClient(cfg)
+	if err != nil {
+		return "", err
+	}
+	defer c.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL("/version", nil).String(), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	if err := rest.CheckResponse(resp); err != nil {
+		if rest.IsForbidden(err) { // reachable, and we are known; just not allowed to see /version
+			return "version unknown", nil
+		}
+		return "", err
+	}
+	defer resp.Body.Close()
+	var v struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := json.NewDecoder(rest.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
+		return "", fmt.Errorf("reading /version: %w", err)
+	}
+	return v.GitVersion, nil
+}
+
+// startSim starts the simulator, fills it and starts the churn.
+func startSim(f Flags, out io.Writer, workloads []Workload) (*Cluster, error) {
+	pods, rate := f.SimObjects, f.SimChurn
+	if pods <= 0 {
+		pods = 3000
+	}
+	if rate <= 0 {
+		rate = 20
+	}
+	var resources []apisim.Resource
+	for _, w := range workloads {
+		resources = append(resources, w.Resource)
+	}
+	sim := apisim.New(apisim.WithResources(resources...))
+	if err := sim.Start(); err != nil {
+		return nil, fmt.Errorf("starting the simulator: %w", err)
+	}
+
+	why := "no kubeconfig found"
+	if f.Sim {
+		why = "-sim"
+	}
+	nss := namespaces()
+	sets := make([]*liveSet, len(workloads))
+	var sizes []string
+	for i, w := range workloads {
+		n := max(1, int(float64(pods)*w.perPod))
+		sets[i] = &liveSet{w: w, target: n}
+		sizes = append(sizes, fmt.Sprintf("%d %s", n, w.Name))
+	}
+	fmt.Fprintf(out, "simulator (%s): an in-process apiserver at %s with %s in %d namespaces, %g changes/s to each\n",
+		why, sim.URL(), strings.Join(sizes, ", "), len(nss), rate)
+
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, set := range sets {
+		err := sim.Populate(set.w.Resource, set.target, nss, func(ns string, i int) runtime.Object {
+			name := objectName(i)
+			set.add(ns, name)
+			return set.w.initial(ns, name, r)
+		})
+		if err != nil {
+			sim.Close()
+			return nil, err
+		}
+		set.next = set.target
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	c := &Cluster{Config: &reflector.Config{Host: sim.URL()}, Simulated: true, sim: sim, stopChurn: stop}
+	c.churning.Go(func() { churn(ctx, sim, sets, nss, rate, r) })
+	return c, nil
+}
+
+// Close stops the simulator's churn and the simulator itself (nothing for a
+// real cluster). Stop the informers first.
+func (c *Cluster) Close() {
+	if c.sim == nil {
+		return
+	}
+	c.stopChurn()
+	c.churning.Wait()
+	c.sim.Close()
+}

@@ -1,0 +1,125 @@
+package demo
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/listwatch/listwatch/internal/apisim"
+)
+
+// noKubeconfig makes the environment one without any kubeconfig.
+func noKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", dir)
+}
+
+// writeKubeconfig writes a kubeconfig whose current context points at
+// server, and returns its path.
+func writeKubeconfig(t *testing.T, server string) string {
+	path := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: %s
+contexts:
+- name: test
+  context:
+    cluster: test
+    user: test
+users:
+- name: test
+  user: {}
+current-context: test
+`, server), 0o600))
+	return path
+}
+
+func TestConnectWithoutKubeconfigStartsTheSimulator(t *testing.T) {
+	noKubeconfig(t)
+	var out bytes.Buffer
+	c, err := Connect(t.Context(), Flags{SimObjects: 50}, &out, Pods(), Widgets())
+	require.NoError(t, err)
+	defer c.Close()
+	assert.True(t, c.Simulated)
+	assert.True(t, strings.HasPrefix(out.String(), "simulator (no kubeconfig found): "), out.String())
+	assert.Contains(t, out.String(), "50 pods, 5 widgets in 10 namespaces")
+	n, err := c.sim.Len(apisim.Pods())
+	require.NoError(t, err)
+	assert.InDelta(t, 50, n, 5)
+}
+
+func TestConnectToAKubeconfigsCluster(t *testing.T) {
+	sim := apisim.New(apisim.WithResources(apisim.Pods()))
+	require.NoError(t, sim.Start())
+	defer sim.Close()
+	path := writeKubeconfig(t, sim.URL())
+
+	var out bytes.Buffer
+	c, err := Connect(t.Context(), Flags{Kubeconfig: path}, &out, Pods())
+	require.NoError(t, err)
+	defer c.Close()
+	assert.False(t, c.Simulated)
+	assert.Equal(t, sim.URL(), c.Config.Host)
+	assert.Equal(t, "cluster: "+sim.URL()+" (the current context, Kubernetes v1.37.2); this example only lists and watches, it changes nothing\n", out.String())
+	n, err := sim.Len(apisim.Pods())
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing is written to a real cluster")
+
+	// The same through $KUBECONFIG.
+	t.Setenv("KUBECONFIG", path)
+	c2, err := Connect(t.Context(), Flags{}, &out, Pods())
+	require.NoError(t, err)
+	c2.Close()
+	assert.False(t, c2.Simulated)
+}
+
+func TestConnectToAnUnreachableClusterFails(t *testing.T) {
+	// A port nobody listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	path := writeKubeconfig(t, "http://"+addr)
+
+	var out bytes.Buffer
+	_, err = Connect(t.Context(), Flags{Kubeconfig: path}, &out, Pods())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did not answer")
+	assert.Contains(t, err.Error(), addr)
+	assert.Empty(t, out.String(), "no fallback to the simulator")
+}
+
+func TestConnectToAMissingKubeconfigFails(t *testing.T) {
+	noKubeconfig(t)
+	for _, f := range []Flags{
+		{Kubeconfig: filepath.Join(t.TempDir(), "nope")},
+		{Context: "prod"},
+	} {
+		var out bytes.Buffer
+		_, err := Connect(t.Context(), f, &out, Pods())
+		require.Error(t, err, "%+v", f)
+		assert.Contains(t, err.Error(), "use -sim")
+		assert.Empty(t, out.String())
+	}
+}
+
+func TestSimForcedDespiteAKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", writeKubeconfig(t, "http://127.0.0.1:1"))
+	var out bytes.Buffer
+	c, err := Connect(t.Context(), Flags{Sim: true, SimObjects: 10}, &out, ConfigMaps())
+	require.NoError(t, err)
+	defer c.Close()
+	assert.True(t, c.Simulated)
+	assert.True(t, strings.HasPrefix(out.String(), "simulator (-sim): "), out.String())
+}

@@ -1,0 +1,19 @@
+// Package demo is the plumbing the examples share, so that each example's
+// main.go holds only the listwatch code a reader came for:
+//
+//   - Flags: the flags every example takes (-kubeconfig, -context, -sim,
+//     -duration, and the simulator's size and churn);
+//   - Connect: a real cluster when a kubeconfig is found (checked to be
+//     reachable, and only ever read from), otherwise the in-process apiserver
+//     simulator (internal/apisim) filled with a synthetic workload — a few
+//     thousand objects across namespaces — and kept busy by a steady churn of
+//     creates, updates and deletes;
+//   - Main: a context that ends on Ctrl-C (SIGINT) or SIGTERM, and the exit
+//     status.
+//
+// An example is a function run(ctx, args, stdout) error; its main is
+// demo.Main(run), and its test calls run against the simulator.
+//
+// It sits outside the list-watch flow: it only decides which apiserver the
+// flow at the top of DESIGN.md talks to.
+package demo

@@ -1,0 +1,121 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Flags are the flags every example takes. Register them on a FlagSet, then
+// parse it with Parse. The zero value means: find a kubeconfig as kubectl
+// does, run until Ctrl-C, default simulator workload.
+type Flags struct {
+	// Kubeconfig is the kubeconfig file; "" means $KUBECONFIG, then
+	// ~/.kube/config.
+	Kubeconfig string
+	// Context is the kubeconfig context; "" means its current context.
+	Context string
+	// Sim forces the simulator even when a kubeconfig exists.
+	Sim bool
+	// Duration ends the example after that long, counted from when it is
+	// connected (the simulator filled); 0 means until Ctrl-C.
+	Duration time.Duration
+	// SyncTimeout bounds the wait for the caches' first list; 0 means no
+	// bound.
+	SyncTimeout time.Duration
+	// SimObjects is the number of pods in the simulator; the other
+	// resources scale with it (see the Workload functions). 0 means 3000.
+	SimObjects int
+	// SimChurn is the simulator's writes per second to each resource.
+	// 0 means 20.
+	SimChurn float64
+}
+
+// Register defines the flags on fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig `file` (default: $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&f.Context, "context", "", "kubeconfig `context` (default: the current context)")
+	fs.BoolVar(&f.Sim, "sim", false, "use the in-process apiserver simulator even if a kubeconfig exists")
+	fs.DurationVar(&f.Duration, "duration", 0, "exit after this long, once connected (default: run until Ctrl-C)")
+	fs.DurationVar(&f.SyncTimeout, "sync-timeout", time.Minute, "give up if the caches have not synced after this long")
+	fs.IntVar(&f.SimObjects, "sim-objects", 3000, "simulator: number of pods (other resources scale with it)")
+	fs.Float64Var(&f.SimChurn, "sim-churn", 20, "simulator: creates, updates and deletes per second, per resource")
+}
+
+// Timed returns ctx bounded by the -duration flag, if set. Call it once
+// connected.
+func (f *Flags) Timed(ctx context.Context) (context.Context, context.CancelFunc) {
+	if f.Duration > 0 {
+		return context.WithTimeout(ctx, f.Duration)
+	}
+	return context.WithCancel(ctx)
+}
+
+// SyncDeadline returns a channel that receives when -sync-timeout has
+// passed, or nil (never) when there is no timeout.
+func (f *Flags) SyncDeadline() <-chan time.Time {
+	if f.SyncTimeout <= 0 {
+		return nil
+	}
+	return time.After(f.SyncTimeout)
+}
+
+// SyncContext returns ctx bounded by -sync-timeout, if set: the context to
+// wait for caches with.
+func (f *Flags) SyncContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if f.SyncTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, f.SyncTimeout)
+}
+
+// errUsage marks a command line the flag package rejected; it has already
+// printed the error and the usage.
+var errUsage = errors.New("usage")
+
+// Parse parses args into fs, which must use flag.ContinueOnError, and
+// rejects positional arguments.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+// Main runs an example: run gets a context that ends on the first Ctrl-C
+// (SIGINT) or SIGTERM — a second one kills the program — the command-line
+// arguments and standard output. Main exits 0 when run returns nil or after
+// -h, 2 on a bad command line, and 1 with the error on standard error
+// otherwise.
+func Main(run func(ctx context.Context, args []string, stdout io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Once the first signal has arrived, the next one gets the default
+	// behaviour again: the program exits at once.
+	context.AfterFunc(ctx, stop)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
+		os.Exit(1)
+	}
+}
