@@ -1,0 +1,136 @@
+// Crd watches a custom resource — any resource, in fact — given by group,
+// version, resource and kind, with no Go type for it: objects arrive as
+// *unstructured.Unstructured, decoded from JSON. It prints one line per
+// change with the object's status.phase and spec, then a summary.
+//
+//	go run ./examples/crd -duration 10s      # widgets.example.com in the simulator
+//	go run ./examples/crd -group cert-manager.io -version v1 -resource certificates -kind Certificate
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/listwatch/listwatch/examples/internal/demo"
+	"github.com/listwatch/listwatch/indexer"
+	"github.com/listwatch/listwatch/informer"
+	"github.com/listwatch/listwatch/processor"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+func main() { demo.Main(run) }
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	var flags demo.Flags
+	fs := flag.NewFlagSet("crd", flag.ContinueOnError)
+	flags.Register(fs)
+	group := fs.String("group", "example.com", "API `group` of the resource")
+	version := fs.String("version", "v1", "API `version` of the resource")
+	resource := fs.String("resource", "widgets", "the resource's `plural` name, as in its URL")
+	kind := fs.String("kind", "Widget", "the `kind` of its objects")
+	namespace := fs.String("namespace", "", "watch this `namespace` only (default: all namespaces)")
+	if err := demo.Parse(fs, args); err != nil {
+		return err
+	}
+	cluster, err := demo.Connect(ctx, flags, stdout, demo.Widgets())
+	if err != nil {
+		return err
+	}
+	defer cluster.Close()
+	ctx, cancel := flags.Timed(ctx)
+	defer cancel()
+
+	factory, err := informer.NewFactory(cluster.Config)
+	if err != nil {
+		return err
+	}
+	gvr := schema.GroupVersionResource{Group: *group, Version: *version, Resource: *resource}
+	objects, err := informer.ForResource(factory, gvr, reflector.Target{Kind: *kind, Namespace: *namespace})
+	if err != nil {
+		return err
+	}
+	// A 404 here usually means the CustomResourceDefinition is not
+	// installed; the informer keeps retrying, so say it as it happens.
+	if err := objects.SetWatchErrorHandler(func(err error) {
+		fmt.Fprintln(os.Stderr, "crd: (retrying)", err)
+	}); err != nil {
+		return err
+	}
+
+	type event struct {
+		typ string
+		obj *unstructured.Unstructured
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	events := make(chan event, 64)
+	send := func(typ string, obj *unstructured.Unstructured) {
+		select {
+		case events <- event{typ, obj}:
+		case <-runCtx.Done():
+		}
+	}
+	objects.AddEventHandler(processor.HandlerFuncs[*unstructured.Unstructured]{
+		AddFunc: func(obj *unstructured.Unstructured, isInInitialList bool) {
+			if !isInInitialList {
+				send("ADDED", obj)
+			}
+		},
+		UpdateFunc: func(_, obj *unstructured.Unstructured) { send("MODIFIED", obj) },
+		DeleteFunc: func(obj *unstructured.Unstructured, _ bool) { send("DELETED", obj) },
+	})
+
+	start := time.Now()
+	factory.Start(runCtx)
+	defer func() { stop(); factory.Shutdown() }() // stop the informer and wait for it
+
+	var handled, synced int
+	var syncTime time.Duration
+	summary := func() {
+		fmt.Fprintf(stdout, "summary: synced=%d events=%d sync=%v events/s=%.1f\n",
+			synced, handled, syncTime.Round(time.Millisecond), demo.PerSecond(handled, time.Since(start)))
+	}
+	syncCtx, cancelSync := flags.SyncContext(ctx)
+	defer cancelSync()
+	if err := factory.WaitForCacheSync(syncCtx); err != nil {
+		if ctx.Err() != nil { // Ctrl-C or -duration: not a failure
+			fmt.Fprintln(stdout, "stopped before the first list completed")
+			summary()
+			return nil
+		}
+		return err
+	}
+	synced, syncTime = objects.Indexer().Len(), time.Since(start)
+	fmt.Fprintf(stdout, "synced %d %s in %v; now watching\n", synced, gvr.GroupResource(), syncTime.Round(time.Millisecond))
+
+	for {
+		select {
+		case e := <-events:
+			handled++
+			// Unstructured objects are maps: read fields with the
+			// unstructured.Nested* helpers.
+			phase, _, _ := unstructured.NestedString(e.obj.Object, "status", "phase")
+			spec, _, _ := unstructured.NestedMap(e.obj.Object, "spec")
+			specJSON, _ := json.Marshal(spec)
+			fmt.Fprintf(stdout, "%s %-8s %-30s %-9s rv=%s spec=%s\n", time.Now().Format("15:04:05.000"), e.typ,
+				indexer.MetaNamespaceKey(e.obj), phase, e.obj.GetResourceVersion(), truncate(string(specJSON), 60))
+		case <-ctx.Done():
+			summary()
+			return nil
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
