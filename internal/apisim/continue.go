@@ -12,10 +12,11 @@ import (
 )
 
 // Continue tokens have kube-apiserver's format: unpadded base64url of
-// {"v":"meta.k8s.io/v1","rv":N,"start":"key\u0000"}, where rv is the
+// {"v":"meta.k8s.io/v1","rv":N,"start":"/key\u0000"}, where rv is the
 // snapshot the first page was read at (-1: "the newest state", as in the
-// token a 410 carries) and start is the next key, relative to the list's
-// scope.
+// token a 410 carries) and start is the key after which the next page
+// begins, relative to the list's scope ("/name" in a namespace,
+// "/namespace/name" across namespaces).
 
 type continueToken struct {
 	APIVersion      string `json:"v"`
@@ -23,8 +24,10 @@ type continueToken struct {
 	StartKey        string `json:"start"`
 }
 
+// encodeContinue encodes a token; startKey is relative to the scope,
+// without the leading slash.
 func encodeContinue(rv int64, startKey string) string {
-	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rv, StartKey: startKey})
+	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rv, StartKey: "/" + startKey})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 

@@ -48,7 +48,7 @@ func (o Objects[T]) Update(obj T) (T, error) {
 // returns its last state stamped with the deletion's resourceVersion, as
 // watchers see it in the DELETED event. NotFound when it does not exist.
 func (o Objects[T]) Delete(namespace, name string) (T, error) {
-	return o.write(func(c *collection) (*version, error) { return o.s.remove(c, namespace, name) })
+	return o.write(func(c *collection) (*version, error) { return o.s.remove(c, namespace, name, nil) })
 }
 
 // Get returns the current state of an object, or a NotFound status error.

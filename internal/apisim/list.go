@@ -59,7 +59,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req request) 
 func (s *Server) readPage(ctx context.Context, c *collection, q *query) (*page, error) {
 	rv, err := parseRV(q.ResourceVersion)
 	if err != nil {
-		return nil, err
+		return nil, apierrors.NewBadRequest("invalid resource version: " + err.Error())
 	}
 	var (
 		startKey string
@@ -167,7 +167,7 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, c *collection
 	apiVersion, kind := c.res.APIVersion(), c.res.ListKind
 	metaField, itemsField := c.listMetaField, c.listItemsField
 	if f.partial {
-		apiVersion, kind, metaField, itemsField = "meta.k8s.io/v1", "PartialObjectMetadataList", 1, 2
+		apiVersion, kind, metaField, itemsField = f.metaAPIVersion(), "PartialObjectMetadataList", 1, 2
 	}
 	items := make([]encoded, len(p.items))
 	out.lastRV = p.rv

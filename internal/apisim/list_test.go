@@ -30,7 +30,7 @@ func TestListPagesServeTheFirstPageSnapshot(t *testing.T) {
 	assert.Equal(t, int64(11), *first.Metadata.RemainingItemCount)
 	token, err := base64.RawURLEncoding.DecodeString(first.Metadata.Continue)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"v":"meta.k8s.io/v1","rv":`+first.Metadata.ResourceVersion+`,"start":"default/p3\u0000"}`, string(token))
+	assert.JSONEq(t, `{"v":"meta.k8s.io/v1","rv":`+first.Metadata.ResourceVersion+`,"start":"/default/p3\u0000"}`, string(token))
 
 	// Changes after the first page must not show in the next pages.
 	_, err = pods.Create(apisim.MakePod("default", "p10"))
@@ -167,7 +167,8 @@ func TestListInvalidOptions(t *testing.T) {
 		{"continue=bm90LWpzb24", 400, metav1.StatusReasonBadRequest, "invalid continue token"},
 		{"labelSelector=" + url.QueryEscape("a b c"), 400, metav1.StatusReasonBadRequest, ""},
 		{"fieldSelector=spec.foo%3Dbar", 400, metav1.StatusReasonBadRequest, "field label not supported: spec.foo"},
-		{"resourceVersion=abc", 500, metav1.StatusReasonUnknown, `resourceVersion: Invalid value: "abc"`},
+		{"resourceVersion=abc", 400, metav1.StatusReasonBadRequest,
+			`invalid resource version: resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			resp, body := get(t, s, "/api/v1/pods?"+tc.query)

@@ -19,9 +19,16 @@ const (
 
 // format is the representation chosen for a response.
 type format struct {
-	proto   bool // application/vnd.kubernetes.protobuf, else JSON
-	partial bool // metadata only: PartialObjectMetadata(List), meta.k8s.io/v1
+	proto   bool   // application/vnd.kubernetes.protobuf, else JSON
+	partial bool   // metadata only: PartialObjectMetadata(List)
+	metaV   string // partial: the meta.k8s.io version, "v1" or "v1beta1"
+	// unservable: a watch asked for PartialObjectMetadataList. kube-apiserver
+	// accepts it, then fails to encode the first frame and ends the stream.
+	unservable bool
 }
+
+// metaAPIVersion returns the apiVersion of metadata-only objects.
+func (f format) metaAPIVersion() string { return "meta.k8s.io/" + f.metaV }
 
 var formatJSON = format{}
 
@@ -29,8 +36,9 @@ var formatJSON = format{}
 type requestKind uint8
 
 const (
-	kindObject requestKind = iota // one object (get, create, update, watch events)
+	kindObject requestKind = iota // one object (get, create, update)
 	kindList                      // a collection
+	kindWatch                     // watch events
 )
 
 // acceptClause is one media range of an Accept header.
@@ -93,10 +101,13 @@ func negotiate(r *http.Request, c *collection, kind requestKind) (format, error)
 			if cl.params["g"] != "meta.k8s.io" || (cl.params["v"] != "v1" && cl.params["v"] != "v1beta1") {
 				continue
 			}
+			f.metaV = cl.params["v"]
 			switch {
-			case as == "PartialObjectMetadata" && kind == kindObject,
+			case as == "PartialObjectMetadata" && kind != kindList,
 				as == "PartialObjectMetadataList" && kind == kindList:
 				f.partial = true
+			case as == "PartialObjectMetadataList" && kind == kindWatch:
+				f.partial, f.unservable = true, true
 			case as == "PartialObjectMetadata":
 				return f, notAcceptable(fmt.Sprintf("you requested PartialObjectMetadata, but the requested object is a list (%s)", c.goTypeName(true)))
 			case as == "PartialObjectMetadataList":
@@ -139,15 +150,21 @@ func notAcceptable(msg string) error {
 	}}
 }
 
-// goTypeName names the Go type kube-apiserver would print in messages.
+// goTypeName names the Go type kube-apiserver prints in transformation
+// errors: its internal type, in the package named after the API group.
 func (c *collection) goTypeName(list bool) string {
+	kind := c.res.Kind
+	if list {
+		kind = c.res.ListKind
+	}
 	switch {
 	case c.typed == nil && list:
 		return "*unstructured.UnstructuredList"
 	case c.typed == nil:
 		return "*unstructured.Unstructured"
-	case list:
-		return "*" + c.res.Version + "." + c.res.ListKind
+	case c.res.Group == "":
+		return "*core." + kind
 	}
-	return "*" + c.res.Version + "." + c.res.Kind
+	pkg, _, _ := strings.Cut(c.res.Group, ".")
+	return "*" + pkg + "." + kind
 }

@@ -175,6 +175,20 @@ func (v *version) partial() (jsonBytes, pb []byte) {
 	return v.partialJSON, v.partialPB
 }
 
+// partialAs encodes v metadata-only in another meta.k8s.io version
+// (v1beta1), on every call: no client of note asks for it.
+func (v *version) partialAs(f format) encoded {
+	m, _ := meta.Accessor(v.obj)
+	p := meta.AsPartialObjectMetadata(m)
+	p.TypeMeta = metav1.TypeMeta{APIVersion: f.metaAPIVersion(), Kind: "PartialObjectMetadata"}
+	if f.proto {
+		pb, _ := p.Marshal() // plain struct: cannot fail
+		return encoded{apiVersion: p.APIVersion, kind: p.Kind, body: pb}
+	}
+	js, _ := json.Marshal(p) // plain struct: cannot fail
+	return encoded{body: js}
+}
+
 func objectKey(namespace, name string) string {
 	if namespace == "" {
 		return name

@@ -188,7 +188,20 @@ func TestPartialObjectMetadata(t *testing.T) {
 
 	resp, body = get(t, s, "/api/v1/pods", "Accept", partialJSON)
 	st := status(t, resp, body, http.StatusNotAcceptable)
-	assert.Contains(t, st.Message, "you requested PartialObjectMetadata, but the requested object is a list")
+	assert.Equal(t, "you requested PartialObjectMetadata, but the requested object is a list (*core.PodList)", st.Message)
+	resp, body = get(t, s, "/api/v1/namespaces/default/pods/p0", "Accept", partialList)
+	st = status(t, resp, body, http.StatusNotAcceptable)
+	assert.Equal(t, "you requested PartialObjectMetadataList, but the requested object is not a list (*core.Pod)", st.Message)
+
+	resp, body = get(t, s, "/api/v1/pods", "Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1beta1"`)
+	assert.Contains(t, string(body), `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1beta1"`)
+
+	// A watch asking for the list form is accepted, and ends at its first
+	// frame, as on kube-apiserver.
+	w = watch(t, s, "/api/v1/pods?watch=1&resourceVersion=0&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", "Accept", partialList)
+	assert.Equal(t, io.EOF, w.end(t))
 }
 
 func TestProtobufRequestBody(t *testing.T) {

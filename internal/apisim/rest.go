@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -52,17 +53,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.serveVersion(w)
 		return
 	}
-	if !strings.HasPrefix(r.URL.Path, "/api") {
-		writeStatus(w, r, errNoSuchPath(), errorFormat(r))
-		return
-	}
+	w.Header().Set("Cache-Control", "no-cache, private")
 	if s.opts.bearerToken != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.bearerToken {
 		writeStatus(w, r, errUnauthorized(), errorFormat(r))
 		return
 	}
 	gv, rest, ok := splitAPIPath(r.URL.Path)
-	if !ok {
-		writeStatus(w, r, errNoSuchPath(), errorFormat(r))
+	if !ok || !s.serves(gv) {
+		// Outside the served API groups kube-apiserver's mux answers, not
+		// its API machinery: plain text.
+		http.NotFound(w, r)
 		return
 	}
 	if len(rest) == 0 {
@@ -95,6 +95,23 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	case VerbDelete:
 		s.serveDelete(w, r, req)
 	}
+}
+
+// serves reports whether the server has the group (version) gv: core v1
+// always, other groups when a resource of theirs is registered. An empty
+// group or version stands for any.
+func (s *Server) serves(gv schema.GroupVersion) bool {
+	if gv.Group == "" && (gv.Version == "" || gv.Version == "v1") {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for gvr := range s.collections {
+		if gvr.Group == gv.Group && (gv.Version == "" || gvr.Version == gv.Version) {
+			return true
+		}
+	}
+	return false
 }
 
 // splitAPIPath splits /api/v1/... and /apis/g/v/... into the group version
@@ -223,7 +240,14 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req request
 		writeStatus(w, r, err, errorFormat(r))
 		return
 	}
-	v, err := s.remove(req.c, req.namespace, req.name)
+	var opts metav1.DeleteOptions
+	if body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes)); err == nil && len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &opts); err != nil {
+			writeStatus(w, r, apierrors.NewBadRequest(fmt.Sprintf("decoding DeleteOptions: %v", err)), errorFormat(r))
+			return
+		}
+	}
+	v, err := s.remove(req.c, req.namespace, req.name, opts.Preconditions)
 	if err != nil {
 		writeStatus(w, r, err, errorFormat(r))
 		return

@@ -98,7 +98,7 @@ func TestStatusErrorShapes(t *testing.T) {
 			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Operation cannot be fulfilled on pods \"x\": the object has been modified; please apply your changes to the latest version and try again","reason":"Conflict","details":{"name":"x","kind":"pods"},"code":409}`},
 		{"delete missing", http.MethodDelete, "/api/v1/namespaces/default/pods/nope", nil, 404,
 			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"nope\" not found","reason":"NotFound","details":{"name":"nope","kind":"pods"},"code":404}`},
-		{"unknown path", http.MethodGet, "/api/v1/foos", nil, 404,
+		{"unknown resource", http.MethodGet, "/api/v1/foos", nil, 404,
 			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}`},
 		{"namespace mismatch", http.MethodPost, "/api/v1/namespaces/other/pods", apisim.MakePod("default", "y"), 400,
 			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the namespace of the provided object does not match the namespace sent on the request","reason":"BadRequest","code":400}`},
@@ -166,6 +166,16 @@ func TestGenerateName(t *testing.T) {
 	cm, err := cms.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "gen-"}})
 	require.NoError(t, err)
 	assert.Regexp(t, `^gen-[a-z0-9]{5}$`, cm.Name)
+}
+
+func TestUnknownGroupIsPlainNotFound(t *testing.T) {
+	s := start(t)
+	for _, path := range []string{"/apis/widgets.example.org/v1/widgets", "/apis/example.com/v2/widgets", "/api/v2/pods", "/metrics"} {
+		resp, body := get(t, s, path)
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+		assert.Equal(t, "text/plain; charset=utf-8", resp.Header.Get("Content-Type"), path)
+		assert.Equal(t, "404 page not found\n", string(body), path)
+	}
 }
 
 func TestUnsupportedMethod(t *testing.T) {
@@ -239,4 +249,22 @@ func TestRequestCounters(t *testing.T) {
 	assert.Equal(t, 2, s.Requests(apisim.VerbList, apisim.Pods()))
 	assert.Equal(t, 1, s.Requests(apisim.VerbWatch, apisim.Pods()))
 	assert.Zero(t, s.Requests(apisim.VerbList, apisim.ConfigMaps()))
+}
+
+func TestDeletePreconditions(t *testing.T) {
+	s := start(t)
+	p, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Create(apisim.MakePod("default", "alpha"))
+	require.NoError(t, err)
+	wrongUID := `{"preconditions":{"uid":"00000000-0000-4000-8000-000000000000"}}`
+	resp, body := do(t, s, http.MethodDelete, "/api/v1/namespaces/default/pods/alpha", strings.NewReader(wrongUID))
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	assert.JSONEq(t, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Operation cannot be fulfilled on Pod \"alpha\": the UID in the precondition (00000000-0000-4000-8000-000000000000) does not match the UID in record (`+string(p.UID)+`). The object might have been deleted and then recreated","reason":"Conflict","details":{"name":"alpha","kind":"Pod"},"code":409}`, string(body))
+
+	resp, body = do(t, s, http.MethodDelete, "/api/v1/namespaces/default/pods/alpha", strings.NewReader(`{"preconditions":{"resourceVersion":"999"}}`))
+	st := status(t, resp, body, http.StatusConflict)
+	assert.Contains(t, st.Message, "the ResourceVersion in the precondition (999) does not match the ResourceVersion in record (1)")
+
+	right := `{"preconditions":{"uid":"` + string(p.UID) + `","resourceVersion":"1"}}`
+	resp, _ = do(t, s, http.MethodDelete, "/api/v1/namespaces/default/pods/alpha", strings.NewReader(right))
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }

@@ -167,7 +167,27 @@ func (st *stream) garbage() []byte {
 
 // event writes one watch event frame.
 func (st *stream) event(typ string, obj encoded, rv uint64) {
+	if st.f.unservable {
+		st.end()
+		return
+	}
 	st.item(st.frame(typ, obj), rv)
+}
+
+// bookmark writes one BOOKMARK frame; it does not count as an item.
+func (st *stream) bookmark(obj encoded, rv uint64) {
+	if st.f.unservable {
+		st.end()
+		return
+	}
+	st.write(st.frame("BOOKMARK", obj))
+	st.lastRV = rv
+}
+
+// end ends the response cleanly.
+func (st *stream) end() {
+	st.flush()
+	st.ended = true
 }
 
 // frame encodes one watch event in the stream's format, in st.scratch.

@@ -128,7 +128,7 @@ func (e *event) exitVersion(c *collection) *version {
 //   - timeoutSeconds (else WithWatchTimeout): a clean end after that long.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request) {
 	ef := errorFormat(r)
-	f, err := negotiate(r, req.c, kindObject)
+	f, err := negotiate(r, req.c, kindWatch)
 	if err != nil {
 		writeStatus(w, r, err, ef)
 		return
@@ -166,11 +166,18 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 	}
 	defer s.endWatch(req.c, wt)
 
-	var timeout <-chan time.Time
+	var timeout, preTimeout <-chan time.Time
 	if d := s.watchTimeout(q); d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		timeout = t.C
+		if q.AllowWatchBookmarks && d > preTimeoutBookmark {
+			// kube-apiserver sends a bookmark 2 s before a watch times out, so
+			// that the client resumes from a fresh resourceVersion.
+			pre := time.NewTimer(d - preTimeoutBookmark)
+			defer pre.Stop()
+			preTimeout = pre.C
+		}
 	}
 	out.lastRV = rv
 	out.header(ctype, http.StatusOK)
@@ -178,8 +185,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 		out.event(out.eventTypeFor("ADDED"), out.encodeFor(req.c, v, f), v.rv)
 	}
 	if initial && q.AllowWatchBookmarks {
-		out.write(out.frame("BOOKMARK", req.c.bookmarkObject(startRV, true, f)))
-		out.lastRV = startRV
+		out.bookmark(req.c.bookmarkObject(startRV, true, f), startRV)
 	}
 	for _, d := range backlog {
 		out.deliver(req.c, d)
@@ -200,6 +206,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 			if len(wt.ch) == 0 {
 				out.flush()
 			}
+		case <-preTimeout:
+			s.queueBookmark(req.c, wt)
 		case <-timeout:
 			out.finish()
 			return
@@ -267,8 +275,7 @@ func (s *Server) watchTimeout(q *query) time.Duration {
 // deliver writes one queued frame.
 func (st *stream) deliver(c *collection, d delivery) {
 	if d.typ == bookmarkEvent {
-		st.write(st.frame("BOOKMARK", c.bookmarkObject(d.rv, false, st.f)))
-		st.lastRV = d.rv
+		st.bookmark(c.bookmarkObject(d.rv, false, st.f), d.rv)
 		return
 	}
 	v := d.v
@@ -276,6 +283,20 @@ func (st *stream) deliver(c *collection, d delivery) {
 		v = d.ev.exitVersion(c)
 	}
 	st.event(st.eventTypeFor(d.typ.String()), st.encodeFor(c, v, st.f), d.rv)
+}
+
+// preTimeoutBookmark is how long before its timeout a watch that allows
+// bookmarks gets one.
+const preTimeoutBookmark = 2 * time.Second
+
+// queueBookmark queues a BOOKMARK at the current resourceVersion for one
+// watcher.
+func (s *Server) queueBookmark(c *collection, w *watcher) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !w.closed && s.rv >= w.minRV {
+		w.send(c, delivery{typ: bookmarkEvent, rv: s.rv})
+	}
 }
 
 // sendBookmarks queues a BOOKMARK at the current resourceVersion for every
@@ -300,7 +321,7 @@ func (c *collection) bookmarkObject(rv uint64, initialEnd bool, f format) encode
 	var obj runtime.Object
 	switch {
 	case f.partial:
-		obj = &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}}
+		obj = &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: f.metaAPIVersion(), Kind: "PartialObjectMetadata"}}
 	case c.typed != nil:
 		obj = reflect.New(c.typed.Elem()).Interface().(runtime.Object)
 		obj.GetObjectKind().SetGroupVersionKind(c.res.GroupVersionKind())
@@ -316,7 +337,7 @@ func (c *collection) bookmarkObject(rv uint64, initialEnd bool, f format) encode
 	}
 	e := encoded{apiVersion: c.res.APIVersion(), kind: c.res.Kind}
 	if f.partial {
-		e.apiVersion, e.kind = "meta.k8s.io/v1", "PartialObjectMetadata"
+		e.apiVersion, e.kind = f.metaAPIVersion(), "PartialObjectMetadata"
 	}
 	if f.proto {
 		e.body, _ = obj.(protoMarshaler).Marshal() // fresh empty object: cannot fail

@@ -346,3 +346,13 @@ func TestTimersCompactAndEndWatches(t *testing.T) {
 	w := watch(t, s, "/api/v1/nodes?watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan")
 	assert.Equal(t, io.EOF, w.end(t), "WithWatchTimeout ends watches without timeoutSeconds")
 }
+
+func TestBookmarkTwoSecondsBeforeTheTimeout(t *testing.T) {
+	s := start(t, apisim.WithBookmarkInterval(0), apisim.WithWatchTimeout(2100*time.Millisecond))
+	rv := createPods(t, s, "default", 1)
+	w := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+rv)
+	e := w.next(t)
+	require.Equal(t, "BOOKMARK", e.Type, "like kube-apiserver, a bookmark 2 s before the end")
+	assert.Equal(t, rv, e.rv(t))
+	assert.Equal(t, io.EOF, w.end(t))
+}

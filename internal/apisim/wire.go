@@ -85,6 +85,8 @@ type encoded struct {
 // encodedVersion returns v's bytes in format f.
 func (c *collection) encodedVersion(v *version, f format) encoded {
 	switch {
+	case f.partial && f.metaV != "v1":
+		return v.partialAs(f)
 	case f.partial && f.proto:
 		_, pb := v.partial()
 		return encoded{apiVersion: "meta.k8s.io/v1", kind: "PartialObjectMetadata", body: pb}

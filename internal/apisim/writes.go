@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -139,13 +140,17 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string) (*versi
 }
 
 // remove deletes an object and returns its tombstone: the last state
-// stamped with the deletion's resourceVersion.
-func (s *Server) remove(c *collection, namespace, name string) (*version, error) {
+// stamped with the deletion's resourceVersion. pre, when not nil, holds the
+// DeleteOptions preconditions the object must meet.
+func (s *Server) remove(c *collection, namespace, name string, pre *metav1.Preconditions) (*version, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := c.store.current(objectKey(namespace, name))
 	if cur == nil {
 		return nil, apierrors.NewNotFound(c.res.GroupResource(), name)
+	}
+	if err := c.checkPreconditions(cur, pre); err != nil {
+		return nil, err
 	}
 	rv := s.rv + 1
 	tomb, err := c.restamped(cur, rv, true)
@@ -154,6 +159,27 @@ func (s *Server) remove(c *collection, namespace, name string) (*version, error)
 	}
 	s.commit(c, &event{typ: deleted, rv: rv, obj: tomb, prev: cur})
 	return tomb, nil
+}
+
+// checkPreconditions answers a delete whose preconditions the object does
+// not meet with kube-apiserver's Conflict (which names the kind, not the
+// resource).
+func (c *collection) checkPreconditions(cur *version, pre *metav1.Preconditions) error {
+	if pre == nil {
+		return nil
+	}
+	qualified := schema.GroupResource{Group: c.res.Group, Resource: c.res.Kind}
+	if pre.UID != nil && *pre.UID != types.UID(cur.uid) {
+		return apierrors.NewConflict(qualified, cur.name, fmt.Errorf(
+			"the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated",
+			*pre.UID, cur.uid))
+	}
+	if rv := strconv.FormatUint(cur.rv, 10); pre.ResourceVersion != nil && *pre.ResourceVersion != rv {
+		return apierrors.NewConflict(qualified, cur.name, fmt.Errorf(
+			"the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified",
+			*pre.ResourceVersion, rv))
+	}
+	return nil
 }
 
 // commit makes an event visible. The caller holds s.mu.
