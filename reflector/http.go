@@ -230,10 +230,10 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 	return ListMeta{ResourceVersion: meta.ResourceVersion, Continue: meta.Continue}, nil
 }
 
-// Watch opens a watch stream. Its body is read through a watchdog: if no
-// byte arrives for the idle timeout (WithWatchIdleTimeout), the stream is
-// closed and Next fails, so a stalled stream is reopened rather than
-// trusted.
+// Watch opens a watch stream. The answer must come within the idle timeout
+// (WithWatchIdleTimeout), and its body is then read through a watchdog: if
+// no byte arrives for that long, the stream is closed and Next fails, so a
+// stalled stream is reopened rather than trusted.
 func (lw *HTTPListerWatcher[T]) Watch(ctx context.Context, opts WatchOptions) (Watcher[T], error) {
 	q := lw.values()
 	q.Set("watch", "1")
@@ -253,7 +253,21 @@ func (lw *HTTPListerWatcher[T]) Watch(ctx context.Context, opts WatchOptions) (W
 		q.Set("timeoutSeconds", strconv.FormatInt(opts.TimeoutSeconds, 10))
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	var answer *time.Timer
+	if lw.opt.idleTimeout > 0 {
+		// A request sent on a connection that stopped forwarding (a
+		// pooled HTTP/1.1 connection gone half-open) gets no answer and
+		// no error: give up on it as on a silent stream.
+		answer = time.AfterFunc(lw.opt.idleTimeout, cancel)
+	}
 	resp, err := lw.client.get(ctx, lw.path, q, lw.acceptWait)
+	if answer != nil && !answer.Stop() {
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel()
+		return nil, fmt.Errorf("%w: no answer for %s", ErrStalled, lw.opt.idleTimeout)
+	}
 	if err != nil {
 		cancel()
 		return nil, err
