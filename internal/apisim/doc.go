@@ -60,6 +60,9 @@
 //     terminated, like the watch cache terminates watchers that cannot keep
 //     up: its stream ends cleanly after the queued events and the client is
 //     expected to resume from the last resourceVersion it saw.
+//   - A watch from "" or "0" without sendInitialEvents gets initial events
+//     (the WatchList default since 1.34), closed by the initial-events-end
+//     bookmark when it allows bookmarks.
 //   - A watch from a resourceVersion ahead of the server waits for it, as
 //     with the watch cache (WithFutureWatchError for the --watch-cache=false
 //     behaviour); a streaming list (sendInitialEvents) from such an RV
@@ -70,6 +73,18 @@
 //   - An object that stops matching a watch's selector arrives as DELETED
 //     carrying its previous state stamped with the change's resourceVersion
 //     (kube-apiserver's choice); one that starts matching as ADDED.
+//   - Watches allowing bookmarks get one every WithBookmarkInterval, and
+//     one 2 s before their timeout, as from kube-apiserver.
+//
+// # Fidelity
+//
+// The tests replay the Status answers a real kube-apiserver v1.37.2 gave
+// (recorded by internal/e2e under testdata/conformance) against the
+// simulator and compare them field by field. Not simulated: authentication
+// beyond one bearer token, authorization (403), namespace lifecycle
+// (creating in a missing namespace succeeds), subresources, PATCH,
+// deletecollection, Table output, YAML and CBOR, response compression, and
+// an etcd compaction that the watch cache outlives (Compact drops both).
 //
 // # Faults
 //

@@ -226,8 +226,7 @@ func TestStatusFaults(t *testing.T) {
 	assert.Equal(t, metav1.StatusReasonServiceUnavailable, status(t, resp, body, 503).Reason)
 
 	s.Inject(apisim.Match{Verb: apisim.VerbList}, apisim.ServerError(http.StatusInternalServerError), 1)
-	resp, _ = get(t, s, "/api/v1/configmaps?watch=1&timeoutSeconds=1")
-	assert.Equal(t, http.StatusOK, resp.StatusCode, "the verb must match")
+	watch(t, s, "/api/v1/configmaps?watch=1").close() // a 200: the verb must match
 }
 
 func TestInjectionMatchingAndRemoval(t *testing.T) {
