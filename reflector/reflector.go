@@ -226,6 +226,12 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			if errors.Is(err, io.EOF) {
 				return &streamingUnsupportedError{reason: "the stream ended before the initial-events-end bookmark"}
 			}
+			if errors.Is(err, ErrStalled) {
+				// A server that serves streaming lists sends the bookmark
+				// right after the initial events; one that goes quiet
+				// instead would do so again on every attempt.
+				return &streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark"}
+			}
 			if errors.Is(err, ErrSkipped) {
 				r.report(fmt.Errorf("watch-listing %s: %w", r.opt.name, err))
 				continue

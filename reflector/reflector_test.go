@@ -469,3 +469,53 @@ func TestLastErrorClearsOnceAWatchIsAccepted(t *testing.T) {
 		assert.NoError(t, r.LastError(), "the watch resumed without a relist: the error is over")
 	})
 }
+
+func TestStreamingThatStallsBeforeItsEndFallsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Initial events, then silence until the watchdog gives up: no
+		// end marker, and no periodic bookmark to give the server away.
+		lw := &stallsStreaming{scripted: &scripted{}}
+		store := newRecorder()
+		r := reflector.New[*corev1.Pod](lw, store)
+		defer run(t, r)()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		calls := store.calls()
+		require.NotEmpty(t, calls, "never synced")
+		assert.Equal(t, "replace 0@10", calls[0], "the partial initial state must never be applied")
+		assert.Equal(t, 1, lw.lists)
+		assert.Equal(t, 1, lw.streams, "fell back after one stalled streaming list")
+	})
+}
+
+// stallsStreaming serves streaming lists that send one initial event and
+// then stall, and plain LIST and WATCH through scripted.
+type stallsStreaming struct {
+	*scripted
+	streams int
+}
+
+func (s *stallsStreaming) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	if !opts.SendInitialEvents {
+		return s.scripted.Watch(ctx, opts)
+	}
+	s.mu.Lock()
+	s.streams++
+	s.mu.Unlock()
+	return &stalledWatcher{event: &reflector.Event[*corev1.Pod]{Type: reflector.Added, Object: withRV(pod("a"), "3")}}, nil
+}
+
+// stalledWatcher returns its event, then fails as the HTTP watcher's
+// watchdog does after its idle timeout.
+type stalledWatcher struct{ event *reflector.Event[*corev1.Pod] }
+
+func (w *stalledWatcher) Next() (reflector.Event[*corev1.Pod], error) {
+	if ev := w.event; ev != nil {
+		w.event = nil
+		return *ev, nil
+	}
+	time.Sleep(90 * time.Second)
+	return reflector.Event[*corev1.Pod]{}, fmt.Errorf("%w: no data for 90s", reflector.ErrStalled)
+}
+
+func (w *stalledWatcher) Close() error { return nil }
