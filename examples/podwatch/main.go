@@ -161,8 +161,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "synced %d pods in %v (%.0f/s); now watching\n",
 				cached, syncTime.Round(time.Millisecond), demo.PerSecond(cached, syncTime))
 		case <-syncDeadline:
-			return fmt.Errorf("pods not synced after %v (raise -sync-timeout?): last error: %v",
-				flags.SyncTimeout, pods.LastError())
+			if err := pods.LastError(); err != nil {
+				return fmt.Errorf("pods not synced after %v: %w", flags.SyncTimeout, err)
+			}
+			return fmt.Errorf("pods not synced after %v, still listing (raise -sync-timeout?)", flags.SyncTimeout)
 		case e := <-events:
 			progress.Clear()
 			handled++

@@ -59,13 +59,13 @@ func Connect(ctx context.Context, f Flags, out io.Writer, workloads ...Workload)
 // connectReal checks that the cluster of cfg answers, and says which
 // cluster it is.
 func connectReal(ctx context.Context, f Flags, cfg *reflector.Config, out io.Writer) (*Cluster, error) {
-	which := "the current context"
+	which := "the kubeconfig's current context"
 	if f.Context != "" {
-		which = fmt.Sprintf("context %q", f.Context)
+		which = fmt.Sprintf("kubeconfig context %q", f.Context)
 	}
 	version, err := serverVersion(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("the cluster of the kubeconfig's %s (%s) did not answer: %w", which, cfg.Host, err)
+		return nil, fmt.Errorf("cannot reach the cluster at %s (%s): %w", cfg.Host, which, err)
 	}
 	fmt.Fprintf(out, "cluster: %s (%s, Kubernetes %s); this example only lists and watches, it changes nothing\n",
 		cfg.Host, which, version)
