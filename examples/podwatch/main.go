@@ -1,7 +1,9 @@
 // Podwatch is a live view of pods, like `kubectl get pods -w`: it lists
 // the pods, showing how many have arrived so far, then prints one line per
 // change (time, type, namespace/name, phase, resourceVersion) until Ctrl-C
-// or -duration, and ends with a summary line.
+// or -duration, and ends with a summary line. "DELETED?" marks a pod whose
+// deletion was noticed by a relist, not seen as it happened: the line shows
+// the last state the cache had.
 //
 //	go run ./examples/podwatch                      # your cluster, or the simulator if you have no kubeconfig
 //	go run ./examples/podwatch -sim -duration 10s   # the simulator, for ten seconds

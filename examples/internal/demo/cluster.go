@@ -20,7 +20,8 @@ import (
 )
 
 // Cluster is the apiserver an example talks to: a real cluster from a
-// kubeconfig, or the simulator. Close it when done.
+// kubeconfig, or the simulator. Get one from Connect (the zero value is not
+// usable) and Close it once, after stopping the informers that use it.
 type Cluster struct {
 	// Config is what the example hands to listwatch to reach the apiserver.
 	Config *reflector.Config

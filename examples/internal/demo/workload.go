@@ -35,7 +35,8 @@ func pick(list string, r *rand.Rand) string {
 
 // A Workload is one resource of the simulator with its synthetic objects:
 // how many there are for -sim-objects pods, how to make one and how to
-// change one. Get them from Pods, Deployments, ConfigMaps and Widgets.
+// change one. Get them from Pods, Deployments, ConfigMaps and Widgets; the
+// zero value is not usable. A Workload is a plain value, never modified.
 type Workload struct {
 	// Resource is the resource the simulator serves.
 	Resource apisim.Resource
