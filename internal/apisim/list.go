@@ -192,7 +192,7 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, c *collection
 			out.scratch = append(frame, it.body...)
 			out.item(out.scratch, p.items[i].rv)
 		}
-		out.write(unknownTrailer)
+		out.write([]byte(unknownTrailer))
 		out.finish()
 		return
 	}

@@ -30,8 +30,6 @@ type format struct {
 // metaAPIVersion returns the apiVersion of metadata-only objects.
 func (f format) metaAPIVersion() string { return "meta.k8s.io/" + f.metaV }
 
-var formatJSON = format{}
-
 // requestKind says what a response carries, for Accept negotiation.
 type requestKind uint8
 
@@ -86,7 +84,7 @@ func parseAccept(header string) []acceptClause {
 func negotiate(r *http.Request, c *collection, kind requestKind) (format, error) {
 	header := r.Header.Get("Accept")
 	if header == "" {
-		return formatJSON, nil
+		return format{}, nil
 	}
 	for _, cl := range parseAccept(header) {
 		var f format
@@ -133,12 +131,12 @@ func errorFormat(r *http.Request) format {
 		}
 		switch cl.media {
 		case mediaJSON, "application/*", "*/*":
-			return formatJSON
+			return format{}
 		case mediaProtobuf:
 			return format{proto: true}
 		}
 	}
-	return formatJSON
+	return format{}
 }
 
 func notAcceptable(msg string) error {

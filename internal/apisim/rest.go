@@ -302,7 +302,7 @@ func readBody(r *http.Request, c *collection) (runtime.Object, error) {
 
 // decodeProtobuf parses "k8s\x00" + Unknown into the canonical typed form.
 func (c codec) decodeProtobuf(body []byte) (runtime.Object, error) {
-	if !bytes.HasPrefix(body, protoMagic) {
+	if !bytes.HasPrefix(body, []byte(protoMagic)) {
 		return nil, fmt.Errorf("protobuf body does not start with the k8s magic prefix")
 	}
 	var unk runtime.Unknown

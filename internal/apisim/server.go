@@ -270,7 +270,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		writeStatus(w, r, errServerClosing(), formatJSON)
+		writeStatus(w, r, errServerClosing(), format{})
 		return
 	}
 	s.handlers.Add(1)

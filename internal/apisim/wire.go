@@ -20,10 +20,10 @@ import (
 //
 //	WatchEvent   { 1: type, 2: RawExtension{ 1: "k8s\x00" + Unknown } }
 
-var protoMagic = []byte("k8s\x00")
+const protoMagic = "k8s\x00"
 
 // unknownTrailer encodes Unknown's empty contentEncoding and contentType.
-var unknownTrailer = []byte{0x1a, 0x00, 0x22, 0x00}
+const unknownTrailer = "\x1a\x00\x22\x00"
 
 func appendVarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
 
