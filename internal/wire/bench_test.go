@@ -101,7 +101,10 @@ func BenchmarkProtobufWatchDecode(b *testing.B) {
 // WithoutVersionDecoder clears its kind. The serializer package itself
 // cannot be imported here without adding sigs.k8s.io/yaml to go.mod, so
 // its Decode steps are spelled out with the same libraries in the same
-// order (see apimachineryJSONDecoder).
+// order (see apimachineryJSONWatch). Checked against the real serializer
+// (json.NewSerializerWithOptions + json.Framer + streaming.NewDecoder) in a
+// copy of the module that requires sigs.k8s.io/yaml: the CPU per event
+// agreed within 5%.
 func BenchmarkApimachineryJSONWatchDecode(b *testing.B) {
 	stream := jsonStream(b, benchPodEvents()...)
 	scheme := testScheme(b)
