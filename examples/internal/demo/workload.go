@@ -172,13 +172,13 @@ func newUnreadyDeployment(ns, name string, r *rand.Rand) *appsv1.Deployment {
 
 func changeDeployment(d *appsv1.Deployment, r *rand.Rand) {
 	want := *d.Spec.Replicas
-	if d.Status.ReadyReplicas != want || r.IntN(2) == 0 {
+	if d.Status.ReadyReplicas != want {
 		// The rollout completes.
 		d.Status = appsv1.DeploymentStatus{Replicas: want, UpdatedReplicas: want, ReadyReplicas: want, AvailableReplicas: want}
 		return
 	}
 	// Someone scales it; the new replicas are not ready yet.
-	want = int32(1 + r.IntN(5))
+	want = int32(1 + (int(want)+r.IntN(4))%5) // 1..5, not the current count
 	d.Spec.Replicas = &want
 	d.Status.Replicas = want
 	d.Status.ReadyReplicas = min(d.Status.ReadyReplicas, want)
