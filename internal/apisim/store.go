@@ -148,7 +148,10 @@ func (s *objectStore) keys() []string {
 		s.stale = 0
 	}
 	if len(s.pending) > 0 {
+		// A key pruned away and written again is pending while its stale
+		// entry may still be in sorted: merge without repeating it.
 		slices.Sort(s.pending)
+		s.pending = slices.Compact(s.pending)
 		merged := make([]string, 0, len(s.sorted)+len(s.pending))
 		i, j := 0, 0
 		for i < len(s.sorted) && j < len(s.pending) {
@@ -162,7 +165,7 @@ func (s *objectStore) keys() []string {
 		}
 		merged = append(merged, s.sorted[i:]...)
 		merged = append(merged, s.pending[j:]...)
-		s.sorted, s.pending = merged, s.pending[:0]
+		s.sorted, s.pending = slices.Compact(merged), s.pending[:0]
 	}
 	return s.sorted
 }
