@@ -62,10 +62,11 @@ type codecOptions struct {
 
 // WithoutManagedFields makes the codec skip metadata.managedFields while
 // decoding, so that the entries (often the largest part of an object) are
-// never allocated. A transform that clears them after decoding saves the
+// never built. A transform that clears them after decoding saves the
 // memory held but not the work or the garbage.
 //
-// For JSON the field is skipped by the decoder. For protobuf the
+// For JSON the decoder skips the value (scanning it still costs a
+// short-lived string per key inside it). For protobuf the
 // managedFields entries of the object's metadata (field 1, ObjectMeta
 // field 17, true of every k8s.io/api type) are relabelled in the read
 // buffer as a field number ObjectMeta does not know, which the generated

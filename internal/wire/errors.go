@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The errors below are wrapped with context (which event, which item, how
+// These errors come wrapped with context (which event, which item, how
 // many bytes); test for them with errors.Is. Apart from ErrWrongKind, every
 // decoding error leaves the stream at an unknown position: the caller closes
 // the body and reconnects (for a watch: from the last resource version seen).

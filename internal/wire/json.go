@@ -1,9 +1,7 @@
 package wire
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"strconv"
 	"strings"
@@ -136,98 +134,4 @@ func convertNumber(s string) (any, error) {
 		return nil, fmt.Errorf("number %s: %w", s, err)
 	}
 	return f, nil
-}
-
-// window is the reader under a streaming JSON decoder. It counts the bytes
-// handed to the decoder since the last reset and refuses to hand out more
-// than limit, so one event (or one list item) cannot make the decoder hold
-// unbounded memory. The decoder reads ahead by up to readBufferSize, so an
-// over-limit value is caught after at most limit plus one read buffer.
-//
-// It also records why reading stopped, because json-iterator reports a
-// truncated value as a syntax error.
-type window struct {
-	r        io.Reader
-	it       *jsoniter.Iterator // the decoder reading from this window
-	limit    int64
-	n        int64 // bytes handed out since reset
-	total    int64 // bytes handed out since the start
-	pending  error // an error that came with data, returned on the next call
-	eof      bool  // the source ended (io.EOF with no data)
-	tooLarge bool  // the limit was hit
-	readErr  error // any other error from the source
-	idle     int   // consecutive (0, nil) reads
-}
-
-func (w *window) reset() { w.n = 0 }
-
-// Read implements io.Reader.
-func (w *window) Read(p []byte) (int, error) {
-	if w.pending != nil {
-		return 0, w.note(w.pending)
-	}
-	if w.n >= w.limit {
-		w.tooLarge = w.tooLarge || w.clean()
-		return 0, errLimit
-	}
-	if rem := w.limit - w.n; int64(len(p)) > rem {
-		p = p[:rem]
-	}
-	n, err := w.r.Read(p)
-	w.n += int64(n)
-	w.total += int64(n)
-	if n > 0 {
-		w.idle = 0
-		w.pending = err
-		return n, nil
-	}
-	if err == nil {
-		// json-iterator retries (0, nil) forever; a reader that keeps
-		// returning it is broken.
-		if w.idle++; w.idle > 100 {
-			err = io.ErrNoProgress
-		}
-	}
-	return 0, w.note(err)
-}
-
-// note records why the source stopped, unless the decoder had already
-// found bad bytes: json-iterator keeps reading after a syntax error, and
-// the syntax error is the one to report.
-func (w *window) note(err error) error {
-	switch {
-	case err == nil || !w.clean():
-	case err == io.EOF:
-		w.eof = true
-	default:
-		if w.readErr == nil {
-			w.readErr = err
-		}
-	}
-	return err
-}
-
-// clean reports whether the decoder has not met an error yet.
-func (w *window) clean() bool { return w.it == nil || w.it.Error == nil }
-
-// errLimit is what window hands json-iterator at the limit; decoders
-// translate it into ErrFrameTooLarge or ErrListTooLarge.
-var errLimit = errors.New("size limit reached")
-
-// failure explains why json-iterator stopped, in the order that is true:
-// the limit, a read error, the end of the stream, or bad bytes. what says
-// where ("watch event 3"); tooLarge is the sentinel for the limit.
-func (w *window) failure(it *jsoniter.Iterator, what string, tooLarge error) error {
-	switch {
-	case w.tooLarge:
-		return fmt.Errorf("%s: %w (limit %d bytes)", what, tooLarge, w.limit)
-	case w.readErr != nil:
-		return fmt.Errorf("%s: reading the body: %w", what, w.readErr)
-	case w.eof || it.Error == io.EOF:
-		return fmt.Errorf("%s: the body ended in the middle of a value: %w", what, io.ErrUnexpectedEOF)
-	case it.Error != nil:
-		return fmt.Errorf("%w: %s (%d bytes read): %v", ErrMalformed, what, w.total, it.Error)
-	default:
-		return fmt.Errorf("%w: %s (%d bytes read)", ErrMalformed, what, w.total)
-	}
 }
