@@ -34,6 +34,9 @@ func decodeContinue(t *testing.T, token, listRV string) map[string]any {
 		if k == "rv" {
 			out["rv (type)"] = typeName(v)
 			out["rv == list resourceVersion"] = jsonNumberString(v) == listRV
+			if f, ok := v.(float64); ok && f <= 0 {
+				out["rv"] = v // a marker, not a real version
+			}
 			continue
 		}
 		out[k] = v

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"io"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,13 +19,13 @@ var protobufMagic = []byte("k8s\x00")
 // normalized JSON, so a golden file shows the bytes carry what the JSON
 // form carries.
 func describeProtobuf(data []byte) map[string]any {
-	out := map[string]any{"bytes": len(data) > 0}
+	out := map[string]any{}
 	if !bytes.HasPrefix(data, protobufMagic) {
 		out["magic"] = false
 		out["text"] = string(data)
 		return out
 	}
-	out["magic"] = fmt.Sprintf("%q", protobufMagic)
+	out["magic"] = `k8s\x00`
 	var u runtime.Unknown
 	if err := u.Unmarshal(data[len(protobufMagic):]); err != nil {
 		out["error"] = err.Error()
