@@ -88,3 +88,23 @@ func TestHistory(t *testing.T) {
 	assert.Nil(t, h.oldest())
 	assert.Empty(t, h.since(0))
 }
+
+func TestObjectStoreKeyRecreatedAfterPruning(t *testing.T) {
+	s := newObjectStore()
+	s.put(v("a/1", 1, false), 0)
+	s.put(v("a/2", 2, false), 0)
+	assert.Equal(t, []string{"a/1", "a/2"}, s.keys())
+	s.put(v("a/1", 3, true), 0)
+	s.prune("a/1", 3) // the tombstone is older than the window: the key goes
+	s.put(v("a/1", 4, false), 0)
+	assert.Equal(t, []string{"a/1", "a/2"}, s.keys(), "once, though it left and came back")
+	var n int
+	s.scan("", "", 4, func(*version) bool { n++; return true })
+	assert.Equal(t, 2, n)
+
+	s.put(v("b/1", 5, false), 0)
+	s.put(v("b/1", 6, true), 0)
+	s.prune("b/1", 6)
+	s.put(v("b/1", 7, false), 0) // gone and back before any keys() call
+	assert.Equal(t, []string{"a/1", "a/2", "b/1"}, s.keys())
+}
