@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		deployments.AddEventHandler(handler[*appsv1.Deployment](counters[1])),
 		configMaps.AddEventHandler(handler[*corev1.ConfigMap](counters[2])),
 	}
-	fmt.Fprintln(stdout, "added 3 handlers; every second: objects replayed to them, then +added ~updated -deleted")
+	fmt.Fprintln(stdout, "added 3 handlers; every second, what each was told: cached objects replayed, then +added ~updated -deleted")
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -163,6 +163,6 @@ func handler[T metav1.Object](c *counter) processor.HandlerFuncs[T] {
 }
 
 func (c *counter) String() string {
-	return fmt.Sprintf("%s %d +%d ~%d -%d", c.name,
+	return fmt.Sprintf("%s %d replayed, +%d ~%d -%d", c.name,
 		c.replayed.Load(), c.added.Load(), c.updated.Load(), c.deleted.Load())
 }
