@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -98,8 +96,8 @@ func TestAPIServerRestart(t *testing.T) {
 	require.Error(t, err, "a killed apiserver answers nothing")
 	require.NoError(t, c.StartAPIServer(ctx))
 
+	require.Len(t, c.Processes(), 2, "etcd and kube-apiserver")
 	require.NoError(t, c.Stop())
-	out, _ := exec.Command("pgrep", "-f", c.Dir()).Output()
-	require.Empty(t, strings.TrimSpace(string(out)), "processes left after Stop")
+	require.Empty(t, c.Processes(), "processes left after Stop")
 	require.NoDirExists(t, c.Dir())
 }

@@ -55,6 +55,10 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: stopping the shared cluster: %v\n", err)
 		return 1
 	}
+	if left := shared.Processes(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: processes of the shared cluster left after Stop: %v\n", left)
+		return 1
+	}
 	if *update {
 		if err := writeTimings(); err != nil {
 			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
@@ -83,6 +87,9 @@ func startCluster(t *testing.T, apiserverFlags ...string) *cluster.Cluster {
 		}
 		if err := c.Stop(); err != nil {
 			t.Errorf("stopping the cluster: %v", err)
+		}
+		if left := c.Processes(); len(left) > 0 {
+			t.Errorf("processes left after Stop: %v", left)
 		}
 	})
 	return c
