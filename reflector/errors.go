@@ -45,7 +45,7 @@ func (e *streamingUnsupportedError) Error() string {
 func statusOf(err error) (metav1.Status, bool) {
 	var api *rest.APIError
 	if errors.As(err, &api) {
-		return api.Status, true
+		return api.ErrStatus, true
 	}
 	var st apierrors.APIStatus
 	if errors.As(err, &st) {

@@ -213,7 +213,7 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 
 	var meta wire.ListMeta
 	if isProtobuf(resp.Header.Get("Content-Type")) {
-		meta, err = wire.DecodeProtobufList(resp.Body, lw.codec, lw.opt.maxListBytes, add)
+		meta, err = wire.DecodeProtobufList(resp.Body, lw.codec, lw.opt.maxItemBytes, add)
 	} else {
 		meta, err = wire.DecodeJSONList(resp.Body, lw.codec, lw.opt.maxItemBytes, add)
 	}
@@ -383,7 +383,6 @@ type httpOptions struct {
 	idleTimeout       time.Duration
 	maxFrameBytes     int
 	maxItemBytes      int
-	maxListBytes      int
 	dropManagedFields bool
 }
 
@@ -416,15 +415,10 @@ func WithMaxFrameBytes(n int) HTTPOption {
 	return func(o *httpOptions) { o.maxFrameBytes = n }
 }
 
-// WithMaxItemBytes bounds one item of a JSON list, and WithMaxListBytes a
-// whole protobuf list page (which is read whole). Defaults: 64 MiB.
+// WithMaxItemBytes bounds one item of a list page (JSON or protobuf, both
+// decoded as they stream in); the default is 64 MiB.
 func WithMaxItemBytes(n int) HTTPOption {
 	return func(o *httpOptions) { o.maxItemBytes = n }
-}
-
-// WithMaxListBytes bounds a whole protobuf list page; the default is 64 MiB.
-func WithMaxListBytes(n int) HTTPOption {
-	return func(o *httpOptions) { o.maxListBytes = n }
 }
 
 // WithoutManagedFields skips metadata.managedFields while decoding, so they

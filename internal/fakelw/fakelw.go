@@ -179,7 +179,7 @@ func (s *Source[T]) RefuseStreaming() {
 
 // Status builds the error a real server would answer with.
 func Status(code int32, reason metav1.StatusReason, msg string) error {
-	return &rest.APIError{Status: metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg}}
+	return &rest.APIError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg}}
 }
 
 // List serves one page of the current state (not of a snapshot: later pages

@@ -413,7 +413,7 @@ func TestCheckResponseOverHTTP(t *testing.T) {
 	}
 	err = CheckResponse(resp)
 	var apiErr *APIError
-	if !errors.As(err, &apiErr) || apiErr.Status.Code != 429 || apiErr.RetryAfter != 2*time.Second || !IsRetryable(err) {
+	if !errors.As(err, &apiErr) || apiErr.ErrStatus.Code != 429 || apiErr.RetryAfter != 2*time.Second || !IsRetryable(err) {
 		t.Fatalf("err = %#v", err)
 	}
 	if apiErr.URL != srv.URL+"/api/v1/pods?limit=1" || apiErr.Method != "GET" {

@@ -51,9 +51,9 @@ var (
 // code 0 and no message. An APIError is not modified after it is returned
 // and may be shared between goroutines.
 type APIError struct {
-	// Status is the Status object the server sent, or one made up from the
+	// ErrStatus is the Status object the server sent, or one made up from the
 	// HTTP status when the body was not a Status. Status.Code is always set.
-	Status metav1.Status
+	ErrStatus metav1.Status
 	// Method and URL name the request, when known. URL never carries user
 	// info (credentials are sent in headers, never in URLs).
 	Method, URL string
@@ -63,15 +63,20 @@ type APIError struct {
 	RetryAfter time.Duration
 }
 
+// Status returns the server's Status. With it, APIError implements
+// k8s.io/apimachinery/pkg/api/errors.APIStatus, so that package's helpers
+// (IsNotFound, IsForbidden, IsGone, ...) work on the errors of this client.
+func (e *APIError) Status() metav1.Status { return e.ErrStatus }
+
 // Error returns "<code> <reason>: <message>".
 func (e *APIError) Error() string {
-	reason := string(e.Status.Reason)
+	reason := string(e.ErrStatus.Reason)
 	if reason == "" {
-		reason = http.StatusText(int(e.Status.Code))
+		reason = http.StatusText(int(e.ErrStatus.Code))
 	}
-	s := fmt.Sprintf("%d %s", e.Status.Code, reason)
-	if e.Status.Message != "" {
-		s += ": " + e.Status.Message
+	s := fmt.Sprintf("%d %s", e.ErrStatus.Code, reason)
+	if e.ErrStatus.Message != "" {
+		s += ": " + e.ErrStatus.Message
 	}
 	return s
 }
@@ -82,7 +87,7 @@ func (e *APIError) Error() string {
 // clears once the server's cache catches up). False for everything else:
 // 401 and 403 need other credentials, 404 another resource, 410 a relist.
 func (e *APIError) Retryable() bool {
-	switch e.Status.Code {
+	switch e.ErrStatus.Code {
 	case http.StatusTooManyRequests,
 		http.StatusInternalServerError,
 		http.StatusBadGateway,
@@ -99,16 +104,16 @@ func (e *APIError) Retryable() bool {
 // APIError with code 500 saying so.
 func FromStatus(status *metav1.Status) *APIError {
 	if status == nil {
-		return &APIError{Status: metav1.Status{
+		return &APIError{ErrStatus: metav1.Status{
 			Status:  metav1.StatusFailure,
 			Code:    http.StatusInternalServerError,
 			Reason:  metav1.StatusReasonInternalError,
 			Message: "ERROR event without a Status object",
 		}}
 	}
-	e := &APIError{Status: *status}
-	if e.Status.Code == 0 {
-		e.Status.Code = codeForReason(status.Reason)
+	e := &APIError{ErrStatus: *status}
+	if e.ErrStatus.Code == 0 {
+		e.ErrStatus.Code = codeForReason(status.Reason)
 	}
 	if d := status.Details; d != nil && d.RetryAfterSeconds > 0 {
 		e.RetryAfter = time.Duration(d.RetryAfterSeconds) * time.Second
@@ -123,9 +128,9 @@ func IsGone(err error) bool {
 	if !ok {
 		return false
 	}
-	return e.Status.Code == http.StatusGone ||
-		e.Status.Reason == metav1.StatusReasonExpired ||
-		e.Status.Reason == metav1.StatusReasonGone
+	return e.ErrStatus.Code == http.StatusGone ||
+		e.ErrStatus.Reason == metav1.StatusReasonExpired ||
+		e.ErrStatus.Reason == metav1.StatusReasonGone
 }
 
 // tooLargeRV is the text every apiserver version has used for a resource
@@ -147,24 +152,24 @@ func IsTooLargeResourceVersion(err error) bool {
 	if !ok {
 		return false
 	}
-	if d := e.Status.Details; d != nil {
+	if d := e.ErrStatus.Details; d != nil {
 		for _, c := range d.Causes {
 			if c.Type == metav1.CauseTypeResourceVersionTooLarge {
 				return true
 			}
 		}
 	}
-	if e.Status.Reason != metav1.StatusReasonTimeout && e.Status.Code != http.StatusGatewayTimeout {
+	if e.ErrStatus.Reason != metav1.StatusReasonTimeout && e.ErrStatus.Code != http.StatusGatewayTimeout {
 		return false
 	}
-	if d := e.Status.Details; d != nil {
+	if d := e.ErrStatus.Details; d != nil {
 		for _, c := range d.Causes {
 			if c.Message == tooLargeRV {
 				return true
 			}
 		}
 	}
-	return strings.Contains(e.Status.Message, tooLargeRV)
+	return strings.Contains(e.ErrStatus.Message, tooLargeRV)
 }
 
 // IsUnauthorized reports whether err is a 401: the credentials were not
@@ -172,21 +177,21 @@ func IsTooLargeResourceVersion(err error) bool {
 // refreshed on the next request).
 func IsUnauthorized(err error) bool {
 	e, ok := asAPIError(err)
-	return ok && e.Status.Code == http.StatusUnauthorized
+	return ok && e.ErrStatus.Code == http.StatusUnauthorized
 }
 
 // IsForbidden reports whether err is a 403: the user may not do this. Not
 // retryable.
 func IsForbidden(err error) bool {
 	e, ok := asAPIError(err)
-	return ok && e.Status.Code == http.StatusForbidden
+	return ok && e.ErrStatus.Code == http.StatusForbidden
 }
 
 // IsNotFound reports whether err is a 404: the resource or its API does not
 // exist (for example a CRD that is not installed). Not retryable as is.
 func IsNotFound(err error) bool {
 	e, ok := asAPIError(err)
-	return ok && e.Status.Code == http.StatusNotFound
+	return ok && e.ErrStatus.Code == http.StatusNotFound
 }
 
 // RetryAfter returns how long the server asked the caller to wait before

@@ -100,8 +100,8 @@ func TestAPIErrorFromRealStatusBodies(t *testing.T) {
 			if tt.wantErr != "" && apiErr.Error() != tt.wantErr {
 				t.Errorf("Error() = %q\nwant      %q", apiErr.Error(), tt.wantErr)
 			}
-			if int(apiErr.Status.Code) != tt.code {
-				t.Errorf("Status.Code = %d, want %d", apiErr.Status.Code, tt.code)
+			if int(apiErr.ErrStatus.Code) != tt.code {
+				t.Errorf("Status.Code = %d, want %d", apiErr.ErrStatus.Code, tt.code)
 			}
 			if apiErr.Method != "GET" || apiErr.URL != "https://apiserver.example:6443/api/v1/pods?limit=500" {
 				t.Errorf("Method, URL = %q, %q", apiErr.Method, apiErr.URL)
@@ -160,11 +160,11 @@ func TestCheckResponseWithoutStatusBody(t *testing.T) {
 			if !errors.As(err, &apiErr) {
 				t.Fatalf("CheckResponse = %v, want *APIError", err)
 			}
-			if int(apiErr.Status.Code) != tt.code || apiErr.Status.Reason != tt.wantReason {
-				t.Errorf("code, reason = %d, %q; want %d, %q", apiErr.Status.Code, apiErr.Status.Reason, tt.code, tt.wantReason)
+			if int(apiErr.ErrStatus.Code) != tt.code || apiErr.ErrStatus.Reason != tt.wantReason {
+				t.Errorf("code, reason = %d, %q; want %d, %q", apiErr.ErrStatus.Code, apiErr.ErrStatus.Reason, tt.code, tt.wantReason)
 			}
-			if tt.wantMessage != "" && apiErr.Status.Message != tt.wantMessage {
-				t.Errorf("message = %q, want %q", apiErr.Status.Message, tt.wantMessage)
+			if tt.wantMessage != "" && apiErr.ErrStatus.Message != tt.wantMessage {
+				t.Errorf("message = %q, want %q", apiErr.ErrStatus.Message, tt.wantMessage)
 			}
 		})
 	}
@@ -177,11 +177,11 @@ func TestCheckResponseTruncatesLongBodies(t *testing.T) {
 	if !errors.As(err, &apiErr) {
 		t.Fatalf("CheckResponse = %v, want *APIError", err)
 	}
-	if n := len(apiErr.Status.Message); n > maxSynthesizedMessage+3 {
+	if n := len(apiErr.ErrStatus.Message); n > maxSynthesizedMessage+3 {
 		t.Errorf("message is %d bytes, want at most %d", n, maxSynthesizedMessage+3)
 	}
-	if !strings.HasSuffix(apiErr.Status.Message, "...") {
-		t.Errorf("message %q does not say it was cut", apiErr.Status.Message[:20])
+	if !strings.HasSuffix(apiErr.ErrStatus.Message, "...") {
+		t.Errorf("message %q does not say it was cut", apiErr.ErrStatus.Message[:20])
 	}
 }
 
@@ -220,13 +220,13 @@ func TestFromStatus(t *testing.T) {
 	// A Status without a code gets the one its reason implies.
 	e := FromStatus(&metav1.Status{Reason: metav1.StatusReasonTimeout, Message: "Too large resource version: 10, current: 5",
 		Details: &metav1.StatusDetails{RetryAfterSeconds: 2}})
-	if e.Status.Code != 504 || !IsTooLargeResourceVersion(e) || e.RetryAfter != 2*time.Second {
-		t.Errorf("got code %d, too large %v, retry after %v", e.Status.Code, IsTooLargeResourceVersion(e), e.RetryAfter)
+	if e.ErrStatus.Code != 504 || !IsTooLargeResourceVersion(e) || e.RetryAfter != 2*time.Second {
+		t.Errorf("got code %d, too large %v, retry after %v", e.ErrStatus.Code, IsTooLargeResourceVersion(e), e.RetryAfter)
 	}
-	if e := FromStatus(nil); e.Status.Code != 500 || !e.Retryable() {
+	if e := FromStatus(nil); e.ErrStatus.Code != 500 || !e.Retryable() {
 		t.Errorf("FromStatus(nil) = %v", e)
 	}
-	if e := FromStatus(&metav1.Status{Reason: "SomethingNew"}); e.Status.Code != 500 || e.Error() != "500 SomethingNew" {
+	if e := FromStatus(&metav1.Status{Reason: "SomethingNew"}); e.ErrStatus.Code != 500 || e.Error() != "500 SomethingNew" {
 		t.Errorf("unknown reason: %v", e)
 	}
 }
@@ -251,10 +251,10 @@ func TestIsRetryableConnectionErrors(t *testing.T) {
 		{"unknown CA", urlErr(x509.UnknownAuthorityError{}), false},
 		{"body too large", fmt.Errorf("x: %w", ErrBodyTooLarge), false},
 		{"exec plugin failed", urlErr(errors.New(`exec plugin "aws": exit status 1`)), false},
-		{"404", &APIError{Status: metav1.Status{Code: 404}}, false},
-		{"500", &APIError{Status: metav1.Status{Code: 500}}, true},
-		{"502", &APIError{Status: metav1.Status{Code: 502}}, true},
-		{"503", &APIError{Status: metav1.Status{Code: 503}}, true},
+		{"404", &APIError{ErrStatus: metav1.Status{Code: 404}}, false},
+		{"500", &APIError{ErrStatus: metav1.Status{Code: 500}}, true},
+		{"502", &APIError{ErrStatus: metav1.Status{Code: 502}}, true},
+		{"503", &APIError{ErrStatus: metav1.Status{Code: 503}}, true},
 	}
 	for _, tt := range tests {
 		if got := IsRetryable(tt.err); got != tt.want {

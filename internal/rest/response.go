@@ -52,14 +52,14 @@ func CheckResponse(resp *http.Response) error {
 		}
 	}
 	if status, ok := decodeStatus(resp.Header.Get("Content-Type"), body); ok {
-		e.Status = *status
-		if e.Status.Code == 0 {
-			e.Status.Code = int32(resp.StatusCode)
+		e.ErrStatus = *status
+		if e.ErrStatus.Code == 0 {
+			e.ErrStatus.Code = int32(resp.StatusCode)
 		}
 	} else {
-		e.Status = synthesizeStatus(resp.StatusCode, body)
+		e.ErrStatus = synthesizeStatus(resp.StatusCode, body)
 	}
-	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), e.Status.Details)
+	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), e.ErrStatus.Details)
 	return e
 }
 
