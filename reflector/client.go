@@ -1,7 +1,12 @@
 package reflector
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/listwatch/listwatch/internal/rest"
 )
@@ -53,3 +58,22 @@ func NewClient(cfg *Config) (*Client, error) {
 	}
 	return &Client{rest: rc}, nil
 }
+
+// ServerVersion asks the apiserver for its version (GET /version): a cheap
+// way to check that it is reachable and that the credentials are accepted.
+func (c *Client) ServerVersion(ctx context.Context) (*version.Info, error) {
+	resp, err := c.get(ctx, "/version", nil, mediaJSON)
+	if err != nil {
+		return nil, fmt.Errorf("asking for the server version: %w", err)
+	}
+	defer resp.Body.Close()
+	var v version.Info
+	if err := json.NewDecoder(rest.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
+		return nil, fmt.Errorf("reading the server version: %w", err)
+	}
+	return &v, nil
+}
+
+// CloseIdleConnections closes the connections the Client keeps open for
+// reuse and is not using.
+func (c *Client) CloseIdleConnections() { c.rest.CloseIdleConnections() }

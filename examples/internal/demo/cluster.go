@@ -2,20 +2,18 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/listwatch/listwatch/internal/apisim"
-	"github.com/listwatch/listwatch/internal/rest"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -76,33 +74,19 @@ func connectReal(ctx context.Context, f Flags, cfg *reflector.Config, out io.Wri
 // serverVersion asks the apiserver for its /version, with the kubeconfig's
 // credentials, within 15 seconds.
 func serverVersion(ctx context.Context, cfg *reflector.Config) (string, error) {
-	c, err := rest.NewClient(cfg)
+	c, err := reflector.NewClient(cfg)
 	if err != nil {
 		return "", err
 	}
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL("/version", nil).String(), nil)
+	v, err := c.ServerVersion(ctx)
+	if apierrors.IsForbidden(err) { // reachable, and we are known; just not allowed to see /version
+		return "version unknown", nil
+	}
 	if err != nil {
 		return "", err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", err
-	}
-	if err := rest.CheckResponse(resp); err != nil {
-		if rest.IsForbidden(err) { // reachable, and we are known; just not allowed to see /version
-			return "version unknown", nil
-		}
-		return "", err
-	}
-	defer resp.Body.Close()
-	var v struct {
-		GitVersion string `json:"gitVersion"`
-	}
-	if err := json.NewDecoder(rest.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
-		return "", fmt.Errorf("reading /version: %w", err)
 	}
 	return v.GitVersion, nil
 }
