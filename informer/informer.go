@@ -239,7 +239,10 @@ type Registration[T metav1.Object] struct {
 func (r *Registration[T]) HasSynced() bool { return r.listener.HasSynced() }
 
 // HasSynced reports whether the cache holds the complete first list: every
-// object of the first LIST (or streaming list) has been applied.
+// object of the first LIST (or streaming list) has been applied. A change
+// the watch delivered for one of those objects before it was applied is
+// applied with it, so handlers may see such an update before HasSynced
+// turns true.
 func (s *SharedIndexInformer[T]) HasSynced() bool { return s.fifo.HasSynced() }
 
 // Synced returns a channel closed when HasSynced becomes true.

@@ -214,7 +214,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 		if refusesStreaming(err) {
 			return &streamingUnsupportedError{reason: err.Error()}
 		}
-		return fmt.Errorf("watch-listing %s: %w", r.opt.name, err)
+		return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)
 	}
 	defer w.Close()
 
@@ -233,16 +233,16 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				return &streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark"}
 			}
 			if errors.Is(err, ErrSkipped) {
-				r.report(fmt.Errorf("watch-listing %s: %w", r.opt.name, err))
+				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
 				continue
 			}
-			return fmt.Errorf("watch-listing %s: %w", r.opt.name, err)
+			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)
 		}
 		switch ev.Type {
 		case Added:
 			obj, err := r.admit(ev.Object)
 			if err != nil {
-				r.report(fmt.Errorf("watch-listing %s: %w", r.opt.name, err))
+				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
 				continue
 			}
 			initial = append(initial, obj)
@@ -252,18 +252,18 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			}
 			rv := ev.Object.GetResourceVersion()
 			if olderThan(rv, since) {
-				return fmt.Errorf("watch-listing %s: %w: initial events end at %s, cache already at %s",
+				return fmt.Errorf("listing %s (streaming): %w: initial events end at %s, cache already at %s",
 					r.opt.name, errWentBackwards, rv, since)
 			}
 			if err := r.store.Replace(initial, rv); err != nil {
-				return fmt.Errorf("watch-listing %s: storing the initial events: %w", r.opt.name, err)
+				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
 			}
 			r.synced(rv)
 			s.needList = false
 			s.backoff.reset()
 			return r.follow(ctx, w, time.Now())
 		case Error:
-			return fmt.Errorf("watch-listing %s: %w", r.opt.name, statusError(ev.Status))
+			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, statusError(ev.Status))
 		default:
 			return &streamingUnsupportedError{reason: fmt.Sprintf("a %s event came before the initial-events-end bookmark", ev.Type)}
 		}
