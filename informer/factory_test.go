@@ -178,20 +178,24 @@ func TestFactoryCustomResource(t *testing.T) {
 	_, err := objs.Create(w)
 	require.NoError(t, err)
 
-	f, err := informer.NewFactory(simConfig(s))
-	require.NoError(t, err)
-	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-	inf, err := informer.ForResource(f, gvr, reflector.Target{Kind: "Widget"})
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	f.Start(ctx)
-	defer f.Shutdown()
-	require.NoError(t, f.WaitForCacheSync(ctx))
-	got, ok := inf.Lister().Get("default", "w1")
-	require.True(t, ok)
-	size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size")
-	assert.EqualValues(t, 3, size)
+	// With the kind, and without it (objects of any kind are accepted).
+	for _, kind := range []string{"Widget", ""} {
+		f, err := informer.NewFactory(simConfig(s))
+		require.NoError(t, err)
+		gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+		inf, err := informer.ForResource(f, gvr, reflector.Target{Kind: kind})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		f.Start(ctx)
+		require.NoError(t, f.WaitForCacheSync(ctx))
+		got, ok := inf.Lister().Get("default", "w1")
+		require.True(t, ok)
+		size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size")
+		assert.EqualValues(t, 3, size)
+		assert.Equal(t, "example.com/v1", got.GetAPIVersion())
+		f.Shutdown()
+		cancel()
+	}
 }
 
 func TestFactoryMetadataOnly(t *testing.T) {

@@ -38,8 +38,10 @@ type Target struct {
 	// may be left empty for k8s.io/api types, whose resource is known from
 	// the Go type; it is required for unstructured and metadata objects.
 	Resource schema.GroupVersionResource
-	// Kind is the kind of the objects, such as "Widget". Required for
-	// unstructured objects; found from the type otherwise.
+	// Kind is the kind of the objects, such as "Widget". For unstructured
+	// objects it is optional: with it, objects of another kind are skipped,
+	// and list items get it filled in. For k8s.io/api types it is found
+	// from the type.
 	Kind string
 	// Namespace limits the watch to one namespace; "" watches all.
 	Namespace string
@@ -116,8 +118,8 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 	protobuf := false
 	switch any(*new(T)).(type) {
 	case *unstructured.Unstructured:
-		if t.Resource.Resource == "" || t.Kind == "" {
-			return errors.New("an unstructured ListerWatcher needs Target.Resource and Target.Kind")
+		if t.Resource.Resource == "" {
+			return errors.New("an unstructured ListerWatcher needs Target.Resource")
 		}
 		lw.gvr = t.Resource
 		codec = wire.UnstructuredCodec(t.Resource.GroupVersion().WithKind(t.Kind), codecOpts...)

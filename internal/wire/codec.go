@@ -123,9 +123,12 @@ func TypedCodec[T runtime.Object](gvk schema.GroupVersionKind, opts ...CodecOpti
 // UnstructuredCodec returns a codec for *unstructured.Unstructured objects
 // of the given kind, for custom resources and any type without Go structs.
 // It decodes JSON only; numbers become int64 when they are integers and
-// float64 otherwise, as in k8s.io/apimachinery.
+// float64 otherwise, as in k8s.io/apimachinery. gvk.Kind may be empty when
+// the caller does not know it: objects of any kind are then accepted and
+// keep the kind they carry (list items, which omit theirs, get none).
 func UnstructuredCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[*unstructured.Unstructured] {
 	c := newCodec[*unstructured.Unstructured](gvk, opts)
+	c.anyKind = gvk.Kind == ""
 	c.readJSON = func(it *jsoniter.Iterator) *unstructured.Unstructured {
 		return readUnstructured(it, c.dropManagedFields)
 	}
@@ -136,7 +139,9 @@ func UnstructuredCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[
 	}
 	c.stamp = func(u *unstructured.Unstructured) {
 		u.Object["apiVersion"] = c.objAPIVersion
-		u.Object["kind"] = c.objKind
+		if !c.anyKind {
+			u.Object["kind"] = c.objKind
+		}
 	}
 	return c
 }
