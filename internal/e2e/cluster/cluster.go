@@ -210,9 +210,9 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	return c.StartAPIServer(ctx)
 }
 
-// Stop kills kube-apiserver and etcd with their process groups and removes
-// the temporary folder (unless Options.KeepDir). It is safe to call more
-// than once.
+// Stop terminates kube-apiserver and etcd with their process groups
+// (SIGTERM, then SIGKILL after 5 s) and removes the temporary folder
+// (unless Options.KeepDir). It is safe to call more than once.
 func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	api, etcd := c.api, c.etcd
