@@ -1,0 +1,468 @@
+package reliability
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listwatch/listwatch/internal/apisim"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// Rows 1 to 9 of the fault matrix: what the server does to one stream.
+
+var (
+	onWatch = apisim.Match{Verb: apisim.VerbWatch, Resource: "pods"}
+	onList  = apisim.Match{Verb: apisim.VerbList, Resource: "pods"}
+)
+
+// contentTypes runs f once per wire format.
+func contentTypes(t *testing.T, f func(t *testing.T, ct reflector.ContentType)) {
+	for _, c := range []struct {
+		name string
+		ct   reflector.ContentType
+	}{{"json", reflector.JSON}, {"protobuf", reflector.Protobuf}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, c.ct)
+		})
+	}
+}
+
+func withContentType(ct reflector.ContentType) []reflector.HTTPOption {
+	return []reflector.HTTPOption{reflector.WithContentType(ct)}
+}
+
+// Row 1: a watch that ends cleanly after events is reopened from the last
+// resourceVersion seen; nothing is listed again.
+func TestRow01CleanWatchEndResumesWithoutList(t *testing.T) {
+	t.Parallel()
+	t.Run("ended by the server after events", func(t *testing.T) {
+		t.Parallel()
+		s := newServer(t)
+		wr := newWriter(t, s)
+		wr.createN("default", 5)
+		s.Inject(onWatch, apisim.EndStream().After(3), 3)
+		w := startWatcher(t, s, "pods", setup{})
+		for i := range 12 {
+			wr.create("default", fmt.Sprint("new", i))
+		}
+		took := converge(t, s, convergeBound, w)
+		if got := lists(s); got != 1 {
+			t.Errorf("LIST requests = %d, want 1: a clean end must not relist", got)
+		}
+		if got := watches(s); got != 4 {
+			t.Errorf("WATCH requests = %d, want 4 (three ended after 3 events each, then one that stays)", got)
+		}
+		t.Logf("converged in %s", took)
+	})
+	t.Run("timeoutSeconds", func(t *testing.T) {
+		t.Parallel()
+		s := newServer(t)
+		wr := newWriter(t, s)
+		wr.createN("default", 5)
+		w := startWatcher(t, s, "pods", setup{refl: []reflector.Option[*corev1.Pod]{
+			reflector.WithMinWatchTimeout[*corev1.Pod](time.Second)}})
+		for i := 0; watches(s) < 3; i++ {
+			wr.touch("default", fmt.Sprint("p", i%5))
+			time.Sleep(20 * time.Millisecond)
+		}
+		converge(t, s, convergeBound, w)
+		if got := lists(s); got != 1 {
+			t.Errorf("LIST requests = %d, want 1", got)
+		}
+	})
+	t.Run("slow watcher terminated by the server", func(t *testing.T) {
+		t.Parallel()
+		s := newServer(t, apisim.WithWatchBuffer(2))
+		wr := newWriter(t, s)
+		wr.createN("default", 5)
+		w := startWatcher(t, s, "pods", setup{})
+		for i := range 300 {
+			wr.touch("default", fmt.Sprint("p", i%5))
+		}
+		converge(t, s, convergeBound, w)
+		if got := lists(s); got != 1 {
+			t.Errorf("LIST requests = %d, want 1", got)
+		}
+		t.Logf("WATCH requests: %d", watches(s))
+	})
+}
+
+// Row 2: a server that answers every watch with 200 and closes it at once,
+// without an event, is asked again with a growing backoff, not in a loop.
+func TestRow02EmptyWatchesBackOff(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	wr := newWriter(t, s)
+	wr.createN("default", 3)
+	inj := s.Inject(onWatch, apisim.EndStream(), 0)
+	w := startWatcher(t, s, "pods", setup{})
+	const period = 2 * time.Second
+	time.Sleep(period) // the fault's duration: the thing measured
+	inj.Remove()
+	n := watches(s)
+	// Waits double from 10ms to 200ms: about 18 requests in 2s; a tight
+	// loop would make thousands.
+	if n > 40 {
+		t.Errorf("%d WATCH requests in %s of empty watches; want at most 40", n, period)
+	}
+	if len(w.errs.matching(func(err error) bool { return strings.Contains(err.Error(), "without events") })) == 0 {
+		t.Errorf("empty watches were not reported; errors: %v", w.errs)
+	}
+	wr.touch("default", "p1")
+	wr.remove("default", "p2")
+	took := converge(t, s, convergeBound, w)
+	if got := lists(s); got != 1 {
+		t.Errorf("LIST requests = %d, want 1", got)
+	}
+	t.Logf("%d WATCH requests in %s of empty watches; converged %s after the fault ended", n, period, took)
+}
+
+// Row 3: a frame cut in half, then the connection dropped. On a watch the
+// Reflector resumes from the last resourceVersion; on a LIST it lists
+// again.
+func TestRow03TruncatedFrameThenDrop(t *testing.T) {
+	t.Parallel()
+	contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+		s := newServer(t)
+		wr := newWriter(t, s)
+		wr.createN("default", 5)
+		s.Inject(onList, apisim.TruncateFrame().After(2), 1)
+		s.Inject(onWatch, apisim.TruncateFrame().After(2), 1)
+		w := startWatcher(t, s, "pods", setup{http: withContentType(ct)})
+		for i := range 6 {
+			wr.touch("default", fmt.Sprint("p", i%5))
+		}
+		converge(t, s, convergeBound, w)
+		if got := lists(s); got != 2 {
+			t.Errorf("LIST requests = %d, want 2 (the cut one and its retry)", got)
+		}
+		if got := watches(s); got != 2 {
+			t.Errorf("WATCH requests = %d, want 2 (the cut one and its resumption)", got)
+		}
+	})
+}
+
+// Row 4: a frame that does not decode.
+func TestRow04MalformedFrame(t *testing.T) {
+	t.Parallel()
+	contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+		s := newServer(t)
+		wr := newWriter(t, s)
+		wr.createN("default", 5)
+		s.Inject(onList, apisim.MalformedFrame().After(1), 1)
+		s.Inject(onWatch, apisim.MalformedFrame().After(1), 1)
+		w := startWatcher(t, s, "pods", setup{http: withContentType(ct)})
+		for i := range 6 {
+			wr.touch("default", fmt.Sprint("p", i%5))
+		}
+		converge(t, s, convergeBound, w)
+		if got := lists(s); got != 2 {
+			t.Errorf("LIST requests = %d, want 2 (the malformed one and its retry)", got)
+		}
+		if got := watches(s); got > 2 {
+			t.Errorf("WATCH requests = %d, want at most 2", got)
+		}
+		for _, e := range w.errs.all() {
+			t.Logf("reported: %v", e.err)
+		}
+	})
+}
+
+// Row 5: an event of a type the client does not know. The decoder cannot
+// vouch for the rest of the stream, so the watch fails and is resumed from
+// the last resourceVersion: no relist, and the event, sent again by the
+// server, is not lost. A server that keeps sending it is retried with
+// backoff, not in a loop.
+func TestRow05UnknownEventType(t *testing.T) {
+	t.Parallel()
+	contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+		s := newServer(t)
+		wr := newWriter(t, s)
+		wr.createN("default", 3)
+		s.Inject(onWatch, apisim.UnknownEventType(), 1)
+		w := startWatcher(t, s, "pods", setup{http: withContentType(ct)})
+		wr.create("default", "spoiled")
+		took := converge(t, s, convergeBound, w)
+		if got := lists(s); got != 1 {
+			t.Errorf("LIST requests = %d, want 1", got)
+		}
+		if got := watches(s); got != 2 {
+			t.Errorf("WATCH requests = %d, want 2: the spoiled one, then its resumption", got)
+		}
+		if len(w.errs.matching(func(err error) bool { return strings.Contains(err.Error(), "UNKNOWN") })) == 0 {
+			t.Errorf("the unknown event type was not reported: %v", w.errs)
+		}
+
+		// Every watch spoiled, for a while: end the current one so that
+		// the next is spoiled too.
+		inj := s.Inject(onWatch, apisim.UnknownEventType(), 0)
+		before := watches(s)
+		s.Restart()
+		wr.create("default", "spoiled-again")
+		time.Sleep(time.Second) // the fault's duration: the thing measured
+		inj.Remove()
+		if n := watches(s) - before; n < 3 || n > 25 {
+			t.Errorf("%d WATCH requests in 1s of spoiled watches; want between 3 and 25", n)
+		}
+		took2 := converge(t, s, convergeBound, w)
+		if got := lists(s); got != 1 {
+			t.Errorf("LIST requests = %d, want 1", got)
+		}
+		t.Logf("converged in %s once, %s after 1s of spoiled watches (%d watches)", took, took2, watches(s)-before)
+	})
+}
+
+// Row 6: an object of the wrong kind in a watch is skipped and reported;
+// the stream goes on and nothing is listed again. In a LIST it fails the
+// page, which is fetched again.
+func TestRow06WrongKind(t *testing.T) {
+	t.Parallel()
+	contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+		t.Run("watch", func(t *testing.T) {
+			spoiledEvent(t, ct, apisim.WrongKind(), func(err error) bool {
+				return errors.Is(err, reflector.ErrSkipped) && strings.Contains(err.Error(), "ConfigMap")
+			})
+		})
+		t.Run("list", func(t *testing.T) {
+			s := newServer(t)
+			newWriter(t, s).createN("default", 3)
+			s.Inject(onList, apisim.WrongKind().After(1), 1)
+			w := startWatcher(t, s, "pods", setup{http: withContentType(ct)})
+			converge(t, s, convergeBound, w)
+			// Protobuf list items carry no kind of their own: the
+			// fault cannot show there.
+			want := map[reflector.ContentType]int{reflector.JSON: 2, reflector.Protobuf: 1}[ct]
+			if got := lists(s); got != want {
+				t.Errorf("LIST requests = %d, want %d", got, want)
+			}
+		})
+	})
+}
+
+// Row 7: an object without a name, without metadata, or without a
+// resourceVersion cannot be cached: it is rejected and reported, and the
+// resourceVersion does not advance past it. In a LIST, the item is skipped
+// and the rest of the list kept.
+func TestRow07ObjectsThatCannotBeCached(t *testing.T) {
+	t.Parallel()
+	for _, f := range []struct {
+		name  string
+		fault apisim.Fault
+	}{
+		{"no name", apisim.MissingName()},
+		{"no metadata", apisim.MissingMetadata()},
+		{"no resourceVersion", apisim.EmptyResourceVersion()},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+				t.Run("watch", func(t *testing.T) {
+					spoiledEvent(t, ct, f.fault, func(err error) bool { return errors.Is(err, reflector.ErrRejected) })
+				})
+				t.Run("list", func(t *testing.T) {
+					s := newServer(t)
+					wr := newWriter(t, s)
+					wr.createN("default", 3)
+					s.Inject(onList, f.fault.After(1), 1)
+					w := startWatcher(t, s, "pods", setup{http: withContentType(ct)})
+					if got := w.inf.Indexer().Len(); got != 2 {
+						t.Errorf("cache holds %d pods after the first list, want 2: the rejected one skipped", got)
+					}
+					wr.touch("default", "p1")
+					converge(t, s, convergeBound, w)
+					if got := lists(s); got != 1 {
+						t.Errorf("LIST requests = %d, want 1", got)
+					}
+				})
+			})
+		})
+	}
+}
+
+// Row 8: a resourceVersion that goes back, or repeats, is a server fault:
+// the Reflector relists (once) rather than apply the event.
+func TestRow08DecreasingOrDuplicateResourceVersion(t *testing.T) {
+	t.Parallel()
+	for _, f := range []struct {
+		name  string
+		fault apisim.Fault
+	}{
+		{"decreasing", apisim.DecreasingResourceVersion().After(1)},
+		{"duplicate", apisim.DuplicateResourceVersion().After(1)},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+				s := newServer(t)
+				wr := newWriter(t, s)
+				wr.createN("default", 3)
+				s.Inject(onWatch, f.fault, 1)
+				w := startWatcher(t, s, "pods", setup{http: withContentType(ct)})
+				wr.touch("default", "p0")
+				wr.touch("default", "p1")
+				wr.create("default", "p3")
+				converge(t, s, convergeBound, w)
+				// The relist alone may bring the cache up to date.
+				eventually(t, convergeBound, "the watch after the relist", func() bool { return watches(s) >= 2 })
+				if got := lists(s); got != 2 {
+					t.Errorf("LIST requests = %d, want 2: one relist", got)
+				}
+				if got := watches(s); got != 2 {
+					t.Errorf("WATCH requests = %d, want 2", got)
+				}
+			})
+		})
+	}
+}
+
+// Row 9a: a watch event or a list item over the size limit fails that
+// stream without reading past the limit; the watch is resumed, the list
+// fetched again.
+func TestRow09FrameOverLimit(t *testing.T) {
+	t.Parallel()
+	const limit, size = 64 << 10, 256 << 10
+	contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+		s := newServer(t)
+		wr := newWriter(t, s)
+		wr.createN("default", 3)
+		s.Inject(onList, apisim.LargeObject(size).After(1), 1)
+		s.Inject(onWatch, apisim.LargeObject(size), 1)
+		w := startWatcher(t, s, "pods", setup{http: append(withContentType(ct),
+			reflector.WithMaxFrameBytes(limit), reflector.WithMaxItemBytes(limit))})
+		wr.touch("default", "p0")
+		wr.touch("default", "p1")
+		converge(t, s, convergeBound, w)
+		if got := lists(s); got != 2 {
+			t.Errorf("LIST requests = %d, want 2", got)
+		}
+		if got := watches(s); got != 2 {
+			t.Errorf("WATCH requests = %d, want 2", got)
+		}
+		tooLarge := w.errs.matching(func(err error) bool { return strings.Contains(err.Error(), "larger than the limit") })
+		if len(tooLarge) != 2 {
+			t.Errorf("want the list and the watch reported as too large; got %v", w.errs)
+		}
+	})
+}
+
+// spoiledEvent checks a fault that spoils one watch event which the client
+// must skip: the first event of the first watch, the creation of pod
+// "spoiled". It waits for the error report matching match, checks that the
+// resourceVersion did not advance past the spoiled event and that the
+// stream went on, then changes the pod again and checks (C), (O), (D) and
+// (R): one LIST, one WATCH.
+func spoiledEvent(t *testing.T, ct reflector.ContentType, fault apisim.Fault, match func(error) bool) {
+	t.Helper()
+	// Without periodic bookmarks, the resourceVersion moves only with events.
+	s := newServer(t, apisim.WithBookmarkInterval(0))
+	wr := newWriter(t, s)
+	wr.createN("default", 3)
+	s.Inject(onWatch, fault, 1)
+	w := startWatcher(t, s, "pods", setup{http: withContentType(ct)})
+	// HasSynced may come a moment before the list's resourceVersion is
+	// recorded.
+	before := parseRV(s.ResourceVersion())
+	eventually(t, convergeBound, "the list's resourceVersion", func() bool { return w.rv() == before })
+	spoiled := wr.create("default", "spoiled")
+
+	eventually(t, convergeBound, "the spoiled event to be reported", func() bool { return len(w.errs.matching(match)) > 0 })
+	if got := w.rv(); got != before {
+		t.Errorf("resourceVersion moved from %d to %d on a skipped event (at %s)", before, got, spoiled.ResourceVersion)
+	}
+	wr.create("default", "after")
+	wr.touch("default", "spoiled")
+	took := converge(t, s, convergeBound, w)
+	if got := lists(s); got != 1 {
+		t.Errorf("LIST requests = %d, want 1: a skipped event is no reason to relist", got)
+	}
+	if got := watches(s); got != 1 {
+		t.Errorf("WATCH requests = %d, want 1: the stream goes on after a skipped event", got)
+	}
+	t.Logf("reported: %v; converged in %s", w.errs.matching(match)[0].err, took)
+}
+
+// Row 9b: a LIST answered with a gzip bomb: a body of a few hundred
+// kilobytes that inflates to a gigabyte, one huge item. The item limit
+// applies after decompression, so the decoder stops at the limit: memory
+// stays bounded, the list fails and is fetched again. Not parallel: it
+// measures allocations.
+func TestRow09GzipBombList(t *testing.T) {
+	s := newServer(t)
+	newWriter(t, s).createN("default", 3)
+	var bombs atomic.Int32
+	bombs.Store(1)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") == "" && strings.HasSuffix(r.URL.Path, "/pods") && bombs.Add(-1) >= 0 {
+			serveGzipBomb(w)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	const limit = 1 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	w := startWatcher(t, s, "pods", setup{host: front.URL, noWait: true,
+		http: append(withContentType(reflector.JSON), reflector.WithMaxItemBytes(limit))})
+	w.waitSynced()
+	runtime.ReadMemStats(&after)
+	converge(t, s, convergeBound, w)
+
+	allocated := after.TotalAlloc - before.TotalAlloc
+	if allocated > 64<<20 {
+		t.Errorf("allocated %d MiB while decoding a bomb with a 1 MiB item limit; want under 64 MiB", allocated>>20)
+	}
+	if got := lists(s); got != 1 {
+		t.Errorf("LIST requests that reached the simulator = %d, want 1 (after the bomb)", got)
+	}
+	bombErrs := w.errs.matching(func(err error) bool { return strings.Contains(err.Error(), "larger than the limit") })
+	if len(bombErrs) != 1 {
+		t.Errorf("want the bomb reported as too large; got %v", w.errs)
+	}
+	for _, e := range bombErrs {
+		t.Logf("allocated %.1f MiB in all until synced; the bomb reported as: %v", float64(allocated)/(1<<20), e.err)
+	}
+}
+
+// serveGzipBomb answers a LIST with a gzip body that inflates to 1 GiB:
+// one pod whose annotation never ends. It is written as concatenated gzip
+// members (which HTTP clients inflate as one stream), the big one made
+// once, so that the server spends almost nothing.
+func serveGzipBomb(w http.ResponseWriter) {
+	member := func(data []byte, repeat int) []byte {
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		for range repeat {
+			_, _ = zw.Write(data)
+		}
+		_ = zw.Close()
+		return b.Bytes()
+	}
+	head := member([]byte(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[`+
+		`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"bomb","namespace":"default","resourceVersion":"1","annotations":{"a":"`), 1)
+	chunk := member(bytes.Repeat([]byte("a"), 1<<20), 1) // 1 MiB inflated, about 1 KiB sent
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Encoding", "gzip")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(head); err != nil {
+		return
+	}
+	for range 1024 { // 1 GiB inflated
+		if _, err := w.Write(chunk); err != nil {
+			return // the client went away
+		}
+	}
+}
