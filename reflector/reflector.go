@@ -70,7 +70,7 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		case s.needList:
 			err = r.list(ctx)
 			if err == nil {
-				s.needList = false
+				s.needList, s.listedAt = false, time.Now()
 				s.backoff.reset()
 				continue
 			}
@@ -90,8 +90,9 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 // runState is what Run's loop carries from one attempt to the next. It is
 // owned by the Run goroutine.
 type runState struct {
-	needList  bool // the Store must be refilled before watching
-	streaming bool // refill with a streaming list rather than LIST
+	needList  bool      // the Store must be refilled before watching
+	streaming bool      // refill with a streaming list rather than LIST
+	listedAt  time.Time // when the Store was last refilled
 	backoff   *backoff
 }
 
@@ -259,9 +260,9 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
 			}
 			r.synced(rv)
-			s.needList = false
+			s.needList, s.listedAt = false, time.Now()
 			s.backoff.reset()
-			return r.follow(ctx, w, time.Now())
+			return r.follow(ctx, s, w, time.Now())
 		case Error:
 			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, statusError(ev.Status))
 		default:
@@ -284,17 +285,19 @@ func (r *Reflector[T]) watch(ctx context.Context, s *runState) error {
 	}
 	defer w.Close()
 	r.watching()
-	return r.follow(ctx, w, started)
+	return r.follow(ctx, s, w, started)
 }
 
 // follow applies the events of an open watch to the Store until the stream
 // ends. A clean end returns nil, unless the stream ended at once without a
 // single event, which is counted as a failure so that a server that keeps
 // doing that is not asked again in a tight loop.
-func (r *Reflector[T]) follow(ctx context.Context, w Watcher[T], started time.Time) error {
+func (r *Reflector[T]) follow(ctx context.Context, s *runState, w Watcher[T], started time.Time) error {
 	var relistDue atomic.Bool
 	if r.opt.relistInterval > 0 {
-		t := time.AfterFunc(r.opt.relistInterval, func() {
+		// Due one interval after the last refill, however many watches
+		// came in between: watches that end sooner must not postpone it.
+		t := time.AfterFunc(time.Until(s.listedAt.Add(r.opt.relistInterval)), func() {
 			relistDue.Store(true)
 			w.Close()
 		})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -519,3 +520,27 @@ func (w *stalledWatcher) Next() (reflector.Event[*corev1.Pod], error) {
 }
 
 func (w *stalledWatcher) Close() error { return nil }
+
+func TestPeriodicRelistIsNotPostponedByShortWatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithRelistInterval[*corev1.Pod](10*time.Second))
+		defer run(t, r)()
+		// Watches that end every 3s, as with a server timeout shorter
+		// than the interval.
+		for range 8 {
+			time.Sleep(3 * time.Second)
+			src.CloseWatches()
+		}
+		synctest.Wait()
+		var replaces int
+		for _, c := range store.calls() {
+			if strings.HasPrefix(c, "replace") {
+				replaces++
+			}
+		}
+		assert.Equal(t, 3, replaces, "listed at 0s, 10s and 20s")
+	})
+}
