@@ -72,6 +72,21 @@ func TestChaos(t *testing.T) {
 	}
 }
 
+// TestChaosWithPeriodicRelist adds the faults that lose events for good
+// (events dropped in transit, objects skipped for their kind or rejected
+// for their metadata) to informers that relist every second, which must
+// repair them (row 12) and stay within one extra fill per interval.
+func TestChaosWithPeriodicRelist(t *testing.T) {
+	t.Parallel()
+	faults := append(allFaults(), lossyFaults()...)
+	for _, seed := range []uint64{12, 1212} {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Parallel()
+			runChaos(t, seed, chaosOptions{steps: 200, faults: faults, relist: time.Second})
+		})
+	}
+}
+
 // Row 16: a random mix of the faults of rows 1 to 5, 10 and 14 under
 // writes, with the chaos test's oracle.
 func TestRow16RandomMixUnderWrites(t *testing.T) {
@@ -93,7 +108,8 @@ func TestRow16RandomMixUnderWrites(t *testing.T) {
 type chaosOptions struct {
 	steps     int
 	faults    []chaosFault
-	faultRate float64 // the share of steps that are faults; default 0.2
+	faultRate float64       // the share of steps that are faults; default 0.2
+	relist    time.Duration // WithRelistInterval for every informer; 0: none
 }
 
 // chaos is the state of one run.
@@ -212,6 +228,29 @@ func allFaults() []chaosFault {
 	}
 }
 
+// lossyFaults lose an event for good: only a relist repairs what they do.
+func lossyFaults() []chaosFault {
+	mutation := func(row int, name string, f apisim.Fault) chaosFault {
+		return chaosFault{row, name, func(c *chaos) string {
+			n := c.rnd.IntN(4)
+			c.inject(onWatch, f.After(n), 1)
+			return fmt.Sprintf("%s after %d on the next watch", name, n)
+		}}
+	}
+	return []chaosFault{
+		mutation(6, "wrong kind", apisim.WrongKind()),
+		mutation(7, "no name", apisim.MissingName()),
+		mutation(7, "no resourceVersion", apisim.EmptyResourceVersion()),
+		{12, "events lost", func(c *chaos) string {
+			n := 1 + c.rnd.IntN(3)
+			if err := c.s.DropEvents(apisim.Pods(), n); err != nil {
+				c.t.Fatal(err)
+			}
+			return fmt.Sprintf("the next %d events lost", n)
+		}},
+	}
+}
+
 // runChaos runs one seeded schedule and checks the oracle at quiescence.
 func runChaos(t *testing.T, seed uint64, o chaosOptions) {
 	if o.faultRate == 0 {
@@ -250,6 +289,7 @@ func runChaos(t *testing.T, seed uint64, o chaosOptions) {
 			refl: []reflector.Option[*corev1.Pod]{
 				reflector.WithPageSize[*corev1.Pod]([]int64{0, 3, 500}[rnd.IntN(3)]),
 				reflector.WithMinWatchTimeout[*corev1.Pod]([]time.Duration{time.Second, time.Minute}[rnd.IntN(2)]),
+				reflector.WithRelistInterval[*corev1.Pod](o.relist),
 			},
 			target: []reflector.Target{{}, {Namespace: "a"}, {LabelSelector: "app=web"}}[rnd.IntN(3)],
 		}
@@ -293,10 +333,14 @@ func runChaos(t *testing.T, seed uint64, o chaosOptions) {
 		hits += inj.Hits()
 	}
 	refills := len(fills(log.all()))
-	// Every informer fills its cache once, plus once per server-wide fault
-	// and once more if its streaming list falls back; every injected fault
-	// that hit a request explains at most one more.
+	// Every informer fills its cache once, plus once per server-wide fault,
+	// once more if its streaming list falls back, and once per relist
+	// interval; every injected fault that hit a request explains at most
+	// one more.
 	bound := len(ws)*(2+c.serverWide) + hits
+	if o.relist > 0 {
+		bound += len(ws) * int(time.Since(start)/o.relist)
+	}
 	if refills > bound {
 		t.Errorf("(R) %d cache fills, want at most %d (%d informers, %d server-wide faults, %d faults that hit)",
 			refills, bound, len(ws), c.serverWide, hits)

@@ -237,6 +237,31 @@ func TestRow12LostEventsRepairedByPeriodicRelist(t *testing.T) {
 	t.Logf("lost events repaired after %s; cost: %d LISTs in %s (one per %s)", took, n, elapsed.Round(time.Millisecond), interval)
 }
 
+// Row 12b: the periodic relist is due one interval after the last list,
+// even when every watch ends sooner than that (here the watch timeout is
+// 1-2s and the interval 2.5s).
+func TestRow12PeriodicRelistWithShortWatches(t *testing.T) {
+	t.Parallel()
+	const interval = 2500 * time.Millisecond
+	s := newServer(t)
+	wr := newWriter(t, s)
+	wr.createN("default", 5)
+	w := startWatcher(t, s, "relisting", setup{refl: []reflector.Option[*corev1.Pod]{
+		reflector.WithRelistInterval[*corev1.Pod](interval),
+		reflector.WithMinWatchTimeout[*corev1.Pod](time.Second)}})
+	wr.touch("default", "p0")
+	converge(t, s, convergeBound, w)
+	if err := s.DropEvents(apisim.Pods(), 1); err != nil {
+		t.Fatal(err)
+	}
+	wr.touch("default", "p1")
+	took := converge(t, s, interval+convergeBound, w)
+	if took > interval+time.Second {
+		t.Errorf("repaired after %s, want within the interval (%s)", took, interval)
+	}
+	t.Logf("repaired after %s with watches of 1-2s; %d LISTs, %d WATCHes", took.Round(time.Millisecond), lists(s), watches(s))
+}
+
 // Row 13: an object deleted and created again under the same name while
 // the informer is disconnected reaches the handlers as Delete then Add
 // (new uid), never as an Update: from the resumed watch's events, or, when
