@@ -44,6 +44,13 @@ type Run struct {
 	// other load on the machine.
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 
+	// InvoluntarySwitches counts the times the kernel took the CPU away
+	// from the process during the measured part (getrusage ru_nivcsw): a
+	// direct sign of other load on the machine, which latency percentiles
+	// and rates suffer from. Load is the load average when the run began.
+	InvoluntarySwitches int64  `json:"involuntary_switches,omitempty"`
+	Load                string `json:"load,omitempty"`
+
 	// EventsPerSecond is Events over the time from releasing the replay
 	// to the handler seeing the last event.
 	EventsPerSecond float64 `json:"events_per_second,omitempty"`

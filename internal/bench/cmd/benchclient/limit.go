@@ -49,13 +49,13 @@ func limitThroughput(ctx context.Context, c config, info serverInfo, r *result.R
 	if err != nil {
 		return err
 	}
-	start, cpu := time.Now(), cpuTime()
+	start, use := time.Now(), rusage()
 	if err := post(ctx, c.server, "/bench/go"); err != nil {
 		return err
 	}
 	n, err := decode(body)
 	elapsed := time.Since(start)
-	r.CPUSeconds = cpuTime() - cpu
+	use.measure(r)
 	stopProfile()
 	body.Close()
 	if err != nil {

@@ -100,6 +100,7 @@ func run(ctx context.Context, c config) (*result.Run, error) {
 	r := &result.Run{
 		Lib: c.lib, Scenario: c.scenario, Resource: info.Resource, Content: c.content,
 		Objects: info.Objects, GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0), GOGC: gogc(),
+		Load: loadAverage(),
 	}
 	if c.lib == "limit" {
 		if c.scenario != "watch-throughput" {

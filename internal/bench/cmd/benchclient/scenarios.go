@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,13 +42,13 @@ func initialSync(ctx context.Context, c config, info serverInfo, lib library, r 
 	if err != nil {
 		return err
 	}
-	start, cpu := time.Now(), cpuTime()
+	start, use := time.Now(), rusage()
 	inf.start(ctx)
 	if err := inf.waitSynced(ctx); err != nil {
 		return err
 	}
 	r.SyncSeconds = time.Since(start).Seconds()
-	r.CPUSeconds = cpuTime() - cpu
+	use.measure(r)
 	stopProfile()
 	r.PeakRSSBytes = peakRSS()
 	if n := inf.len(); n != info.Objects {
@@ -97,7 +98,7 @@ func throughput(ctx context.Context, c config, info serverInfo, lib library, r *
 	if err != nil {
 		return err
 	}
-	start, cpu := time.Now(), cpuTime()
+	start, use := time.Now(), rusage()
 	if err := post(ctx, c.server, "/bench/go"); err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func throughput(ctx context.Context, c config, info serverInfo, lib library, r *
 		return fmt.Errorf("the handler got %d updates of %d: %w", updates.Load(), info.Events, ctx.Err())
 	}
 	r.EventsPerSecond = float64(info.Events) / time.Since(start).Seconds()
-	r.CPUSeconds = cpuTime() - cpu
+	use.measure(r)
 	stopProfile()
 	r.PeakRSSBytes = peakRSS()
 	if n := inf.len(); n != info.Objects {
@@ -168,7 +169,7 @@ func latency(ctx context.Context, c config, info serverInfo, lib library, r *res
 	if err != nil {
 		return err
 	}
-	cpu := cpuTime()
+	use := rusage()
 	if err := post(ctx, c.server, "/bench/go"); err != nil {
 		return err
 	}
@@ -177,7 +178,7 @@ func latency(ctx context.Context, c config, info serverInfo, lib library, r *res
 	case <-ctx.Done():
 		return fmt.Errorf("%d handlers still short of %d events: %w", remaining.Load(), info.Events, ctx.Err())
 	}
-	r.CPUSeconds = cpuTime() - cpu
+	use.measure(r)
 	stopProfile()
 	if err, _ := bad.Load().(error); err != nil {
 		return err
@@ -227,13 +228,36 @@ func liveHeap() int64 {
 	return int64(m.HeapAlloc)
 }
 
-// cpuTime is the user and system CPU time the process has used, in seconds.
-func cpuTime() float64 {
+// usage is what getrusage says of the process so far.
+type usage struct {
+	cpu      float64 // user and system CPU seconds
+	switches int64   // involuntary context switches
+}
+
+func rusage() usage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return usage{}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return usage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), switches: ru.Nivcsw}
+}
+
+// measure records the CPU time and involuntary context switches since u
+// into r.
+func (u usage) measure(r *result.Run) {
+	now := rusage()
+	r.CPUSeconds = now.cpu - u.cpu
+	r.InvoluntarySwitches = now.switches - u.switches
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // peakRSS is the process's high-water resident set size (VmHWM), in bytes.

@@ -135,7 +135,7 @@ func (s scenarioReport) missed() []string {
 // metricOrder is the order metrics are printed in.
 func metricOrder() []string {
 	return []string{
-		"sync_seconds", "peak_rss_bytes", "heap_per_object", "alloc_per_object", "cpu_seconds",
+		"sync_seconds", "peak_rss_bytes", "heap_per_object", "alloc_per_object", "cpu_seconds", "involuntary_switches",
 		"events_per_second", "in_memory_events_per_second", "p50_ms", "p99_ms", "p999_ms",
 	}
 }
@@ -153,6 +153,7 @@ func metrics(r result.Run) map[string]float64 {
 	put("heap_per_object", r.HeapPerObject)
 	put("alloc_per_object", r.AllocPerObject)
 	put("cpu_seconds", r.CPUSeconds)
+	put("involuntary_switches", float64(r.InvoluntarySwitches))
 	put("events_per_second", r.EventsPerSecond)
 	put("in_memory_events_per_second", r.InMemoryEventsPerSecond)
 	if l := r.Latency; l != nil {
@@ -176,6 +177,8 @@ func format(metric string, v float64) string {
 		return fmt.Sprintf("%.0f B", v)
 	case "events_per_second", "in_memory_events_per_second":
 		return fmt.Sprintf("%.0f ev/s", v)
+	case "involuntary_switches":
+		return fmt.Sprintf("%.0f switches", v)
 	case "p50_ms", "p99_ms", "p999_ms":
 		return fmt.Sprintf("%.2f ms", v)
 	}
