@@ -71,8 +71,8 @@ type sizes struct {
 func sizesFor(quick bool) sizes {
 	if quick {
 		return sizes{
-			rounds: 3, syncPods: 10_000, syncConfigMaps: 300, memoryPods: 10_000,
-			jsonEvents: 10_000, protoEvents: 20_000, latencyEvents: 3_000,
+			rounds: 3, syncPods: 10_000, syncConfigMaps: 200, memoryPods: 5_000,
+			jsonEvents: 5_000, protoEvents: 10_000, latencyEvents: 3_000,
 		}
 	}
 	return sizes{
