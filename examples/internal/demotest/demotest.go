@@ -1,5 +1,5 @@
 // Package demotest checks an example's main flow: it runs the example
-// against the simulator for two seconds and checks the lines every
+// against the simulator for six seconds and checks the lines every
 // example prints first and last.
 package demotest
 
@@ -15,20 +15,20 @@ import (
 )
 
 // Run runs an example's run function against the simulator for
-// two seconds, with a small, busy workload, plus any extra arguments. It
+// six seconds, with a small, busy workload, plus any extra arguments. It
 // fails t if run fails or if the output does not start with the
 // simulator's line and end with a summary line reporting synced > 0 and
 // events > 0, and returns the output's lines.
 func Run(t testing.TB, run func(context.Context, []string, io.Writer) error, extra ...string) []string {
 	t.Helper()
-	args := append([]string{"-sim", "-duration", "2s", "-sim-objects", "200", "-sim-churn", "100", "-sync-timeout", "20s"}, extra...)
+	args := append([]string{"-sim", "-duration", "6s", "-sim-objects", "200", "-sim-churn", "100", "-sync-timeout", "20s"}, extra...)
 	var out bytes.Buffer
 	started := time.Now()
 	if err := run(t.Context(), args, &out); err != nil {
 		t.Fatalf("run %v: %v\noutput:\n%s", args, err, out.String())
 	}
-	if d := time.Since(started); d > 15*time.Second {
-		t.Errorf("run took %v; -duration 2s should end it soon after two seconds", d)
+	if d := time.Since(started); d > 40*time.Second {
+		t.Errorf("run took %v; -duration 6s should end it soon after six seconds", d)
 	}
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	if !strings.HasPrefix(lines[0], "simulator (-sim): ") {
