@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -116,7 +117,8 @@ func synthesizeStatus(code int, body []byte) metav1.Status {
 func retryAfter(header string, details *metav1.StatusDetails) time.Duration {
 	if header != "" {
 		if secs, err := strconv.Atoi(strings.TrimSpace(header)); err == nil && secs >= 0 {
-			return time.Duration(secs) * time.Second
+			// Beyond 292 years a Duration overflows into the negative.
+			return time.Duration(min(secs, math.MaxInt64/int(time.Second))) * time.Second
 		}
 		if t, err := http.ParseTime(header); err == nil {
 			if d := time.Until(t); d > 0 {
