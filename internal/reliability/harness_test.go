@@ -198,7 +198,7 @@ func startWatcher(t *testing.T, s *apisim.Server, name string, su setup) *watche
 		informer.WithName[*corev1.Pod](name),
 		informer.WithReflectorOptions(reflOpts...),
 		informer.WithHandlerErrorHandler[*corev1.Pod](w.errs.add))
-	if err := w.inf.SetWatchErrorHandler(func(err error) { w.errs.addAt(err, w.inf.LastSyncResourceVersion()) }); err != nil {
+	if err := w.inf.SetWatchErrorHandler(w.errs.add); err != nil {
 		t.Fatal(err)
 	}
 	for i := range max(su.handlers, 1) {
@@ -331,8 +331,8 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	return time.Since(start)
 }
 
-// errorLog records the errors an informer reported, with the
-// resourceVersion it was at. It is safe for concurrent use.
+// errorLog records the errors an informer reported, and when. It is safe
+// for concurrent use.
 type errorLog struct {
 	mu   sync.Mutex
 	errs []loggedError
@@ -340,16 +340,13 @@ type errorLog struct {
 
 type loggedError struct {
 	err error
-	rv  string
 	at  time.Time
 }
 
-func (l *errorLog) add(err error) { l.addAt(err, "") }
-
-func (l *errorLog) addAt(err error, rv string) {
+func (l *errorLog) add(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.errs = append(l.errs, loggedError{err: err, rv: rv, at: time.Now()})
+	l.errs = append(l.errs, loggedError{err: err, at: time.Now()})
 }
 
 // matching returns the errors for which match holds.
