@@ -36,6 +36,10 @@ type Options struct {
 	// KeepDir keeps the temporary folder (logs, certificates, etcd data)
 	// after Stop, for debugging.
 	KeepDir bool
+	// Audit makes kube-apiserver log every LIST and WATCH request it
+	// receives, read back with AuditEvents: the only way to count one
+	// client's requests.
+	Audit bool
 }
 
 // Cluster is one etcd and one kube-apiserver on 127.0.0.1, started by Start
@@ -50,6 +54,7 @@ type Cluster struct {
 	peerPort int
 	apiPort  int
 	client   *http.Client // trusts our CA, no credentials
+	audit    []string     // the audit flags, when Options.Audit
 
 	mu      sync.Mutex
 	etcd    *process
@@ -90,6 +95,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.creds, err = writePKI(c.dir); err != nil {
 		return err
 	}
+	if c.opts.Audit {
+		if c.audit, err = c.auditArgs(); err != nil {
+			return err
+		}
+	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(c.creds.caPEM)
 	c.client = &http.Client{Transport: &http.Transport{
@@ -128,9 +138,10 @@ func (c *Cluster) start(ctx context.Context) error {
 
 // apiserverArgs are the kube-apiserver flags: DESIGN.md's set, our PKI,
 // no priority and fairness (faster start), no ServiceAccount admission (so
-// pods can be created without the token controller), then Options'.
+// pods can be created without the token controller), the audit log if
+// asked for, then Options'.
 func (c *Cluster) apiserverArgs() []string {
-	return append([]string{
+	args := append([]string{
 		"--etcd-servers=" + c.EtcdURL(),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -148,7 +159,8 @@ func (c *Cluster) apiserverArgs() []string {
 		"--enable-priority-and-fairness=false",
 		"--disable-admission-plugins=ServiceAccount",
 		"--profiling=false",
-	}, c.opts.APIServerFlags...)
+	}, c.audit...)
+	return append(args, c.opts.APIServerFlags...)
 }
 
 // StartAPIServer starts kube-apiserver on the cluster's port (the same one

@@ -20,6 +20,8 @@
 //  3. Tests reach the server through HTTPClient, Kubeconfig, or URL, CAPEM
 //     and a token of their own choosing. Faults come from RestartAPIServer,
 //     StopAPIServer/StartAPIServer, CompactEtcd and the tcpproxy package.
+//     A cluster started with Options.Audit logs every LIST and WATCH request
+//     it receives; AuditEvents reads them back, to count one client's.
 //  4. Stop kills both process groups and removes the temporary folder.
 //
 // Every process runs in its own process group and is killed with it; the
