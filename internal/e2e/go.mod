@@ -3,6 +3,7 @@ module github.com/listwatch/listwatch/internal/e2e
 go 1.26.0
 
 require (
+	github.com/listwatch/listwatch v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
