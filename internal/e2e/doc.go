@@ -12,4 +12,10 @@
 // included, as golden JSON files under testdata/conformance; the apiserver
 // simulator (internal/apisim) is checked against them. README.md describes
 // the files and how to regenerate them.
+//
+// The scenarios (TestScenariosReal, TestScenariosSim) run listwatch
+// informers end to end: each is written once against a small server
+// interface with two implementations, the real apiserver and the
+// simulator, and ends by comparing every cache and handler's view with a
+// fresh LIST.
 package e2e
