@@ -209,7 +209,7 @@ func (a *apimachineryJSONWatch) decodeNew(data []byte) (runtime.Object, error) {
 // each candidate library: the reason this package uses json-iterator.
 func BenchmarkJSONLibraries(b *testing.B) {
 	data := jsonOf(b, realisticPod(1))
-	api := newJSONAPI(false)
+	api := newJSONAPI(false, false)
 	for name, decode := range map[string]func() error{
 		"encoding-json":    func() error { return json.Unmarshal(data, new(corev1.Pod)) },
 		"sigs.k8s.io-json": func() error { return kjson.UnmarshalCaseSensitivePreserveInts(data, new(corev1.Pod)) },

@@ -19,6 +19,9 @@ import (
 // Codec is not usable. A Codec is immutable and safe for concurrent use by
 // any number of decoders.
 //
+// Short strings decoded from JSON are shared between the objects, unless
+// the codec was built WithoutStringInterning.
+//
 // Every object a Codec decodes carries the codec's apiVersion and kind in
 // its TypeMeta (filled in when the server left them out, as it does for
 // list items and protobuf objects), so JSON and protobuf give equal objects.
@@ -58,6 +61,19 @@ type CodecOption func(*codecOptions)
 
 type codecOptions struct {
 	dropManagedFields bool
+	noInterning       bool
+}
+
+// WithoutStringInterning makes a typed or metadata codec copy every string
+// it decodes from JSON. By default the codec interns strings of up to 64
+// bytes (namespaces, label keys and values, image and node names,
+// condition types, ...) in a bounded table of its own, so that decoded
+// objects share one copy of each: about a tenth less memory held per
+// cached pod, for a few percent more decode CPU. Fields that differ in
+// every object (name, uid, resourceVersion, pod IPs, container IDs) are
+// always copied. Protobuf decoding and unstructured objects do not intern.
+func WithoutStringInterning() CodecOption {
+	return func(o *codecOptions) { o.noInterning = true }
 }
 
 // WithoutManagedFields makes the codec skip metadata.managedFields while
@@ -182,7 +198,7 @@ func newCodec[T any](gvk schema.GroupVersionKind, opts []CodecOption) *Codec[T] 
 		gvk:               gvk,
 		objAPIVersion:     gvk.GroupVersion().String(),
 		objKind:           gvk.Kind,
-		json:              newJSONAPI(o.dropManagedFields),
+		json:              newJSONAPI(o.dropManagedFields, !o.noInterning),
 		dropManagedFields: o.dropManagedFields,
 	}
 }

@@ -9,7 +9,9 @@
 // resources (JSON), MetadataCodec for *metav1.PartialObjectMetadata (JSON
 // and protobuf). WithoutManagedFields makes any of them skip
 // metadata.managedFields while decoding, so those entries are never
-// allocated.
+// allocated. Typed and metadata codecs share short repeated strings
+// between the objects they decode from JSON (WithoutStringInterning turns
+// this off).
 //
 // Watch streams are read event by event:
 //

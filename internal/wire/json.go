@@ -23,11 +23,17 @@ import (
 const readBufferSize = 32 << 10
 
 // newJSONAPI returns a json-iterator configuration of its own (its decoder
-// cache is not shared with other codecs, so the managedFields option of one
-// codec cannot leak into another).
-func newJSONAPI(dropManagedFields bool) jsoniter.API {
+// cache is not shared with other codecs, so the options of one codec cannot
+// leak into another). With internStrings, short strings are interned in a
+// table of the configuration's own (see intern.go).
+func newJSONAPI(dropManagedFields, internStrings bool) jsoniter.API {
 	api := jsoniter.Config{CaseSensitive: true}.Froze()
-	api.RegisterExtension(&valueTypes{})
+	var table *internTable
+	if internStrings {
+		table = newInternTable()
+		api.RegisterExtension(&stringInterner{table: table})
+	}
+	api.RegisterExtension(&valueTypes{table: table})
 	if dropManagedFields {
 		api.RegisterExtension(&managedFieldsSkipper{})
 	}

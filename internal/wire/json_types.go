@@ -23,7 +23,10 @@ import (
 // Each decoder gives the result the type's own UnmarshalJSON gives for
 // every input that UnmarshalJSON accepts (FuzzJSONMatchesApimachinery
 // checks this against sigs.k8s.io/json).
-type valueTypes struct{ jsoniter.DummyExtension }
+type valueTypes struct {
+	jsoniter.DummyExtension
+	table *internTable // interns map[string]string keys and values; nil: copy
+}
 
 var (
 	timeType        = reflect.TypeFor[metav1.Time]()
@@ -34,7 +37,7 @@ var (
 )
 
 // CreateDecoder implements jsoniter.Extension.
-func (*valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
+func (v *valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 	switch typ.Type1() {
 	case timeType:
 		return timeDecoder{}
@@ -45,7 +48,7 @@ func (*valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 	case intOrStringType:
 		return intOrStringDecoder{}
 	case stringMapType:
-		return stringMapDecoder{}
+		return stringMapDecoder{v.table}
 	}
 	return nil
 }
@@ -132,9 +135,9 @@ func (intOrStringDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 // stringMapDecoder fills a map[string]string (labels, annotations, data)
 // without the two temporary allocations per entry of json-iterator's
 // generic map decoder.
-type stringMapDecoder struct{}
+type stringMapDecoder struct{ table *internTable }
 
-func (stringMapDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+func (d stringMapDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	mp := (*map[string]string)(ptr)
 	if it.ReadNil() {
 		*mp = nil
@@ -145,7 +148,7 @@ func (stringMapDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	}
 	m := *mp
 	it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool {
-		m[key] = it.ReadString()
+		m[d.table.intern(key)] = d.table.intern(it.ReadString())
 		return it.Error == nil
 	})
 }

@@ -1,0 +1,130 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func decodePods(t testing.TB, c *Codec[*corev1.Pod], stream []byte) []*corev1.Pod {
+	t.Helper()
+	dec := NewJSONWatchDecoder(bytes.NewReader(stream), c, 0)
+	var pods []*corev1.Pod
+	for {
+		ev, err := dec.Next()
+		if err == io.EOF {
+			return pods
+		}
+		require.NoError(t, err)
+		pods = append(pods, ev.Object)
+	}
+}
+
+// decodeAll is decodePods for other goroutines: it stops at the first error.
+func decodeAll(c *Codec[*corev1.Pod], stream []byte) (pods []*corev1.Pod) {
+	dec := NewJSONWatchDecoder(bytes.NewReader(stream), c, 0)
+	for {
+		ev, err := dec.Next()
+		if err != nil {
+			return pods
+		}
+		pods = append(pods, ev.Object)
+	}
+}
+
+func sameData(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+
+func TestJSONInterning(t *testing.T) {
+	// Small pods: a few distinct strings never evict one another.
+	small := func(i int) *corev1.Pod {
+		return &corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("web-", i), Namespace: "default", Labels: map[string]string{"app": "web"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		}
+	}
+	stream := jsonStream(t, event{"ADDED", small(1)}, event{"ADDED", small(2)})
+
+	pods := decodePods(t, mustCodec[*corev1.Pod](t, podGVK), stream)
+	plain := decodePods(t, mustCodec[*corev1.Pod](t, podGVK, WithoutStringInterning()), stream)
+	require.Len(t, pods, 2)
+	require.Equal(t, plain, pods, "interning changed the decoded objects")
+
+	a, b := pods[0], pods[1]
+	require.True(t, sameData(a.Namespace, b.Namespace), "namespace")
+	require.True(t, sameData(a.Labels["app"], b.Labels["app"]), "label value")
+	for k := range a.Labels {
+		for k2 := range b.Labels {
+			require.True(t, sameData(k, k2), "label key %q", k)
+		}
+	}
+	require.False(t, sameData(a.Name, b.Name), "a name is not interned")
+	require.True(t, sameData(a.Spec.Containers[0].Image, b.Spec.Containers[0].Image), "image")
+	require.True(t, sameData(string(a.Status.Phase), string(b.Status.Phase)), "phase (a named string type)")
+
+	p, q := plain[0], plain[1]
+	require.False(t, sameData(p.Namespace, q.Namespace), "WithoutStringInterning still interned")
+
+	// Long strings are copied, not interned.
+	long := small(3)
+	long.Spec.NodeName = strings.Repeat("n", maxInternLen+1)
+	stream = jsonStream(t, event{"ADDED", long}, event{"ADDED", long})
+	pods = decodePods(t, mustCodec[*corev1.Pod](t, podGVK), stream)
+	require.Equal(t, long.Spec.NodeName, pods[0].Spec.NodeName)
+	require.False(t, sameData(pods[0].Spec.NodeName, pods[1].Spec.NodeName))
+}
+
+// One codec decodes on several goroutines at once (run with -race).
+func TestJSONInterningConcurrent(t *testing.T) {
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	stream := jsonStream(t, benchPodEvents()[:50]...)
+	want := decodePods(t, mustCodec[*corev1.Pod](t, podGVK, WithoutStringInterning()), stream)
+	var wg sync.WaitGroup
+	got := make([][]*corev1.Pod, 4)
+	for i := range got {
+		wg.Go(func() { got[i] = decodeAll(c, stream) })
+	}
+	wg.Wait()
+	for _, pods := range got {
+		require.Equal(t, want, pods)
+	}
+}
+
+// BenchmarkJSONRetainedHeap decodes a stream of pods, keeps them all and
+// reports the heap they hold per pod (retained-B/pod) after a collection.
+func BenchmarkJSONRetainedHeap(b *testing.B) {
+	stream := jsonStream(b, benchPodEvents()...)
+	for _, bc := range []struct {
+		name string
+		opts []CodecOption
+	}{
+		{"interned", nil},
+		{"copied", []CodecOption{WithoutStringInterning()}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := mustCodec[*corev1.Pod](b, podGVK, bc.opts...)
+			var retained float64
+			for range b.N {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				pods := decodePods(b, c, stream)
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				retained = float64(after.HeapAlloc-before.HeapAlloc) / float64(len(pods))
+				runtime.KeepAlive(pods)
+			}
+			b.ReportMetric(retained, "retained-B/pod")
+		})
+	}
+}
