@@ -83,11 +83,21 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	if err != nil {
 		return nil, err
 	}
+	refl := []reflector.Option[T]{reflector.WithMode[T](f.opt.mode)}
+	if f.opt.minWatchTimeout > 0 {
+		refl = append(refl, reflector.WithMinWatchTimeout[T](f.opt.minWatchTimeout))
+	}
+	if f.opt.relistInterval > 0 {
+		refl = append(refl, reflector.WithRelistInterval[T](f.opt.relistInterval))
+	}
+	if f.opt.backoffInitial > 0 {
+		refl = append(refl, reflector.WithBackoff[T](f.opt.backoffInitial, f.opt.backoffMax))
+	}
 	opts := []Option[T]{
 		WithName[T](describe(lw.Resource(), target)),
 		WithLogger[T](f.opt.logger),
 		WithResyncPeriod[T](f.opt.resync),
-		WithReflectorOptions(reflector.WithMode[T](f.opt.mode)),
+		WithReflectorOptions(refl...),
 	}
 	inf := New[T](lw, opts...)
 	e := &entry{informer: inf}
@@ -205,10 +215,14 @@ func (f *Factory) Shutdown() {
 type FactoryOption func(*factoryOptions)
 
 type factoryOptions struct {
-	logger *slog.Logger
-	resync time.Duration
-	mode   reflector.Mode
-	http   []reflector.HTTPOption
+	logger          *slog.Logger
+	resync          time.Duration
+	mode            reflector.Mode
+	http            []reflector.HTTPOption
+	minWatchTimeout time.Duration
+	relistInterval  time.Duration
+	backoffInitial  time.Duration
+	backoffMax      time.Duration
 }
 
 // WithFactoryLogger sets where the factory's informers log; the default
@@ -236,4 +250,22 @@ func WithListMode(m reflector.Mode) FactoryOption {
 // type, watchdog, size limits.
 func WithHTTPOptions(opts ...reflector.HTTPOption) FactoryOption {
 	return func(o *factoryOptions) { o.http = append(o.http, opts...) }
+}
+
+// WithMinWatchTimeout sets every informer's shortest watch timeout; see
+// reflector.WithMinWatchTimeout.
+func WithMinWatchTimeout(d time.Duration) FactoryOption {
+	return func(o *factoryOptions) { o.minWatchTimeout = d }
+}
+
+// WithRelistInterval makes every informer relist every d, which repairs a
+// cache after events a faulty server lost; see reflector.WithRelistInterval.
+func WithRelistInterval(d time.Duration) FactoryOption {
+	return func(o *factoryOptions) { o.relistInterval = d }
+}
+
+// WithBackoff sets every informer's first and largest wait between failed
+// attempts; see reflector.WithBackoff.
+func WithBackoff(initial, max time.Duration) FactoryOption {
+	return func(o *factoryOptions) { o.backoffInitial, o.backoffMax = initial, max }
 }

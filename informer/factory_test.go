@@ -217,3 +217,24 @@ func TestFactoryMetadataOnly(t *testing.T) {
 	assert.Equal(t, "PartialObjectMetadata", got.Kind)
 	assert.NotEmpty(t, got.Labels)
 }
+
+func TestFactoryReflectorSettings(t *testing.T) {
+	s := startSim(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	_, err := pods.Create(apisim.MakePod("default", "a"))
+	require.NoError(t, err)
+	f, err := informer.NewFactory(simConfig(s),
+		informer.WithListMode(reflector.ListWatch),
+		informer.WithRelistInterval(300*time.Millisecond),
+		informer.WithBackoff(10*time.Millisecond, 100*time.Millisecond))
+	require.NoError(t, err)
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	require.NoError(t, f.WaitForCacheSync(ctx))
+	// The relist interval reaches the reflector: more LISTs follow.
+	eventually(t, "periodic relists", func() bool { return s.Requests(apisim.VerbList, apisim.Pods()) >= 3 })
+}
