@@ -110,10 +110,21 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 			}
 			objSeen = true
 			if !typeSeen {
-				// Legal JSON, never sent by kube-apiserver: keep the bytes
-				// until the type says what they are.
-				raw = it.SkipAndReturnBytes()
-				return it.Error == nil
+				// Legal JSON, never sent by kube-apiserver: keep the value
+				// until the type says what it is. Not with json-iterator's
+				// SkipAndReturnBytes: on a stream cut inside the value it
+				// appends its whole buffer again at every read attempt,
+				// which costs nesting depth × frame size.
+				v := readAny(it)
+				if it.Error != nil {
+					return false
+				}
+				var err error
+				if raw, err = d.codec.json.Marshal(v); err != nil {
+					it.ReportError("read watch event object", err.Error())
+					return false
+				}
+				return true
 			}
 			raw = nil
 			ev.Object, ev.Status, kindErr = d.decodeObject(it, ev.Type)
