@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"hash/maphash"
@@ -42,6 +43,39 @@ const internSlots = 4096
 type internTable struct {
 	seed  maphash.Seed
 	slots [internSlots]atomic.Pointer[string]
+	blobs [blobSlots]atomic.Pointer[[]byte]
+}
+
+// Managed fields repeat too: every pod of one ReplicaSet carries the same
+// metadata.managedFields[].fieldsV1 written by the same managers, several
+// hundred bytes each. The table keeps a few of those byte strings as well,
+// up to maxBlobLen bytes each, in blobSlots slots (at most 1 MiB).
+const (
+	maxBlobLen = 4 << 10
+	blobSlots  = 256
+)
+
+// internBytes is intern for a byte string that nobody modifies afterwards
+// (the raw JSON of a FieldsV1).
+func (t *internTable) internBytes(b []byte) []byte {
+	if t == nil || len(b) == 0 || len(b) > maxBlobLen {
+		return b
+	}
+	h := maphash.Bytes(t.seed, b)
+	bucket := t.blobs[h%(blobSlots/2)*2:][:2]
+	for i := range bucket {
+		if p := bucket[i].Load(); p != nil && bytes.Equal(*p, b) {
+			return *p
+		}
+	}
+	victim := &bucket[h>>63]
+	if bucket[0].Load() == nil {
+		victim = &bucket[0]
+	} else if bucket[1].Load() == nil {
+		victim = &bucket[1]
+	}
+	victim.Store(&b)
+	return b
 }
 
 func newInternTable() *internTable { return &internTable{seed: maphash.MakeSeed()} }

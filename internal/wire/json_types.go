@@ -49,8 +49,29 @@ func (v *valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 		return intOrStringDecoder{}
 	case stringMapType:
 		return stringMapDecoder{v.table}
+	case fieldsV1Type:
+		return fieldsV1Decoder{v.table}
 	}
 	return nil
+}
+
+var fieldsV1Type = reflect.TypeFor[metav1.FieldsV1]()
+
+// fieldsV1Decoder is metav1.FieldsV1.UnmarshalJSON (the raw JSON kept as
+// is; null leaves it empty), with the bytes interned: identical managed
+// fields share one copy.
+type fieldsV1Decoder struct{ table *internTable }
+
+func (d fieldsV1Decoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	f := (*metav1.FieldsV1)(ptr)
+	if it.ReadNil() {
+		return
+	}
+	raw := it.SkipAndReturnBytes() // a fresh slice, not the read buffer
+	if it.Error != nil {
+		return
+	}
+	f.Raw = d.table.internBytes(raw)
 }
 
 // parseTime is metav1.Time.UnmarshalJSON (and MicroTime's, with its
