@@ -122,8 +122,13 @@ func (r *Reflector[T]) recover(s *runState, err error) time.Duration {
 		s.streaming = false
 		return 0
 	case isExpired(err):
-		// Our resourceVersion is too old for the server: list again.
+		// Our resourceVersion is too old for the server: list again, at
+		// once unless we just did (a server that answers every fresh
+		// watch with 410 must not get a storm of LISTs).
 		s.needList = true
+		if time.Since(s.listedAt) < minWatchDuration {
+			return s.backoff.next(now)
+		}
 		return 0
 	case errors.Is(err, errWentBackwards):
 		s.needList = true

@@ -544,3 +544,25 @@ func TestPeriodicRelistIsNotPostponedByShortWatches(t *testing.T) {
 		assert.Equal(t, 3, replaces, "listed at 0s, 10s and 20s")
 	})
 }
+
+func TestRepeatedGoneDoesNotStormLists(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		gone := make([]error, 50)
+		for i := range gone {
+			gone[i] = fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version")
+		}
+		src.FailWatch(gone...)
+		r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.LessOrEqual(t, src.Lists.Load(), int64(2), "every watch answered 410 at once: relists must back off")
+		// A good list resets the backoff, so each 410 waits about the
+		// initial 0.8 s: a bounded rate, where without the rule all 50
+		// failures would have been 50 LISTs at once.
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		assert.Less(t, src.Lists.Load(), int64(20))
+	})
+}
