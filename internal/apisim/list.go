@@ -9,6 +9,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/kubeproto"
 )
 
 // page is the result of one LIST request, read under the lock and written
@@ -179,20 +181,20 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, c *collection
 	out.items, out.lastRV = 0, 0
 	if f.proto {
 		lmBytes, _ := lm.Marshal() // plain struct: cannot fail
-		raw := fieldLen(metaField, len(lmBytes))
+		raw := kubeproto.FieldLen(metaField, len(lmBytes))
 		for _, it := range items {
-			raw += fieldLen(itemsField, len(it.body))
+			raw += kubeproto.FieldLen(itemsField, len(it.body))
 		}
 		out.header(mediaProtobuf, http.StatusOK)
-		head := appendEnvelopeHead(nil, apiVersion, kind, raw)
-		head = appendField(head, metaField, len(lmBytes))
+		head := kubeproto.AppendEnvelopeHead(nil, apiVersion, kind, raw)
+		head = kubeproto.AppendField(head, metaField, len(lmBytes))
 		out.write(append(head, lmBytes...))
 		for i, it := range items {
-			frame := appendField(out.scratch[:0], itemsField, len(it.body))
+			frame := kubeproto.AppendField(out.scratch[:0], itemsField, len(it.body))
 			out.scratch = append(frame, it.body...)
 			out.item(out.scratch, p.items[i].rv)
 		}
-		out.write([]byte(unknownTrailer))
+		out.write([]byte(kubeproto.UnknownTrailer))
 		out.finish()
 		return
 	}

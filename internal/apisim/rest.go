@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/listwatch/listwatch/internal/kubeproto"
 )
 
 // Verb names what a request does, as kube-apiserver's audit log and
@@ -272,7 +274,7 @@ func writeObject(w http.ResponseWriter, e encoded, f format, code int) {
 	if f.proto {
 		w.Header().Set("Content-Type", mediaProtobuf)
 		w.WriteHeader(code)
-		_, _ = w.Write(envelope(e.apiVersion, e.kind, e.body))
+		_, _ = w.Write(kubeproto.Envelope(e.apiVersion, e.kind, e.body))
 		return
 	}
 	w.Header().Set("Content-Type", mediaJSON)
@@ -302,11 +304,11 @@ func readBody(r *http.Request, c *collection) (runtime.Object, error) {
 
 // decodeProtobuf parses "k8s\x00" + Unknown into the canonical typed form.
 func (c codec) decodeProtobuf(body []byte) (runtime.Object, error) {
-	if !bytes.HasPrefix(body, []byte(protoMagic)) {
+	if !bytes.HasPrefix(body, []byte(kubeproto.Magic)) {
 		return nil, fmt.Errorf("protobuf body does not start with the k8s magic prefix")
 	}
 	var unk runtime.Unknown
-	if err := unk.Unmarshal(body[len(protoMagic):]); err != nil {
+	if err := unk.Unmarshal(body[len(kubeproto.Magic):]); err != nil {
 		return nil, fmt.Errorf("decoding protobuf envelope: %w", err)
 	}
 	obj := reflect.New(c.typed.Elem()).Interface().(runtime.Object)

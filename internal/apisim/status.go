@@ -9,6 +9,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/kubeproto"
 )
 
 // Status errors are built with k8s.io/apimachinery/pkg/api/errors, so their
@@ -56,7 +58,7 @@ func writeStatus(w http.ResponseWriter, r *http.Request, err error, f format) {
 func encodeStatus(status *metav1.Status, f format) ([]byte, string) {
 	if f.proto {
 		raw, _ := status.Marshal() // plain struct: cannot fail
-		return envelope("v1", "Status", raw), mediaProtobuf
+		return kubeproto.Envelope("v1", "Status", raw), mediaProtobuf
 	}
 	body, _ := json.Marshal(status) // plain struct: cannot fail
 	return append(body, '\n'), mediaJSON

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/kubeproto"
 )
 
 // stream writes one LIST body or WATCH stream and applies the request's
@@ -195,7 +197,7 @@ func (st *stream) frame(typ string, obj encoded) []byte {
 	if st.f.proto {
 		st.scratch = appendProtoEventHead(st.scratch[:0], typ, obj)
 		st.scratch = append(st.scratch, obj.body...)
-		st.scratch = append(st.scratch, unknownTrailer...)
+		st.scratch = append(st.scratch, kubeproto.UnknownTrailer...)
 		return st.scratch
 	}
 	st.scratch = appendJSONEvent(st.scratch[:0], typ, obj.body)

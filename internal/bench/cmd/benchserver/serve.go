@@ -9,6 +9,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/kubeproto"
 )
 
 const (
@@ -74,7 +76,7 @@ func (s *server) serveList(w http.ResponseWriter, r *http.Request) {
 	if proto {
 		size := 0
 		for _, it := range items {
-			size += fieldLen(2, len(it))
+			size += kubeproto.FieldLen(2, len(it))
 		}
 		w.Header().Set("Content-Type", mediaProtobuf)
 		buf, err = appendListProtoHead(make([]byte, 0, writeSize+8<<10), s.kind.ListKind, lm, size)
@@ -88,7 +90,7 @@ func (s *server) serveList(w http.ResponseWriter, r *http.Request) {
 	}
 	for i, it := range items {
 		if proto {
-			buf = appendField(buf, 2, len(it))
+			buf = kubeproto.AppendField(buf, 2, len(it))
 		} else if i > 0 {
 			buf = append(buf, ',')
 		}
@@ -101,7 +103,7 @@ func (s *server) serveList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if proto {
-		buf = append(buf, unknownTrailer...)
+		buf = append(buf, kubeproto.UnknownTrailer...)
 	} else {
 		buf = append(buf, "]}\n"...)
 	}
