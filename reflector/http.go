@@ -276,10 +276,18 @@ func (lw *HTTPListerWatcher[T]) Watch(ctx context.Context, opts WatchOptions) (W
 	}
 	body := newWatchdog(resp.Body, lw.opt.idleTimeout, cancel)
 	w := &httpWatcher[T]{body: body, cancel: cancel}
-	if isProtobuf(resp.Header.Get("Content-Type")) {
-		w.next = wire.NewProtobufWatchDecoder(body, lw.codec, lw.opt.maxFrameBytes).Next
-	} else {
-		w.next = wire.NewJSONWatchDecoder(body, lw.codec, lw.opt.maxFrameBytes).Next
+	workers, maxFrame := lw.opt.workers(), lw.opt.maxFrameBytes
+	switch proto := isProtobuf(resp.Header.Get("Content-Type")); {
+	case workers > 1 && proto:
+		d := wire.NewParallelProtobufWatchDecoder(body, lw.codec, maxFrame, workers)
+		w.next, w.stop = d.Next, d.Close
+	case workers > 1:
+		d := wire.NewParallelJSONWatchDecoder(body, lw.codec, maxFrame, workers)
+		w.next, w.stop = d.Next, d.Close
+	case proto:
+		w.next = wire.NewProtobufWatchDecoder(body, lw.codec, maxFrame).Next
+	default:
+		w.next = wire.NewJSONWatchDecoder(body, lw.codec, maxFrame).Next
 	}
 	return w, nil
 }
@@ -302,6 +310,7 @@ type httpWatcher[T Object] struct {
 	body   *watchdog
 	cancel context.CancelFunc
 	next   func() (wire.Event[T], error)
+	stop   func() // stops a parallel decoder's goroutines; nil for a sequential one
 	once   sync.Once
 }
 
@@ -322,7 +331,10 @@ func (w *httpWatcher[T]) Next() (Event[T], error) {
 func (w *httpWatcher[T]) Close() error {
 	w.once.Do(func() {
 		w.cancel()
-		w.body.Close()
+		w.body.Close() // first: it unblocks a parallel decoder's reader
+		if w.stop != nil {
+			w.stop()
+		}
 	})
 	return nil
 }
@@ -386,7 +398,11 @@ type httpOptions struct {
 	maxFrameBytes     int
 	maxItemBytes      int
 	dropManagedFields bool
+	decodeWorkers     int
 }
+
+// workers is how many goroutines decode a watch stream.
+func (o httpOptions) workers() int { return max(o.decodeWorkers, 1) }
 
 // WithContentType chooses JSON or protobuf; the default picks protobuf for
 // built-in types.
@@ -421,6 +437,22 @@ func WithMaxFrameBytes(n int) HTTPOption {
 // decoded as they stream in); the default is 64 MiB.
 func WithMaxItemBytes(n int) HTTPOption {
 	return func(o *httpOptions) { o.maxItemBytes = n }
+}
+
+// WithDecodeWorkers decodes each watch stream's events on n goroutines
+// instead of the Reflector's own (the stream is still read by one goroutine
+// and the events reach the Reflector in order). Decoding is most of a
+// watch's CPU, so on a client with idle CPUs this raises the rate at which
+// one stream can be followed, the initial events of a streaming list
+// included. It costs goroutine hand-offs and, for JSON, a pass that cuts
+// the stream into events, so on a busy machine it only spends more CPU:
+// on 2 CPUs, the internal/wire benchmarks decode a 4.7 KB pod in 11.9 µs
+// instead of 13.3 (protobuf) and 32 µs instead of 36 (JSON), but in the
+// side-by-side benchmarks, whose server shares those 2 CPUs, it made no
+// difference to throughput and JSON used 23% more CPU. The default, 1,
+// decodes on the Reflector's goroutine.
+func WithDecodeWorkers(n int) HTTPOption {
+	return func(o *httpOptions) { o.decodeWorkers = max(n, 0) }
 }
 
 // WithoutManagedFields skips metadata.managedFields while decoding, so they

@@ -27,11 +27,16 @@ var (
 )
 
 // contentTypes runs f once per wire format.
-func contentTypes(t *testing.T, f func(t *testing.T, ct reflector.ContentType)) {
+func contentTypes(t *testing.T, f func(t *testing.T, ct encoding)) {
 	for _, c := range []struct {
 		name string
-		ct   reflector.ContentType
-	}{{"json", reflector.JSON}, {"protobuf", reflector.Protobuf}} {
+		ct   encoding
+	}{
+		{"json", encoding{reflector.JSON, 1}},
+		{"protobuf", encoding{reflector.Protobuf, 1}},
+		{"json-parallel", encoding{reflector.JSON, 3}},
+		{"protobuf-parallel", encoding{reflector.Protobuf, 3}},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f(t, c.ct)
@@ -39,8 +44,15 @@ func contentTypes(t *testing.T, f func(t *testing.T, ct reflector.ContentType)) 
 	}
 }
 
-func withContentType(ct reflector.ContentType) []reflector.HTTPOption {
-	return []reflector.HTTPOption{reflector.WithContentType(ct)}
+// encoding is how a stream-fault row's informer reads the server: the
+// content type, and how many goroutines decode a watch stream.
+type encoding struct {
+	reflector.ContentType
+	workers int
+}
+
+func withContentType(ct encoding) []reflector.HTTPOption {
+	return []reflector.HTTPOption{reflector.WithContentType(ct.ContentType), reflector.WithDecodeWorkers(ct.workers)}
 }
 
 // Row 1: a watch that ends cleanly after events is reopened from the last
@@ -134,7 +146,7 @@ func TestRow02EmptyWatchesBackOff(t *testing.T) {
 // again.
 func TestRow03TruncatedFrameThenDrop(t *testing.T) {
 	t.Parallel()
-	contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+	contentTypes(t, func(t *testing.T, ct encoding) {
 		s := newServer(t)
 		wr := newWriter(t, s)
 		wr.createN("default", 5)
@@ -157,7 +169,7 @@ func TestRow03TruncatedFrameThenDrop(t *testing.T) {
 // Row 4: a frame that does not decode.
 func TestRow04MalformedFrame(t *testing.T) {
 	t.Parallel()
-	contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+	contentTypes(t, func(t *testing.T, ct encoding) {
 		s := newServer(t)
 		wr := newWriter(t, s)
 		wr.createN("default", 5)
@@ -187,7 +199,7 @@ func TestRow04MalformedFrame(t *testing.T) {
 // backoff, not in a loop.
 func TestRow05UnknownEventType(t *testing.T) {
 	t.Parallel()
-	contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+	contentTypes(t, func(t *testing.T, ct encoding) {
 		s := newServer(t)
 		wr := newWriter(t, s)
 		wr.createN("default", 3)
@@ -229,7 +241,7 @@ func TestRow05UnknownEventType(t *testing.T) {
 // page, which is fetched again.
 func TestRow06WrongKind(t *testing.T) {
 	t.Parallel()
-	contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+	contentTypes(t, func(t *testing.T, ct encoding) {
 		t.Run("watch", func(t *testing.T) {
 			spoiledEvent(t, ct, apisim.WrongKind(), func(err error) bool {
 				return errors.Is(err, reflector.ErrSkipped) && strings.Contains(err.Error(), "ConfigMap")
@@ -243,7 +255,7 @@ func TestRow06WrongKind(t *testing.T) {
 			converge(t, s, convergeBound, w)
 			// Protobuf list items carry no kind of their own: the
 			// fault cannot show there.
-			want := map[reflector.ContentType]int{reflector.JSON: 2, reflector.Protobuf: 1}[ct]
+			want := map[reflector.ContentType]int{reflector.JSON: 2, reflector.Protobuf: 1}[ct.ContentType]
 			if got := lists(s); got != want {
 				t.Errorf("LIST requests = %d, want %d", got, want)
 			}
@@ -267,7 +279,7 @@ func TestRow07ObjectsThatCannotBeCached(t *testing.T) {
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+			contentTypes(t, func(t *testing.T, ct encoding) {
 				t.Run("watch", func(t *testing.T) {
 					spoiledEvent(t, ct, f.fault, func(err error) bool { return errors.Is(err, reflector.ErrRejected) })
 				})
@@ -303,7 +315,7 @@ func TestRow08DecreasingOrDuplicateResourceVersion(t *testing.T) {
 		{"duplicate", apisim.DuplicateResourceVersion().After(1)},
 	} {
 		t.Run(f.name, func(t *testing.T) {
-			contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+			contentTypes(t, func(t *testing.T, ct encoding) {
 				s := newServer(t)
 				wr := newWriter(t, s)
 				wr.createN("default", 3)
@@ -332,7 +344,7 @@ func TestRow08DecreasingOrDuplicateResourceVersion(t *testing.T) {
 func TestRow09FrameOverLimit(t *testing.T) {
 	t.Parallel()
 	const limit, size = 64 << 10, 256 << 10
-	contentTypes(t, func(t *testing.T, ct reflector.ContentType) {
+	contentTypes(t, func(t *testing.T, ct encoding) {
 		s := newServer(t)
 		wr := newWriter(t, s)
 		wr.createN("default", 3)
@@ -362,7 +374,7 @@ func TestRow09FrameOverLimit(t *testing.T) {
 // resourceVersion did not advance past the spoiled event and that the
 // stream went on, then changes the pod again and checks (C), (O), (D) and
 // (R): one LIST, one WATCH.
-func spoiledEvent(t *testing.T, ct reflector.ContentType, fault apisim.Fault, match func(error) bool) {
+func spoiledEvent(t *testing.T, ct encoding, fault apisim.Fault, match func(error) bool) {
 	t.Helper()
 	// Without periodic bookmarks, the resourceVersion moves only with events.
 	s := newServer(t, apisim.WithBookmarkInterval(0))
@@ -416,7 +428,7 @@ func TestRow09GzipBombList(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	w := startWatcher(t, s, "pods", setup{host: front.URL, noWait: true,
-		http: append(withContentType(reflector.JSON), reflector.WithMaxItemBytes(limit))})
+		http: append(withContentType(encoding{reflector.JSON, 1}), reflector.WithMaxItemBytes(limit))})
 	w.waitSynced()
 	runtime.ReadMemStats(&after)
 	converge(t, s, convergeBound, w)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	goruntime "runtime"
 	"testing"
 
 	jsoniter "github.com/json-iterator/go"
@@ -51,8 +52,29 @@ func benchWatch[T any](b *testing.B, stream []byte, open func(io.Reader) func() 
 	}
 }
 
+// benchParallel is benchWatch for a ParallelWatchDecoder, which must be
+// closed. With GOMAXPROCS=1 it measures the pipeline's overhead; with more,
+// its speed-up.
+func benchParallel[T any](b *testing.B, stream []byte, open func(io.Reader) *ParallelWatchDecoder[T]) {
+	var d *ParallelWatchDecoder[T]
+	defer func() { d.Close() }()
+	benchWatch(b, stream, func(r io.Reader) func() (Event[T], error) {
+		if d != nil {
+			d.Close()
+		}
+		d = open(r)
+		return d.Next
+	})
+}
+
 func BenchmarkJSONWatchDecode(b *testing.B) {
 	stream := jsonStream(b, benchPodEvents()...)
+	b.Run("typed-parallel", func(b *testing.B) {
+		c := mustCodec[*corev1.Pod](b, podGVK)
+		benchParallel(b, stream, func(r io.Reader) *ParallelWatchDecoder[*corev1.Pod] {
+			return NewParallelJSONWatchDecoder(r, c, 0, goruntime.GOMAXPROCS(0))
+		})
+	})
 	b.Run("typed", func(b *testing.B) {
 		c := mustCodec[*corev1.Pod](b, podGVK)
 		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewJSONWatchDecoder(r, c, 0).Next })
@@ -75,6 +97,12 @@ func BenchmarkJSONWatchDecode(b *testing.B) {
 
 func BenchmarkProtobufWatchDecode(b *testing.B) {
 	stream := protoWatchStream(b, benchPodEvents()...)
+	b.Run("typed-parallel", func(b *testing.B) {
+		c := mustCodec[*corev1.Pod](b, podGVK)
+		benchParallel(b, stream, func(r io.Reader) *ParallelWatchDecoder[*corev1.Pod] {
+			return NewParallelProtobufWatchDecoder(r, c, 0, goruntime.GOMAXPROCS(0))
+		})
+	})
 	b.Run("typed", func(b *testing.B) {
 		c := mustCodec[*corev1.Pod](b, podGVK)
 		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })

@@ -26,6 +26,15 @@
 //		... ev.Type, ev.Object, ev.Status ...
 //	}
 //
+// NewParallelJSONWatchDecoder and NewParallelProtobufWatchDecoder give the
+// same events, in the same order, decoded on several goroutines: one reads
+// and cuts the stream into events (a protobuf frame says its length; a
+// JSON event ends where its braces balance), workers decode, Next hands the
+// events out in order. A JSON stream that is not one event per line, as
+// kube-apiserver writes it, is decoded in order from the first line break
+// inside an event on, so errors surface exactly as in the sequential
+// decoder. Close stops the goroutines, after the body has been closed.
+//
 // List bodies are decoded as they stream in, each item handed to a callback
 // (DecodeJSONList, DecodeProtobufList), so a list of any size is never held
 // in memory twice. Every decoder bounds what it buffers (one watch event,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,6 +103,10 @@ func FuzzJSONWatch(f *testing.F) {
 			drainWatch(t, NewJSONWatchDecoder(bytes.NewReader(data), u, fuzzLimit).Next, isNilUnstructured)
 			drainWatch(t, NewJSONWatchDecoder(bytes.NewReader(data), m, fuzzLimit).Next, isNilPartial)
 		})
+		evs, err := drainNext(NewJSONWatchDecoder(bytes.NewReader(data), pods, fuzzLimit).Next)
+		sameAsParallel(t, bytes.NewReader(data), evs, err, func(r io.Reader) *ParallelWatchDecoder[*corev1.Pod] {
+			return NewParallelJSONWatchDecoder(r, pods, fuzzLimit, parallelWorkers)
+		})
 	})
 }
 
@@ -113,6 +118,10 @@ func FuzzProtobufWatch(f *testing.F) {
 			drainWatch(t, NewProtobufWatchDecoder(bytes.NewReader(data), pods, fuzzLimit).Next, isNilPod)
 			drainWatch(t, NewProtobufWatchDecoder(bytes.NewReader(data), pruned, fuzzLimit).Next, isNilPod)
 			drainWatch(t, NewProtobufWatchDecoder(bytes.NewReader(data), m, fuzzLimit).Next, isNilPartial)
+		})
+		evs, err := drainNext(NewProtobufWatchDecoder(bytes.NewReader(data), pods, fuzzLimit).Next)
+		sameAsParallel(t, bytes.NewReader(data), evs, err, func(r io.Reader) *ParallelWatchDecoder[*corev1.Pod] {
+			return NewParallelProtobufWatchDecoder(r, pods, fuzzLimit, parallelWorkers)
 		})
 	})
 }

@@ -24,10 +24,12 @@ const readBufferSize = 32 << 10
 
 // newJSONAPI returns a json-iterator configuration of its own (its decoder
 // cache is not shared with other codecs, so the options of one codec cannot
-// leak into another). With internStrings, short strings are interned in a
+// leak into another). It encodes maps with sorted keys, so that an event
+// re-encoded for a second pass (an object sent before its type) decodes the
+// same every time. With internStrings, short strings are interned in a
 // table of the configuration's own (see intern.go).
 func newJSONAPI(dropManagedFields, internStrings bool) jsoniter.API {
-	api := jsoniter.Config{CaseSensitive: true}.Froze()
+	api := jsoniter.Config{CaseSensitive: true, SortMapKeys: true}.Froze()
 	var table *internTable
 	if internStrings {
 		table = newInternTable()

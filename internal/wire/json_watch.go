@@ -44,6 +44,24 @@ func NewJSONWatchDecoder[T any](r io.Reader, codec *Codec[T], maxFrame int) *JSO
 	return &JSONWatchDecoder[T]{codec: codec, src: src, it: src.it}
 }
 
+// newJSONFrameDecoder returns a decoder of whole events already cut from
+// the stream by a jsonFramer: decodeFrame decodes one of them in place.
+func newJSONFrameDecoder[T any](codec *Codec[T]) *JSONWatchDecoder[T] {
+	it := jsoniter.ParseBytes(codec.json, nil)
+	return &JSONWatchDecoder[T]{codec: codec, src: &window{it: it}, it: it}
+}
+
+// decodeFrame decodes event n from its bytes, as Next would have from the
+// stream. The event's objects do not alias frame.
+func (d *JSONWatchDecoder[T]) decodeFrame(frame []byte, n int) (Event[T], error) {
+	d.it.ResetBytes(frame)
+	d.it.Error = nil
+	d.events, d.err = n-1, nil
+	ev, err := d.Next()
+	d.it.ResetBytes(nil)
+	return ev, err
+}
+
 // Next decodes the next event. It returns io.EOF when the stream ends
 // cleanly between events, and otherwise:
 //   - a *WrongKindError (errors.Is ErrWrongKind) for an object of another

@@ -23,6 +23,9 @@ func drainJSON[T any](t *testing.T, r io.Reader, c *Codec[T], maxFrame int) ([]E
 	for {
 		ev, err := d.Next()
 		if err != nil {
+			sameAsParallel(t, r, evs, err, func(r io.Reader) *ParallelWatchDecoder[T] {
+				return NewParallelJSONWatchDecoder(r, c, maxFrame, parallelWorkers)
+			})
 			return evs, err
 		}
 		evs = append(evs, ev)
@@ -180,26 +183,18 @@ func TestJSONWatchErrors(t *testing.T) {
 		{"whitespace flood", strings.Repeat(" ", 40000), ErrFrameTooLarge, ""},
 		{"too deep", `{"type":"ADDED","object":{"metadata":{"labels":` + strings.Repeat("[", 20000) + `}}}`, ErrMalformed, ""},
 	} {
+		maxFrame := 0
+		if tc.want == ErrFrameTooLarge {
+			maxFrame = 1000
+		}
+		c := mustCodec[*corev1.Pod](t, podGVK)
 		t.Run(tc.name, func(t *testing.T) {
-			maxFrame := 0
-			if tc.want == ErrFrameTooLarge {
-				maxFrame = 1000
-			}
-			d := NewJSONWatchDecoder(strings.NewReader(tc.stream), mustCodec[*corev1.Pod](t, podGVK), maxFrame)
-			var err error
-			for err == nil {
-				_, err = d.Next()
-			}
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("got %v, want %v", err, tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.detail) {
-				t.Fatalf("error %q does not mention %q", err, tc.detail)
-			}
-			// The decoder is finished: it keeps returning the error.
-			if _, again := d.Next(); again != err {
-				t.Fatalf("second call: got %v, want the same %v", again, err)
-			}
+			checkFinalError(t, NewJSONWatchDecoder(strings.NewReader(tc.stream), c, maxFrame).Next, tc.want, tc.detail)
+		})
+		t.Run(tc.name+"/parallel", func(t *testing.T) {
+			d := NewParallelJSONWatchDecoder(strings.NewReader(tc.stream), c, maxFrame, parallelWorkers)
+			defer d.Close()
+			checkFinalError(t, d.Next, tc.want, tc.detail)
 		})
 	}
 }

@@ -1,11 +1,9 @@
 package wire
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 )
 
 // maxRetainedFrame is the largest read buffer a ProtobufWatchDecoder keeps
@@ -27,12 +25,9 @@ const maxRetainedFrame = 1 << 20
 // A ProtobufWatchDecoder is not safe for concurrent use. The zero value is
 // not usable; call NewProtobufWatchDecoder.
 type ProtobufWatchDecoder[T any] struct {
-	r      io.Reader
+	frames protobufFramer
 	codec  *Codec[T]
-	max    int
-	hdr    [4]byte
 	buf    []byte
-	events int
 	err    error // sticky
 }
 
@@ -45,7 +40,7 @@ func NewProtobufWatchDecoder[T any](r io.Reader, codec *Codec[T], maxFrame int) 
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrameBytes
 	}
-	return &ProtobufWatchDecoder[T]{r: r, codec: codec, max: maxFrame}
+	return &ProtobufWatchDecoder[T]{frames: protobufFramer{r: r, max: maxFrame}, codec: codec}
 }
 
 // Next decodes the next event, with the same contract as
@@ -58,73 +53,47 @@ func (d *ProtobufWatchDecoder[T]) Next() (ev Event[T], err error) {
 		return Event[T]{}, d.err
 	}
 	defer func() {
-		if r := recover(); r != nil {
-			ev, err = Event[T]{}, fmt.Errorf("%w: %s: decoder panicked: %v", ErrMalformed, d.what(), r)
-		}
 		if err != nil && !errors.Is(err, ErrWrongKind) {
 			d.err = err
 		}
 	}()
-	return d.next()
-}
-
-func (d *ProtobufWatchDecoder[T]) next() (Event[T], error) {
 	if !d.codec.SupportsProtobuf() {
-		return Event[T]{}, fmt.Errorf("protobuf watch of %s: %w", d.codec.objKind, ErrProtobufUnsupported)
+		return Event[T]{}, unsupportedProtobuf(d.codec)
 	}
-	_, err := io.ReadFull(d.r, d.hdr[:])
-	if err == io.EOF {
-		return Event[T]{}, io.EOF
-	}
-	d.events++
+	frame, n, err := d.frames.next(d.buf)
 	if err != nil {
-		return Event[T]{}, d.readFailure("length prefix", err)
+		return Event[T]{}, err
 	}
-	size := binary.BigEndian.Uint32(d.hdr[:])
-	if uint64(size) > uint64(d.max) {
-		return Event[T]{}, fmt.Errorf("%s: %w: %d bytes (limit %d)", d.what(), ErrFrameTooLarge, size, d.max)
+	if cap(frame) <= maxRetainedFrame {
+		d.buf = frame
 	}
-	frame, err := d.readFrame(int(size))
-	if err != nil {
-		return Event[T]{}, d.readFailure("frame", err)
-	}
-	return d.decodeFrame(frame)
+	return decodeProtobufEvent(d.codec, frame, n)
 }
 
-// readFrame reads an n-byte frame. Up to maxRetainedFrame it reuses one
-// buffer; above, it grows a buffer of its own as the bytes arrive, so that
-// a length prefix that lies costs memory only for bytes actually received.
-func (d *ProtobufWatchDecoder[T]) readFrame(n int) ([]byte, error) {
-	if n <= maxRetainedFrame {
-		if cap(d.buf) < n {
-			d.buf = make([]byte, n)
-		}
-		_, err := io.ReadFull(d.r, d.buf[:n])
-		return d.buf[:n], err
-	}
-	buf := make([]byte, 0, maxRetainedFrame)
-	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(cap(buf), n-len(buf)))
-		}
-		m, err := io.ReadFull(d.r, buf[len(buf):min(cap(buf), n)])
-		buf = buf[:len(buf)+m]
-		if err != nil {
-			return nil, err
-		}
-	}
-	return buf, nil
+func unsupportedProtobuf[T any](codec *Codec[T]) error {
+	return fmt.Errorf("protobuf watch of %s: %w", codec.objKind, ErrProtobufUnsupported)
 }
 
-func (d *ProtobufWatchDecoder[T]) readFailure(part string, err error) error {
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("%s: the stream ended inside the %s: %w", d.what(), part, io.ErrUnexpectedEOF)
-	}
-	return fmt.Errorf("%s: reading the %s: %w", d.what(), part, err)
+// decodeProtobufEvent decodes event n of a stream from its frame. It never
+// panics: a panic in a generated Unmarshal is reported as ErrMalformed.
+func decodeProtobufEvent[T any](codec *Codec[T], frame []byte, n int) (ev Event[T], err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ev, err = Event[T]{}, fmt.Errorf("%w: protobuf watch event %d: decoder panicked: %v", ErrMalformed, n, r)
+		}
+	}()
+	return protobufEvent[T]{codec: codec, n: n}.decode(frame)
 }
 
-// decodeFrame parses one WatchEvent in place.
-func (d *ProtobufWatchDecoder[T]) decodeFrame(frame []byte) (Event[T], error) {
+// protobufEvent is one frame being decoded: the codec, and the event's
+// number for error messages.
+type protobufEvent[T any] struct {
+	codec *Codec[T]
+	n     int
+}
+
+// decode parses one WatchEvent in place.
+func (d protobufEvent[T]) decode(frame []byte) (Event[T], error) {
 	var (
 		typ      []byte
 		typeSeen bool
@@ -217,10 +186,10 @@ func eventTypeOf(b []byte) (EventType, bool) {
 	return "", false
 }
 
-func (d *ProtobufWatchDecoder[T]) malformed(part string, err error) error {
+func (d protobufEvent[T]) malformed(part string, err error) error {
 	return fmt.Errorf("%w: %s: %s: %v", ErrMalformed, d.what(), part, err)
 }
 
-func (d *ProtobufWatchDecoder[T]) what() string {
-	return fmt.Sprintf("protobuf watch event %d", d.events)
+func (d protobufEvent[T]) what() string {
+	return fmt.Sprintf("protobuf watch event %d", d.n)
 }

@@ -23,6 +23,9 @@ func drainProto[T any](t *testing.T, r io.Reader, c *Codec[T], maxFrame int) ([]
 	for {
 		ev, err := d.Next()
 		if err != nil {
+			sameAsParallel(t, r, evs, err, func(r io.Reader) *ParallelWatchDecoder[T] {
+				return NewParallelProtobufWatchDecoder(r, c, maxFrame, parallelWorkers)
+			})
 			return evs, err
 		}
 		evs = append(evs, ev)
@@ -196,21 +199,14 @@ func TestProtobufWatchErrors(t *testing.T) {
 		{"JSON inside", protoFrame(t, "ADDED", append(unknownEnvelope("v1", "Pod", []byte("{}")), tagged(4, []byte("application/json"))...)), 0, ErrMalformed, "application/json"},
 		{"bad status", protoFrame(t, "ERROR", unknownEnvelope("v1", "Status", []byte{0x2a, 0x05})), 0, ErrMalformed, "Status"},
 	} {
+		c := mustCodec[*corev1.Pod](t, podGVK)
 		t.Run(tc.name, func(t *testing.T) {
-			d := NewProtobufWatchDecoder(bytes.NewReader(tc.stream), mustCodec[*corev1.Pod](t, podGVK), tc.max)
-			var err error
-			for err == nil {
-				_, err = d.Next()
-			}
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("got %v, want %v", err, tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.detail) {
-				t.Fatalf("error %q does not mention %q", err, tc.detail)
-			}
-			if _, again := d.Next(); again != err {
-				t.Fatalf("second call: got %v, want the same %v", again, err)
-			}
+			checkFinalError(t, NewProtobufWatchDecoder(bytes.NewReader(tc.stream), c, tc.max).Next, tc.want, tc.detail)
+		})
+		t.Run(tc.name+"/parallel", func(t *testing.T) {
+			d := NewParallelProtobufWatchDecoder(bytes.NewReader(tc.stream), c, tc.max, parallelWorkers)
+			defer d.Close()
+			checkFinalError(t, d.Next, tc.want, tc.detail)
 		})
 	}
 }

@@ -28,6 +28,22 @@ func TestWatchDecodersDoNotWaitForTheNextEvent(t *testing.T) {
 			func(e event) []byte { return protoWatchStream(t, e) },
 			func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next },
 		},
+		"JSON parallel": {
+			func(e event) []byte { b := jsonStream(t, e); return b[:len(b)-1] },
+			func(r io.Reader) func() (Event[*corev1.Pod], error) {
+				d := NewParallelJSONWatchDecoder(r, c, 0, parallelWorkers)
+				t.Cleanup(d.Close)
+				return d.Next
+			},
+		},
+		"protobuf parallel": {
+			func(e event) []byte { return protoWatchStream(t, e) },
+			func(r io.Reader) func() (Event[*corev1.Pod], error) {
+				d := NewParallelProtobufWatchDecoder(r, c, 0, parallelWorkers)
+				t.Cleanup(d.Close)
+				return d.Next
+			},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pr, pw := io.Pipe()
