@@ -20,6 +20,10 @@ import (
 // newTransport builds the *http.Transport for cfg, whose timeouts have their
 // defaults applied. tracker, when not nil, records every connection so that
 // they can all be closed when an exec plugin rotates the client certificate.
+// readBufferSize is the Transport's read buffer per connection (net/http's
+// default is 4 KiB).
+const readBufferSize = 64 << 10
+
 func newTransport(cfg *Config, tlsConfig *tls.Config, tracker *connTracker) (*http.Transport, error) {
 	proxy := http.ProxyFromEnvironment
 	if cfg.ProxyURL != "" {
@@ -70,7 +74,10 @@ func newTransport(cfg *Config, tlsConfig *tls.Config, tracker *connTracker) (*ht
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    cfg.DisableCompression,
-		Protocols:             protocols,
+		// Watch streams are read in small pieces (a length prefix, then an
+		// event): a larger buffer means fewer reads from the socket.
+		ReadBufferSize: readBufferSize,
+		Protocols:      protocols,
 		HTTP2: &http.HTTP2Config{
 			// After SendPingTimeout without a frame, a PING; after
 			// PingTimeout without its answer, the connection is closed
