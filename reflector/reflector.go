@@ -38,8 +38,9 @@ func New[T metav1.Object](lw ListerWatcher[T], store Store[T], opts ...Option[T]
 }
 
 // LastSyncResourceVersion returns the resourceVersion the Store has been
-// synced to: that of the last list, event or bookmark applied. It is "" until
-// the first list has been applied.
+// synced to: that of the last list, event or bookmark handed to it. It is ""
+// until the first list is, and set before the Store is given that list, so
+// an informer that has synced always reports one.
 func (r *Reflector[T]) LastSyncResourceVersion() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -193,10 +194,12 @@ func (r *Reflector[T]) list(ctx context.Context) error {
 		return fmt.Errorf("listing %s: %w: listed resourceVersion %s, cache already at %s",
 			r.opt.name, errWentBackwards, listRV, since)
 	}
+	// Recorded first: the Store's consumer may have processed the whole
+	// list (and reported HasSynced) before Replace returns.
+	r.synced(listRV)
 	if err := r.store.Replace(items, listRV); err != nil {
 		return fmt.Errorf("listing %s: storing the list: %w", r.opt.name, err)
 	}
-	r.synced(listRV)
 	return nil
 }
 
@@ -261,10 +264,10 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				return fmt.Errorf("listing %s (streaming): %w: initial events end at %s, cache already at %s",
 					r.opt.name, errWentBackwards, rv, since)
 			}
+			r.synced(rv) // first, as in list
 			if err := r.store.Replace(initial, rv); err != nil {
 				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
 			}
-			r.synced(rv)
 			s.needList, s.listedAt = false, time.Now()
 			s.backoff.reset()
 			return r.follow(ctx, s, w, time.Now())

@@ -566,3 +566,36 @@ func TestRepeatedGoneDoesNotStormLists(t *testing.T) {
 		assert.Less(t, src.Lists.Load(), int64(20))
 	})
 }
+
+// rvAtReplace is a Store that notes, when a list is handed to it, what the
+// Reflector reports as its LastSyncResourceVersion.
+type rvAtReplace struct {
+	*recorder
+	r    *reflector.Reflector[*corev1.Pod]
+	seen []string
+}
+
+func (s *rvAtReplace) Replace(list []*corev1.Pod, rv string) error {
+	s.seen = append(s.seen, rv+" "+s.r.LastSyncResourceVersion())
+	return s.recorder.Replace(list, rv)
+}
+
+// Whoever consumes the Store (the informer, whose HasSynced turns true once
+// the list is processed) may finish before Replace returns: by then
+// LastSyncResourceVersion must already report the list.
+func TestLastSyncResourceVersionIsSetBeforeTheStoreGetsTheList(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newSource()
+				src.Create(pod("a"))
+				store := &rvAtReplace{recorder: newRecorder()}
+				store.r = reflector.New(src, reflector.Store[*corev1.Pod](store), reflector.WithMode[*corev1.Pod](mode))
+				stop := run(t, store.r)
+				defer stop()
+				synctest.Wait()
+				assert.Equal(t, []string{"1 1"}, store.seen, "list RV, then LastSyncResourceVersion during Replace")
+			})
+		})
+	}
+}
