@@ -53,11 +53,15 @@ func TestFactoryPodsOverHTTP(t *testing.T) {
 		name string
 		ct   reflector.ContentType
 		mode reflector.Mode
+		opts []reflector.HTTPOption
 	}{
-		{"json/list-watch", reflector.JSON, reflector.ListWatch},
-		{"json/watch-list", reflector.JSON, reflector.WatchList},
-		{"protobuf/list-watch", reflector.Protobuf, reflector.ListWatch},
-		{"protobuf/watch-list", reflector.Protobuf, reflector.WatchList},
+		{"json/list-watch", reflector.JSON, reflector.ListWatch, nil},
+		{"json/watch-list", reflector.JSON, reflector.WatchList, nil},
+		{"protobuf/list-watch", reflector.Protobuf, reflector.ListWatch, nil},
+		{"protobuf/watch-list", reflector.Protobuf, reflector.WatchList, nil},
+		{"json/watch-list/parallel", reflector.JSON, reflector.WatchList, []reflector.HTTPOption{reflector.WithDecodeWorkers(3)}},
+		{"protobuf/watch-list/parallel+interned", reflector.Protobuf, reflector.WatchList,
+			[]reflector.HTTPOption{reflector.WithDecodeWorkers(3), reflector.WithProtobufInterning()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startSim(t)
@@ -68,7 +72,7 @@ func TestFactoryPodsOverHTTP(t *testing.T) {
 			}
 			f, err := informer.NewFactory(simConfig(s),
 				informer.WithListMode(tc.mode),
-				informer.WithHTTPOptions(reflector.WithContentType(tc.ct)))
+				informer.WithHTTPOptions(append(tc.opts, reflector.WithContentType(tc.ct))...))
 			require.NoError(t, err)
 			inf, err := informer.For[*corev1.Pod](f, reflector.Target{})
 			require.NoError(t, err)
@@ -98,6 +102,12 @@ func TestFactoryPodsOverHTTP(t *testing.T) {
 			want := simKeys(t, pods)
 			eventually(t, "the cache to converge", func() bool { return equal(want, podKeys(inf.Indexer().List())) })
 			eventually(t, "the handler to converge", func() bool { return equal(want, strip(v.keys())) })
+			for _, p := range inf.Indexer().List() {
+				server, err := pods.Get(p.Namespace, p.Name)
+				require.NoError(t, err)
+				assert.Equal(t, server.Labels, p.Labels)
+				assert.Equal(t, server.Spec, p.Spec)
+			}
 		})
 	}
 }

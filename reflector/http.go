@@ -114,6 +114,9 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 	if lw.opt.dropManagedFields {
 		codecOpts = append(codecOpts, wire.WithoutManagedFields())
 	}
+	if lw.opt.internProtobuf {
+		codecOpts = append(codecOpts, wire.WithProtobufInterning())
+	}
 	var codec any
 	protobuf := false
 	switch any(*new(T)).(type) {
@@ -398,6 +401,7 @@ type httpOptions struct {
 	maxFrameBytes     int
 	maxItemBytes      int
 	dropManagedFields bool
+	internProtobuf    bool
 	decodeWorkers     int
 }
 
@@ -453,6 +457,19 @@ func WithMaxItemBytes(n int) HTTPOption {
 // decodes on the Reflector's goroutine.
 func WithDecodeWorkers(n int) HTTPOption {
 	return func(o *httpOptions) { o.decodeWorkers = max(n, 0) }
+}
+
+// WithProtobufInterning shares repeated strings between the objects
+// decoded from protobuf, as is always done for JSON: namespaces, label and
+// annotation values, images, owner and manager names, identical
+// managedFields. The generated protobuf code copies every string, so this
+// costs a walk over each object after decoding. Measured with the
+// side-by-side benchmarks' client on 2 CPUs, syncing 100k pods: 8,072
+// instead of 9,197 bytes held per pod and a peak RSS of 944 instead of
+// 1,032 MiB, for 13% more CPU and a 14% longer sync; replaying watch
+// events, 13–20% fewer events per second. Hence off by default.
+func WithProtobufInterning() HTTPOption {
+	return func(o *httpOptions) { o.internProtobuf = true }
 }
 
 // WithoutManagedFields skips metadata.managedFields while decoding, so they

@@ -107,6 +107,10 @@ func BenchmarkProtobufWatchDecode(b *testing.B) {
 		c := mustCodec[*corev1.Pod](b, podGVK)
 		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })
 	})
+	b.Run("typed-interned", func(b *testing.B) {
+		c := mustCodec[*corev1.Pod](b, podGVK, WithProtobufInterning())
+		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })
+	})
 	b.Run("typed-without-managedFields", func(b *testing.B) {
 		c := mustCodec[*corev1.Pod](b, podGVK, WithoutManagedFields())
 		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })
@@ -237,7 +241,7 @@ func (a *apimachineryJSONWatch) decodeNew(data []byte) (runtime.Object, error) {
 // each candidate library: the reason this package uses json-iterator.
 func BenchmarkJSONLibraries(b *testing.B) {
 	data := jsonOf(b, realisticPod(1))
-	api := newJSONAPI(false, false)
+	api := newJSONAPI(false, nil)
 	for name, decode := range map[string]func() error{
 		"encoding-json":    func() error { return json.Unmarshal(data, new(corev1.Pod)) },
 		"sigs.k8s.io-json": func() error { return kjson.UnmarshalCaseSensitivePreserveInts(data, new(corev1.Pod)) },

@@ -42,6 +42,8 @@ type Codec[T any] struct {
 	anyKind bool
 
 	json              jsoniter.API
+	strings           *internTable // nil: WithoutStringInterning
+	internProtobuf    bool         // WithProtobufInterning
 	dropManagedFields bool
 
 	// readJSON decodes the iterator's next JSON value into a new T and
@@ -54,6 +56,9 @@ type Codec[T any] struct {
 	// unmarshalProto decodes an object's protobuf bytes (without the
 	// k8s\x00 envelope) into a new T; nil when T has no protobuf form.
 	unmarshalProto func(data []byte) (T, error)
+	// internProto shares the strings of a protobuf-decoded object with
+	// the objects decoded before it (see intern_walk.go); nil: leave them.
+	internProto func(obj T)
 }
 
 // CodecOption changes how a Codec decodes.
@@ -62,6 +67,7 @@ type CodecOption func(*codecOptions)
 type codecOptions struct {
 	dropManagedFields bool
 	noInterning       bool
+	protoInterning    bool
 }
 
 // WithoutStringInterning makes a typed or metadata codec copy every string
@@ -71,9 +77,23 @@ type codecOptions struct {
 // objects share one copy of each: about a tenth less memory held per
 // cached pod, for a few percent more decode CPU. Fields that differ in
 // every object (name, uid, resourceVersion, pod IPs, container IDs) are
-// always copied. Protobuf decoding and unstructured objects do not intern.
+// always copied. Unstructured objects are not interned, and protobuf
+// objects only WithProtobufInterning.
 func WithoutStringInterning() CodecOption {
 	return func(o *codecOptions) { o.noInterning = true }
+}
+
+// WithProtobufInterning makes a typed or metadata codec share strings
+// between the objects it decodes from protobuf too, as it does for JSON.
+// The generated Unmarshal copies every string, so the codec walks each
+// object afterwards and swaps the strings of 16 bytes or more (and
+// identical managedFields bytes) for the copies its table holds; see
+// intern_walk.go. On the benchmarks' pods: 12% less heap held per cached
+// object (9,197 → 8,072 B) for about 13% more CPU while syncing, which is
+// why it is not the default (see reflector.WithProtobufInterning). It does
+// nothing with WithoutStringInterning.
+func WithProtobufInterning() CodecOption {
+	return func(o *codecOptions) { o.protoInterning = true }
 }
 
 // WithoutManagedFields makes the codec skip metadata.managedFields while
@@ -132,6 +152,7 @@ func TypedCodec[T runtime.Object](gvk schema.GroupVersionKind, opts ...CodecOpti
 			obj := newObject()
 			return obj, any(obj).(protoUnmarshaler).Unmarshal(data)
 		}
+		c.internProtoWith(elem)
 	}
 	return c, nil
 }
@@ -186,6 +207,7 @@ func MetadataCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[*met
 		obj := new(metav1.PartialObjectMetadata)
 		return obj, obj.Unmarshal(data)
 	}
+	c.internProtoWith(reflect.TypeFor[metav1.PartialObjectMetadata]())
 	return c
 }
 
@@ -194,12 +216,30 @@ func newCodec[T any](gvk schema.GroupVersionKind, opts []CodecOption) *Codec[T] 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	var table *internTable
+	if !o.noInterning {
+		table = newInternTable()
+	}
 	return &Codec[T]{
+		internProtobuf:    o.protoInterning,
 		gvk:               gvk,
 		objAPIVersion:     gvk.GroupVersion().String(),
 		objKind:           gvk.Kind,
-		json:              newJSONAPI(o.dropManagedFields, !o.noInterning),
+		json:              newJSONAPI(o.dropManagedFields, table),
+		strings:           table,
 		dropManagedFields: o.dropManagedFields,
+	}
+}
+
+// internProtoWith makes decodeProto intern the strings of the objects it
+// decodes, when the codec was built WithProtobufInterning. elem is the
+// struct type T points to.
+func (c *Codec[T]) internProtoWith(elem reflect.Type) {
+	if c.strings == nil || !c.internProtobuf {
+		return
+	}
+	if walk := internWalkFor(elem); walk != nil {
+		c.internProto = func(obj T) { walk(reflect.ValueOf(obj).UnsafePointer(), c.strings) }
 	}
 }
 
@@ -271,6 +311,9 @@ func (c *Codec[T]) decodeProto(data []byte) (obj T, err error) {
 	if err != nil {
 		var zero T
 		return zero, fmt.Errorf("%w: protobuf %s: %v", ErrMalformed, c.objKind, err)
+	}
+	if c.internProto != nil {
+		c.internProto(obj)
 	}
 	c.stamp(obj)
 	return obj, nil

@@ -11,7 +11,7 @@
 // metadata.managedFields while decoding, so those entries are never
 // allocated. Typed and metadata codecs share short repeated strings
 // between the objects they decode from JSON (WithoutStringInterning turns
-// this off).
+// this off), and from protobuf if built WithProtobufInterning.
 //
 // Watch streams are read event by event:
 //

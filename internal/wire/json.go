@@ -26,13 +26,11 @@ const readBufferSize = 32 << 10
 // cache is not shared with other codecs, so the options of one codec cannot
 // leak into another). It encodes maps with sorted keys, so that an event
 // re-encoded for a second pass (an object sent before its type) decodes the
-// same every time. With internStrings, short strings are interned in a
-// table of the configuration's own (see intern.go).
-func newJSONAPI(dropManagedFields, internStrings bool) jsoniter.API {
+// same every time. With a table, short strings are interned in it (see
+// intern.go).
+func newJSONAPI(dropManagedFields bool, table *internTable) jsoniter.API {
 	api := jsoniter.Config{CaseSensitive: true, SortMapKeys: true}.Froze()
-	var table *internTable
-	if internStrings {
-		table = newInternTable()
+	if table != nil {
 		api.RegisterExtension(&stringInterner{table: table})
 	}
 	api.RegisterExtension(&valueTypes{table: table})
