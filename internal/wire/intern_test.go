@@ -103,22 +103,30 @@ func TestJSONInterningConcurrent(t *testing.T) {
 // BenchmarkJSONRetainedHeap decodes a stream of pods, keeps them all and
 // reports the heap they hold per pod (retained-B/pod) after a collection.
 func BenchmarkJSONRetainedHeap(b *testing.B) {
-	stream := jsonStream(b, benchPodEvents()...)
-	for _, bc := range []struct {
-		name string
-		opts []CodecOption
-	}{
-		{"interned", nil},
-		{"copied", []CodecOption{WithoutStringInterning()}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			c := mustCodec[*corev1.Pod](b, podGVK, bc.opts...)
+	benchRetained(b, jsonStream(b, benchPodEvents()...), decodePods, map[string][]CodecOption{
+		"interned": nil,
+		"copied":   {WithoutStringInterning()},
+	})
+}
+
+// BenchmarkProtobufRetainedHeap is BenchmarkJSONRetainedHeap for protobuf.
+func BenchmarkProtobufRetainedHeap(b *testing.B) {
+	benchRetained(b, protoWatchStream(b, benchPodEvents()...), decodeProtoPods, map[string][]CodecOption{
+		"interned": {WithProtobufInterning()},
+		"copied":   nil,
+	})
+}
+
+func benchRetained(b *testing.B, stream []byte, decode func(testing.TB, *Codec[*corev1.Pod], []byte) []*corev1.Pod, variants map[string][]CodecOption) {
+	for name, opts := range variants {
+		b.Run(name, func(b *testing.B) {
+			c := mustCodec[*corev1.Pod](b, podGVK, opts...)
 			var retained float64
 			for range b.N {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				pods := decodePods(b, c, stream)
+				pods := decode(b, c, stream)
 				runtime.GC()
 				runtime.ReadMemStats(&after)
 				retained = float64(after.HeapAlloc-before.HeapAlloc) / float64(len(pods))
@@ -190,32 +198,4 @@ func TestProtobufInterningMetadata(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, sameData(first.Object.ManagedFields[0].Manager, second.Object.ManagedFields[0].Manager))
 	semanticEqual(t, second.Object, objs[1].obj)
-}
-
-// BenchmarkProtobufRetainedHeap is BenchmarkJSONRetainedHeap for protobuf.
-func BenchmarkProtobufRetainedHeap(b *testing.B) {
-	stream := protoWatchStream(b, benchPodEvents()...)
-	for _, bc := range []struct {
-		name string
-		opts []CodecOption
-	}{
-		{"interned", []CodecOption{WithProtobufInterning()}},
-		{"copied", nil},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			c := mustCodec[*corev1.Pod](b, podGVK, bc.opts...)
-			var retained float64
-			for range b.N {
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				pods := decodeProtoPods(b, c, stream)
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				retained = float64(after.HeapAlloc-before.HeapAlloc) / float64(len(pods))
-				runtime.KeepAlive(pods)
-			}
-			b.ReportMetric(retained, "retained-B/pod")
-		})
-	}
 }
