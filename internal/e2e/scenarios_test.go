@@ -156,10 +156,12 @@ func fills(reqs []apiRequest) (fill, watch int) {
 // scenarioMatrix: pods, config maps, deployments and a custom resource's
 // objects, watched in one namespace and in all, with and without a label
 // selector, as JSON and protobuf (custom resources: JSON only), with
-// streaming lists and with LIST then WATCH: 56 informers at once. The
-// objects exist before the informers start (the initial list) and then
-// change hundreds of times while they watch: creates, updates, moves out
-// of and into the selector, deletes, an object deleted and created again.
+// streaming lists and with LIST then WATCH, and streaming lists again with
+// events decoded on two goroutines (and protobuf strings interned): 84
+// informers at once. The objects exist before the informers start (the
+// initial list) and then change hundreds of times while they watch:
+// creates, updates, moves out of and into the selector, deletes, an object
+// deleted and created again.
 func scenarioMatrix(t *testing.T, srv server, ns string) {
 	nsA, nsB := ns+"-a", ns+"-b"
 	srv.createNamespace(t, nsA)
@@ -172,18 +174,22 @@ func scenarioMatrix(t *testing.T, srv server, ns string) {
 	}
 
 	var ws []*watched
+	parallel := []reflector.HTTPOption{reflector.WithDecodeWorkers(2), reflector.WithProtobufInterning()}
 	for _, c := range []struct {
 		label string
 		ct    reflector.ContentType
 		mode  reflector.Mode
+		opts  []reflector.HTTPOption
 	}{
-		{"json/list-watch", reflector.JSON, reflector.ListWatch},
-		{"json/watch-list", reflector.JSON, reflector.WatchList},
-		{"protobuf/list-watch", reflector.Protobuf, reflector.ListWatch},
-		{"protobuf/watch-list", reflector.Protobuf, reflector.WatchList},
+		{"json/list-watch", reflector.JSON, reflector.ListWatch, nil},
+		{"json/watch-list", reflector.JSON, reflector.WatchList, nil},
+		{"protobuf/list-watch", reflector.Protobuf, reflector.ListWatch, nil},
+		{"protobuf/watch-list", reflector.Protobuf, reflector.WatchList, nil},
+		{"json/watch-list/parallel", reflector.JSON, reflector.WatchList, parallel},
+		{"protobuf/watch-list/parallel", reflector.Protobuf, reflector.WatchList, parallel},
 	} {
-		f := newFactory(t, srv.config(srv.addr(), false),
-			informer.WithListMode(c.mode), informer.WithHTTPOptions(reflector.WithContentType(c.ct)))
+		f := newFactory(t, srv.config(srv.addr(), false), informer.WithListMode(c.mode),
+			informer.WithHTTPOptions(append(c.opts, reflector.WithContentType(c.ct))...))
 		for _, k := range allKinds {
 			if c.ct == reflector.Protobuf && !k.protobuf {
 				continue
