@@ -285,6 +285,9 @@ func runChaos(t *testing.T, seed uint64, o chaosOptions) {
 	var ws []*watcher
 	late := map[*watcher]int{} // the step at which a second handler is added
 	for i := range 3 + rnd.IntN(2) {
+		// Half the informers decode on two goroutines; chosen from the
+		// seed, not rnd, so that every seed's schedule stays as it was.
+		workers := 1 + int((seed+uint64(i))%2)
 		su := setup{
 			host: "http://" + c.proxy.addr(),
 			mode: []listMode{listThenWatch, autoMode}[rnd.IntN(2)],
@@ -293,6 +296,7 @@ func runChaos(t *testing.T, seed uint64, o chaosOptions) {
 				reflector.WithWatchIdleTimeout(time.Second),
 				reflector.WithListTimeout(time.Second),
 				reflector.WithMaxFrameBytes(64 << 10),
+				reflector.WithDecodeWorkers(workers),
 			},
 			refl: []reflector.Option[*corev1.Pod]{
 				reflector.WithPageSize[*corev1.Pod]([]int64{0, 3, 500}[rnd.IntN(3)]),
@@ -301,7 +305,7 @@ func runChaos(t *testing.T, seed uint64, o chaosOptions) {
 			},
 			target: []reflector.Target{{}, {Namespace: "a"}, {LabelSelector: "app=web"}}[rnd.IntN(3)],
 		}
-		w := startWatcher(t, s, fmt.Sprintf("informer%d(%s)", i, describeSetup(su)), su)
+		w := startWatcher(t, s, fmt.Sprintf("informer%d(%s,decode×%d)", i, describeSetup(su), workers), su)
 		w.monitorRV()
 		ws = append(ws, w)
 		late[w] = rnd.IntN(o.steps)
