@@ -100,6 +100,15 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	wg.Go(func() { s.processor.Run(ctx) })
 	wg.Go(func() { refl.Run(ctx) })
 	wg.Go(func() { s.resyncLoop(ctx) })
+	wg.Go(func() {
+		// Handlers that finished their initial list before the cache
+		// synced learn here that their registration has synced too.
+		select {
+		case <-s.fifo.Synced():
+			s.processor.CheckSynced()
+		case <-ctx.Done():
+		}
+	})
 
 	for {
 		err := s.fifo.Pop(ctx, s.handleDeltas)
@@ -214,13 +223,12 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h processor.Handler[T], opts ..
 	}
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
-	l := s.processor.AddListener(h, lo)
-	for _, obj := range s.indexer.List() {
-		l.Add(processor.Notification[T]{
-			Kind: processor.Add, Key: objkey.Key(obj), New: obj, IsInInitialList: true,
-		})
+	objs := s.indexer.List()
+	replay := make([]processor.Notification[T], len(objs))
+	for i, obj := range objs {
+		replay[i] = processor.Notification[T]{Kind: processor.Add, Key: objkey.Key(obj), New: obj, IsInInitialList: true}
 	}
-	return &Registration[T]{listener: l}
+	return &Registration[T]{listener: s.processor.AddListener(h, lo, replay...)}
 }
 
 // RemoveEventHandler stops delivering to the handler of reg and waits until
@@ -237,6 +245,10 @@ type Registration[T metav1.Object] struct {
 // HasSynced reports whether the informer has synced and this handler has
 // handled every object of the initial list.
 func (r *Registration[T]) HasSynced() bool { return r.listener.HasSynced() }
+
+// Synced returns a channel closed when HasSynced becomes true. It is never
+// closed if the handler is removed, or the informer stops, first.
+func (r *Registration[T]) Synced() <-chan struct{} { return r.listener.Synced() }
 
 // HasSynced reports whether the cache holds the complete first list: every
 // object of the first LIST (or streaming list) has been applied. A change

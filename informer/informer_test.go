@@ -212,6 +212,38 @@ func TestLateHandlerGetsCacheThenChanges(t *testing.T) {
 	})
 }
 
+// A registration's Synced channel closes once the informer has synced and
+// the handler has handled its initial list: for a handler added before Run
+// and for one added later, whose initial list is the cache.
+func TestRegistrationSynced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		src.Create(pod("ns", "b"))
+		inf := informer.New[*corev1.Pod](src)
+		early := inf.AddEventHandler(newView(t))
+		select {
+		case <-early.Synced():
+			t.Fatal("closed before Run")
+		default:
+		}
+		defer start(t, inf)()
+		<-early.Synced() // a deadlock here fails the bubble
+		assert.True(t, early.HasSynced())
+
+		release := make(chan struct{})
+		late := inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(*corev1.Pod, bool) { <-release }})
+		synctest.Wait()
+		select {
+		case <-late.Synced():
+			t.Fatal("late handler's registration closed before it handled the cache")
+		default:
+		}
+		close(release)
+		<-late.Synced()
+	})
+}
+
 func TestRelistDeliversOnlyRealChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newSource()

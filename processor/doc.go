@@ -29,7 +29,10 @@
 //
 // Each listener also answers HasSynced for its handler: the informer has
 // delivered its initial list and this handler has handled every notification
-// of it. And each may ask for a periodic resync: the informer calls
+// of it; Synced is the same as a channel, closed by whichever of the two
+// finishes last (the upstream reports its part with CheckSynced). A handler
+// added late gets the cache as AddListener's initial notifications. And
+// each may ask for a periodic resync: the informer calls
 // ShouldResync at MinResyncPeriod intervals, and when it returns true,
 // distributes the whole cache again as Updates with isSync set, which reach
 // only the listeners that were due.

@@ -72,6 +72,9 @@ type Listener[T metav1.Object] struct {
 
 	pending      atomic.Int64 // notifications received and not yet handled or merged
 	initialsLeft atomic.Int64 // of those, the Adds with IsInInitialList
+
+	synced     chan struct{} // closed once HasSynced is true; see checkSynced
+	syncedOnce sync.Once
 }
 
 func newListener[T metav1.Object](cfg *config, name string, h Handler[T], opts ListenerOptions) *Listener[T] {
@@ -83,6 +86,7 @@ func newListener[T metav1.Object](cfg *config, name string, h Handler[T], opts L
 		addCh:      make(chan Notification[T]),
 		nextCh:     make(chan Notification[T]),
 		done:       make(chan struct{}),
+		synced:     make(chan struct{}),
 	}
 	switch {
 	case opts.ResyncPeriod <= 0:
@@ -95,8 +99,8 @@ func newListener[T metav1.Object](cfg *config, name string, h Handler[T], opts L
 	return l
 }
 
-// Add hands n to this listener only. The informer uses it to replay its cache
-// to a handler added late. Like Distribute, it does not wait for the
+// Add hands n to this listener only (AddListener hands it the initial
+// notifications this way). Like Distribute, it does not wait for the
 // handler. It does nothing once the listener is stopped, and drops n if its
 // Kind is not Add, Update or Delete.
 func (l *Listener[T]) Add(n Notification[T]) {
@@ -132,11 +136,12 @@ func (l *Listener[T]) Add(n Notification[T]) {
 	}
 }
 
-// uncount takes back the counting of a notification that was not taken in.
+// forget takes back the counting of a notification, once it is handled or
+// if it was not taken in.
 func (l *Listener[T]) forget(n Notification[T]) {
 	l.pending.Add(-1)
-	if n.initial() {
-		l.initialsLeft.Add(-1)
+	if n.initial() && l.initialsLeft.Add(-1) == 0 {
+		l.checkSynced()
 	}
 }
 
@@ -149,6 +154,22 @@ func (l *Listener[T]) HasSynced() bool {
 	// Upstream first: once it is synced, every initial notification has
 	// been counted, so the count read next is final.
 	return l.cfg.synced() && l.initialsLeft.Load() == 0
+}
+
+// Synced returns a channel that is closed when HasSynced becomes true. It
+// is never closed for a listener stopped before it synced.
+//
+// Both halves of HasSynced can complete last: the listener closes the
+// channel when it finishes its last initial notification, and
+// Processor.CheckSynced, which the upstream calls once it has synced,
+// closes it for listeners that had finished theirs already.
+func (l *Listener[T]) Synced() <-chan struct{} { return l.synced }
+
+// checkSynced closes the synced channel if the listener has synced.
+func (l *Listener[T]) checkSynced() {
+	if l.HasSynced() {
+		l.syncedOnce.Do(func() { close(l.synced) })
+	}
 }
 
 // Pending returns how many notifications the listener has received and not

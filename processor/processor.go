@@ -58,11 +58,12 @@ func New[T metav1.Object](opts ...Option) *Processor[T] {
 // Run; after Run has returned, it never starts and drops everything. A nil h
 // ignores every notification.
 //
-// The new listener receives only notifications distributed after
-// AddListener returns. To bring a late handler up to date, hand it the
-// current state with Listener.Add (Adds with IsInInitialList set) before
-// distributing anything newer to it.
-func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions) *Listener[T] {
+// The listener first gets the initial notifications, if any, and then only
+// notifications distributed after AddListener returns. To bring a late
+// handler up to date, pass the current state as initial Adds with
+// IsInInitialList set: they are counted before the listener can handle any
+// of them, so its HasSynced (and Synced) wait for all of them.
+func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions, initial ...Notification[T]) *Listener[T] {
 	if h == nil {
 		h = HandlerFuncs[T]{}
 	}
@@ -74,6 +75,9 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions) *Listener
 	if l.resyncPeriod > 0 {
 		l.nextResync = time.Now().Add(l.resyncPeriod)
 	}
+	for _, n := range initial {
+		l.Add(n) // the listener is idle: into its early buffer
+	}
 	p.listeners = append(slices.Clip(p.listeners), l)
 	switch p.state {
 	case running:
@@ -81,7 +85,21 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions) *Listener
 	case stopped:
 		l.stop()
 	}
+	l.checkSynced()
 	return l
+}
+
+// CheckSynced closes the Synced channel of every listener that HasSynced.
+// The upstream calls it once, when it has synced (see WithUpstreamSynced):
+// a listener that handled its initial notifications before that has no
+// other moment to notice.
+func (p *Processor[T]) CheckSynced() {
+	p.mu.RLock()
+	ls := p.listeners
+	p.mu.RUnlock()
+	for _, l := range ls {
+		l.checkSynced()
+	}
 }
 
 // Run starts the goroutines of every listener and keeps starting those added

@@ -391,3 +391,88 @@ func TestKindString(t *testing.T) {
 // TestConcurrentUse distributes from several goroutines while listeners
 // come and go. It checks, with -race, that nothing races or deadlocks, and
 // that each listener sees each distributor's notifications in order.
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Synced is closed by whichever half of HasSynced completes last: the
+// listener finishing its initial notifications, or the upstream syncing
+// (CheckSynced); a late listener's initial notifications, given to
+// AddListener, all count before any is handled; a stopped listener never
+// syncs.
+func TestSynced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var upstream atomic.Bool
+		p := processor.New[*corev1.Pod](processor.WithUpstreamSynced(upstream.Load))
+		release := make(gate)
+		first := p.AddListener(&recorder{}, processor.ListenerOptions{})
+		last := p.AddListener(&recorder{before: func(line string) {
+			if line == "Add ns/b 1 initial" {
+				release.wait()
+			}
+		}}, processor.ListenerOptions{})
+		removedGate := make(gate)
+		removed := p.AddListener(&recorder{before: func(string) { removedGate.wait() }}, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+
+		p.Distribute(addOf("a", "1", true), false)
+		p.Distribute(addOf("b", "1", true), false)
+		synctest.Wait()
+		if closed(first.Synced()) {
+			t.Fatal("Synced closed before the upstream synced")
+		}
+		upstream.Store(true)
+		p.CheckSynced()
+		if !closed(first.Synced()) {
+			t.Error("listener done before the upstream: not closed by CheckSynced")
+		}
+		if closed(last.Synced()) {
+			t.Error("closed while an initial notification is being handled")
+		}
+		release.open()
+		synctest.Wait()
+		if !closed(last.Synced()) {
+			t.Error("listener done after the upstream: not closed when it finished")
+		}
+
+		lateRelease := make(gate)
+		late := p.AddListener(&recorder{before: func(line string) {
+			if line == "Add ns/b 1 initial" {
+				lateRelease.wait()
+			}
+		}}, processor.ListenerOptions{}, addOf("a", "1", true), addOf("b", "1", true), addOf("c", "1", true))
+		synctest.Wait()
+		if closed(late.Synced()) {
+			t.Error("late listener closed with its replay half handled")
+		}
+		lateRelease.open()
+		synctest.Wait()
+		if !closed(late.Synced()) {
+			t.Error("late listener not closed after its replay")
+		}
+		if empty := p.AddListener(&recorder{}, processor.ListenerOptions{}); !closed(empty.Synced()) {
+			t.Error("late listener with nothing to replay: not closed at once")
+		}
+
+		removing := make(chan struct{})
+		go func() {
+			defer close(removing)
+			p.RemoveListener(removed) // waits for the handler call in progress
+		}()
+		synctest.Wait()
+		removedGate.open()
+		<-removing
+		p.CheckSynced()
+		if closed(removed.Synced()) {
+			t.Error("a listener removed before it synced reports Synced")
+		}
+	})
+}

@@ -92,26 +92,29 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		len(pods.Lister().List(web)), len(pods.Lister().ByNamespace("kube-system", web)))
 
 	// Handlers added now, late: each first gets the cache's contents as
-	// adds, then the changes. Its registration's HasSynced says when it has
-	// handled the adds of everything that was cached.
+	// adds, then the changes. Its registration's Synced channel closes when
+	// it has handled the adds of everything that was cached.
 	counters := []*counter{{name: "pods"}, {name: "deployments"}, {name: "configmaps"}}
-	registrations := []interface{ HasSynced() bool }{
-		pods.AddEventHandler(handler[*corev1.Pod](counters[0])),
-		deployments.AddEventHandler(handler[*appsv1.Deployment](counters[1])),
-		configMaps.AddEventHandler(handler[*corev1.ConfigMap](counters[2])),
+	unsynced := []<-chan struct{}{
+		pods.AddEventHandler(handler[*corev1.Pod](counters[0])).Synced(),
+		deployments.AddEventHandler(handler[*appsv1.Deployment](counters[1])).Synced(),
+		configMaps.AddEventHandler(handler[*corev1.ConfigMap](counters[2])).Synced(),
 	}
 	fmt.Fprintln(stdout, "added 3 handlers; every second, what each was told: cached objects replayed, then +added ~updated -deleted")
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	handlersSynced := false
 	for {
+		var next <-chan struct{} // the first registration not yet synced; nil: none left
+		if len(unsynced) > 0 {
+			next = unsynced[0]
+		}
 		select {
-		case now := <-tick.C:
-			if !handlersSynced && allSynced(registrations) {
-				handlersSynced = true
+		case <-next:
+			if unsynced = unsynced[1:]; len(unsynced) == 0 {
 				fmt.Fprintln(stdout, "the late handlers have handled every object that was cached when they were added")
 			}
+		case now := <-tick.C:
 			var parts []string
 			for _, c := range counters {
 				parts = append(parts, c.String())
@@ -128,15 +131,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return nil
 		}
 	}
-}
-
-func allSynced(registrations []interface{ HasSynced() bool }) bool {
-	for _, r := range registrations {
-		if !r.HasSynced() {
-			return false
-		}
-	}
-	return true
 }
 
 // counter counts what one handler was told. Its fields are atomic: the
