@@ -10,16 +10,18 @@ import (
 
 // Protobuf objects are decoded by their generated Unmarshal, which copies
 // every string out of the frame: nothing can be shared while decoding. So
-// after decoding, a codec built WithProtobufInterning walks the object once and swaps each string for
-// the table's copy (the same strings, and the same rules, as the JSON
-// decoder's interning: uniqueField strings are left alone), and each
-// managedFields FieldsV1 for the table's copy of those bytes. The walk is
-// compiled once per Go type into a tree of small functions over the
-// object's memory, so it costs no reflection per object.
+// after decoding, a codec built WithProtobufInterning walks the object once
+// and swaps each string for the table's copy, and each managedFields
+// FieldsV1 for the table's copy of those bytes. The rules are the JSON
+// decoder's (strings up to maxInternLen, uniqueField strings left alone),
+// plus a floor (minWalkIntern): a hash per string is a larger share of a
+// protobuf decode than of a JSON one. The walk is compiled once per Go type
+// into a tree of small functions over the object's memory, so it costs no
+// reflection per object.
 //
 // Map keys are left alone (a key cannot be replaced in place); map values
-// are interned when the map is a map[string]string (labels, annotations,
-// node selectors).
+// are interned when the map's underlying type is map[string]string
+// (labels, annotations, node selectors).
 
 // minWalkIntern is the shortest string the walk interns. Shorter ones
 // ("True", "TCP", "Running") come from Go's tiny allocator, several to a
@@ -92,7 +94,7 @@ func compileInternWalk(typ reflect.Type, inProgress map[reflect.Type]*internWalk
 				}
 			}
 		}
-	case typ.ConvertibleTo(stringMapType) && typ.Key().Kind() == reflect.String && typ.Elem().Kind() == reflect.String:
+	case typ.ConvertibleTo(stringMapType): // for a map: the same underlying type
 		w = func(p unsafe.Pointer, t *internTable) {
 			m := *(*map[string]string)(p)
 			for k, v := range m {
