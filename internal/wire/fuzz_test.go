@@ -192,6 +192,9 @@ func jsonWatchSeeds(t testing.TB) [][]byte {
 		[]byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","code":410,"reason":"Expired","details":{"causes":[{"reason":"x"}]}}}`),
 		[]byte(`{"type":"ADDED","object":` + pod[:len(pod)/3]),
 		[]byte(`{"type":"ADDED","object":null} {"type":"ADDED"}`),
+		// Not one event per line: the parallel decoder goes sequential.
+		[]byte("{\"type\":\"ADDED\",\"object\":{\"kind\":\n" + string(jsonStream(t, event{"ADDED", realisticPod(2)}))),
+		[]byte("{\"type\": \"MODIFIED\",\n \"object\": " + pod + "\n}\n"),
 	}
 }
 
