@@ -17,16 +17,19 @@ import (
 
 func decodePods(t testing.TB, c *Codec[*corev1.Pod], stream []byte) []*corev1.Pod {
 	t.Helper()
-	dec := NewJSONWatchDecoder(bytes.NewReader(stream), c, 0)
-	var pods []*corev1.Pod
-	for {
-		ev, err := dec.Next()
-		if err == io.EOF {
-			return pods
-		}
-		require.NoError(t, err)
-		pods = append(pods, ev.Object)
+	return objectsOf(t, NewJSONWatchDecoder(bytes.NewReader(stream), c, 0).Next)
+}
+
+// objectsOf decodes until the end of the stream and returns the objects.
+func objectsOf(t testing.TB, next func() (Event[*corev1.Pod], error)) []*corev1.Pod {
+	t.Helper()
+	evs, err := drainNext(next)
+	require.ErrorIs(t, err, io.EOF)
+	pods := make([]*corev1.Pod, len(evs))
+	for i, ev := range evs {
+		pods[i] = ev.Object
 	}
+	return pods
 }
 
 // decodeAll is decodePods for other goroutines: it stops at the first error.
@@ -140,16 +143,7 @@ func benchRetained(b *testing.B, stream []byte, decode func(testing.TB, *Codec[*
 // decodeProtoPods decodes every event of a protobuf watch stream.
 func decodeProtoPods(t testing.TB, c *Codec[*corev1.Pod], stream []byte) []*corev1.Pod {
 	t.Helper()
-	dec := NewProtobufWatchDecoder(bytes.NewReader(stream), c, 0)
-	var pods []*corev1.Pod
-	for {
-		ev, err := dec.Next()
-		if err == io.EOF {
-			return pods
-		}
-		require.NoError(t, err)
-		pods = append(pods, ev.Object)
-	}
+	return objectsOf(t, NewProtobufWatchDecoder(bytes.NewReader(stream), c, 0).Next)
 }
 
 // Protobuf objects get the same sharing as JSON ones, by a walk after the

@@ -18,18 +18,11 @@ import (
 // drainJSON decodes every event of a JSON watch stream.
 func drainJSON[T any](t *testing.T, r io.Reader, c *Codec[T], maxFrame int) ([]Event[T], error) {
 	t.Helper()
-	d := NewJSONWatchDecoder(r, c, maxFrame)
-	var evs []Event[T]
-	for {
-		ev, err := d.Next()
-		if err != nil {
-			sameAsParallel(t, r, evs, err, func(r io.Reader) *ParallelWatchDecoder[T] {
-				return NewParallelJSONWatchDecoder(r, c, maxFrame, parallelWorkers)
-			})
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
+	evs, err := drainNext(NewJSONWatchDecoder(r, c, maxFrame).Next)
+	sameAsParallel(t, r, evs, err, func(r io.Reader) *ParallelWatchDecoder[T] {
+		return NewParallelJSONWatchDecoder(r, c, maxFrame, parallelWorkers)
+	})
+	return evs, err
 }
 
 func TestJSONWatchRoundTrip(t *testing.T) {

@@ -18,18 +18,11 @@ import (
 
 func drainProto[T any](t *testing.T, r io.Reader, c *Codec[T], maxFrame int) ([]Event[T], error) {
 	t.Helper()
-	d := NewProtobufWatchDecoder(r, c, maxFrame)
-	var evs []Event[T]
-	for {
-		ev, err := d.Next()
-		if err != nil {
-			sameAsParallel(t, r, evs, err, func(r io.Reader) *ParallelWatchDecoder[T] {
-				return NewParallelProtobufWatchDecoder(r, c, maxFrame, parallelWorkers)
-			})
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
+	evs, err := drainNext(NewProtobufWatchDecoder(r, c, maxFrame).Next)
+	sameAsParallel(t, r, evs, err, func(r io.Reader) *ParallelWatchDecoder[T] {
+		return NewParallelProtobufWatchDecoder(r, c, maxFrame, parallelWorkers)
+	})
+	return evs, err
 }
 
 func TestProtobufWatchRoundTrip(t *testing.T) {
