@@ -68,16 +68,23 @@ func TestConformanceWatchBookmarks(t *testing.T) {
 // watch without timeoutSeconds arrives (the server's default deadline is
 // far away, so this is its periodic bookmark), and meanwhile watches what a
 // watch from a too-large resourceVersion gets in the same time.
+//
+// The watch cache sends a periodic bookmark only if its resourceVersion is
+// newer than the watch's (cacheWatcher.process), so the test writes a pod
+// the watch does not see, in another namespace, rather than count on other
+// tests to move the pods' resourceVersion within the minute.
 func TestConformanceBookmarkInterval(t *testing.T) {
 	t.Parallel()
 	const ns = "conf-bookmark-interval"
 	a := adminAPI(t, shared)
 	a.createNamespace(ns)
+	a.createNamespace(ns + "-elsewhere")
 	path := "/api/v1/namespaces/" + ns + "/pods?watch=true&allowWatchBookmarks=true&resourceVersion=" + a.listRV(ns)
 	w := a.watch(path, "")
 	tooLarge := a.watch("/api/v1/namespaces/"+ns+"/pods?watch=true&allowWatchBookmarks=true&resourceVersion="+tooLargeRV, "")
 	require.Equal(t, http.StatusOK, w.status)
 	require.Equal(t, http.StatusOK, tooLarge.status)
+	a.createPod(ns+"-elsewhere", "mover", nil)
 	ev, ok := w.next(100 * time.Second)
 	require.True(t, ok, "no bookmark within 100 s")
 	require.Equal(t, "BOOKMARK", ev.Type)
