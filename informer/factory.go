@@ -93,6 +93,9 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	if f.opt.backoffInitial > 0 {
 		refl = append(refl, reflector.WithBackoff[T](f.opt.backoffInitial, f.opt.backoffMax))
 	}
+	if f.opt.sharing {
+		refl = append(refl, reflector.WithSharing[T]())
+	}
 	opts := []Option[T]{
 		WithName[T](describe(lw.Resource(), target)),
 		WithLogger[T](f.opt.logger),
@@ -223,6 +226,7 @@ type factoryOptions struct {
 	relistInterval  time.Duration
 	backoffInitial  time.Duration
 	backoffMax      time.Duration
+	sharing         bool
 }
 
 // WithFactoryLogger sets where the factory's informers log; the default
@@ -268,4 +272,10 @@ func WithRelistInterval(d time.Duration) FactoryOption {
 // attempts; see reflector.WithBackoff.
 func WithBackoff(initial, max time.Duration) FactoryOption {
 	return func(o *factoryOptions) { o.backoffInitial, o.backoffMax = initial, max }
+}
+
+// WithSharing makes each informer's cached objects share their identical
+// parts; see reflector.WithSharing.
+func WithSharing() FactoryOption {
+	return func(o *factoryOptions) { o.sharing = true }
 }

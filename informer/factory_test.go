@@ -62,6 +62,8 @@ func TestFactoryPodsOverHTTP(t *testing.T) {
 		{"json/watch-list/parallel", reflector.JSON, reflector.WatchList, []reflector.HTTPOption{reflector.WithDecodeWorkers(3)}},
 		{"protobuf/watch-list/parallel+interned", reflector.Protobuf, reflector.WatchList,
 			[]reflector.HTTPOption{reflector.WithDecodeWorkers(3), reflector.WithProtobufInterning()}},
+		{"json/list-watch/sharing", reflector.JSON, reflector.ListWatch, nil},
+		{"protobuf/watch-list/sharing", reflector.Protobuf, reflector.WatchList, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startSim(t)
@@ -70,9 +72,14 @@ func TestFactoryPodsOverHTTP(t *testing.T) {
 				_, err := pods.Create(apisim.MakePod(fmt.Sprint("ns", i%3), fmt.Sprint("pod", i)))
 				require.NoError(t, err)
 			}
-			f, err := informer.NewFactory(simConfig(s),
+			fopts := []informer.FactoryOption{
 				informer.WithListMode(tc.mode),
-				informer.WithHTTPOptions(append(tc.opts, reflector.WithContentType(tc.ct))...))
+				informer.WithHTTPOptions(append(tc.opts, reflector.WithContentType(tc.ct))...),
+			}
+			if strings.HasSuffix(tc.name, "/sharing") {
+				fopts = append(fopts, informer.WithSharing())
+			}
+			f, err := informer.NewFactory(simConfig(s), fopts...)
 			require.NoError(t, err)
 			inf, err := informer.For[*corev1.Pod](f, reflector.Target{})
 			require.NoError(t, err)

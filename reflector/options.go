@@ -36,6 +36,7 @@ type options[T metav1.Object] struct {
 	backoffMax      time.Duration
 	minWatchTimeout time.Duration
 	relistInterval  time.Duration
+	sharing         bool
 }
 
 func defaultOptions[T metav1.Object]() options[T] {
@@ -112,4 +113,20 @@ func WithMinWatchTimeout[T metav1.Object](d time.Duration) Option[T] {
 // one LIST per interval. The default, 0, never relists on a timer.
 func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 	return func(o *options[T]) { o.relistInterval = max(d, 0) }
+}
+
+// WithSharing makes the objects of the cache share their identical parts:
+// after the transform, every map, slice and pointed-to value of an object
+// that equals one in an object decoded shortly before (the same labels,
+// owner reference, containers, tolerations, resource lists) is replaced by
+// that one's. The pods of one ReplicaSet then hold one copy of what they
+// have in common, and an object's new version shares what did not change.
+//
+// It is sound only if nothing modifies a cached object, which is already
+// the rule for informer caches: with sharing, a handler that modifies one
+// object modifies others. The transform may modify the object it is given,
+// as sharing happens after it, but must not return parts it keeps or shares
+// elsewhere. See the README for its measured memory and CPU.
+func WithSharing[T metav1.Object]() Option[T] {
+	return func(o *options[T]) { o.sharing = true }
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/listwatch/listwatch/internal/objkey"
 	"github.com/listwatch/listwatch/internal/rest"
+	"github.com/listwatch/listwatch/internal/share"
 )
 
 // Reflector keeps a Store in step with one resource on the apiserver. Create
@@ -22,6 +23,7 @@ type Reflector[T metav1.Object] struct {
 	lw    ListerWatcher[T]
 	store Store[T]
 	opt   options[T]
+	parts *share.Table // nil unless WithSharing; used by Run's goroutine only
 
 	mu        sync.Mutex
 	lastRV    string // the resourceVersion the Store is synced to
@@ -33,6 +35,9 @@ func New[T metav1.Object](lw ListerWatcher[T], store Store[T], opts ...Option[T]
 	r := &Reflector[T]{lw: lw, store: store, opt: defaultOptions[T]()}
 	for _, o := range opts {
 		o(&r.opt)
+	}
+	if r.opt.sharing {
+		r.parts = share.New(share.DefaultSlots)
 	}
 	return r
 }
@@ -381,8 +386,9 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 	return nil
 }
 
-// admit checks that an object from the server can be cached and applies the
-// transform. An object without a name or a resourceVersion is rejected.
+// admit checks that an object from the server can be cached, applies the
+// transform, and then (WithSharing) shares its parts with the objects
+// before it. An object without a name or a resourceVersion is rejected.
 func (r *Reflector[T]) admit(obj T) (T, error) {
 	var zero T
 	if any(obj) == nil || isNilPointer(obj) {
@@ -394,14 +400,17 @@ func (r *Reflector[T]) admit(obj T) (T, error) {
 	if obj.GetResourceVersion() == "" {
 		return zero, fmt.Errorf("%w: %s has no metadata.resourceVersion", ErrRejected, objkey.Key(obj))
 	}
-	if r.opt.transform == nil {
-		return obj, nil
+	if r.opt.transform != nil {
+		out, err := r.opt.transform(obj)
+		if err != nil {
+			return zero, fmt.Errorf("transforming %s: %w", objkey.Key(obj), err)
+		}
+		obj = out
 	}
-	out, err := r.opt.transform(obj)
-	if err != nil {
-		return zero, fmt.Errorf("transforming %s: %w", objkey.Key(obj), err)
+	if r.parts != nil {
+		share.Share(r.parts, obj)
 	}
-	return out, nil
+	return obj, nil
 }
 
 // synced records a state fully applied to the Store.

@@ -185,11 +185,15 @@ func scenarioMatrix(t *testing.T, srv server, ns string) {
 		{"json/watch-list", reflector.JSON, reflector.WatchList, nil},
 		{"protobuf/list-watch", reflector.Protobuf, reflector.ListWatch, nil},
 		{"protobuf/watch-list", reflector.Protobuf, reflector.WatchList, nil},
-		{"json/watch-list/parallel", reflector.JSON, reflector.WatchList, parallel},
-		{"protobuf/watch-list/parallel", reflector.Protobuf, reflector.WatchList, parallel},
+		{"json/watch-list/parallel+sharing", reflector.JSON, reflector.WatchList, parallel},
+		{"protobuf/watch-list/parallel+sharing", reflector.Protobuf, reflector.WatchList, parallel},
 	} {
-		f := newFactory(t, srv.config(srv.addr(), false), informer.WithListMode(c.mode),
-			informer.WithHTTPOptions(append(c.opts, reflector.WithContentType(c.ct))...))
+		fopts := []informer.FactoryOption{informer.WithListMode(c.mode),
+			informer.WithHTTPOptions(append(c.opts, reflector.WithContentType(c.ct))...)}
+		if c.opts != nil {
+			fopts = append(fopts, informer.WithSharing())
+		}
+		f := newFactory(t, srv.config(srv.addr(), false), fopts...)
 		for _, k := range allKinds {
 			if c.ct == reflector.Protobuf && !k.protobuf {
 				continue

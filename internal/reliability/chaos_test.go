@@ -285,9 +285,11 @@ func runChaos(t *testing.T, seed uint64, o chaosOptions) {
 	var ws []*watcher
 	late := map[*watcher]int{} // the step at which a second handler is added
 	for i := range 3 + rnd.IntN(2) {
-		// Half the informers decode on two goroutines; chosen from the
-		// seed, not rnd, so that every seed's schedule stays as it was.
+		// Half the informers decode on two goroutines, and half share
+		// their objects' parts; chosen from the seed, not rnd, so that
+		// every seed's schedule stays as it was.
 		workers := 1 + int((seed+uint64(i))%2)
+		sharing := (seed/2+uint64(i))%2 == 0
 		su := setup{
 			host: "http://" + c.proxy.addr(),
 			mode: []listMode{listThenWatch, autoMode}[rnd.IntN(2)],
@@ -305,7 +307,10 @@ func runChaos(t *testing.T, seed uint64, o chaosOptions) {
 			},
 			target: []reflector.Target{{}, {Namespace: "a"}, {LabelSelector: "app=web"}}[rnd.IntN(3)],
 		}
-		w := startWatcher(t, s, fmt.Sprintf("informer%d(%s,decode×%d)", i, describeSetup(su), workers), su)
+		if sharing {
+			su.refl = append(su.refl, reflector.WithSharing[*corev1.Pod]())
+		}
+		w := startWatcher(t, s, fmt.Sprintf("informer%d(%s,decode×%d,sharing=%v)", i, describeSetup(su), workers, sharing), su)
 		w.monitorRV()
 		ws = append(ws, w)
 		late[w] = rnd.IntN(o.steps)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/listwatch/listwatch/internal/objkey"
 )
@@ -148,8 +149,10 @@ func stateOf(pods []*corev1.Pod) []string {
 	return out
 }
 
+// line is a pod's key, resourceVersion, UID and labels (which the writers
+// change, and which informers that share their objects' parts share).
 func line(p *corev1.Pod) string {
-	return objkey.Key(p) + "@" + p.ResourceVersion + "#" + string(p.UID)
+	return objkey.Key(p) + "@" + p.ResourceVersion + "#" + string(p.UID) + "{" + labels.Set(p.Labels).String() + "}"
 }
 
 // diff describes how got differs from want, in a few lines.

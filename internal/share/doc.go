@@ -1,0 +1,26 @@
+// Package share makes the objects of a cache share their identical parts.
+//
+// A cache of pods holds thousands of copies of the same few values: every
+// pod of a ReplicaSet carries the same labels, owner reference, containers,
+// tolerations, volumes and resource lists. The Reflector decodes each
+// object on its own, so each copy is a separate allocation that the cache
+// holds and the garbage collector marks. A Table replaces, after the
+// transform and before the object reaches the DeltaFIFO, every map, slice
+// and pointed-to value that equals one it has seen recently by that one
+// copy: hash-consing, bottom up, so a parent compares its children by
+// identity once they are shared.
+//
+// Where it sits in the flow:
+//
+//	server ─▶ Reflector: decode ─▶ transform ─▶ share ─▶ DeltaFIFO ─▶ Indexer, handlers
+//
+// Sharing is sound only while nobody modifies a cached object: client-go's
+// rule and listwatch's (deep-copy before changing one). A handler that
+// breaks the rule with sharing on changes other objects too, so sharing is
+// opt-in (reflector.WithSharing).
+//
+// The Table is a bounded cache, not a set: it remembers a fixed number of
+// values, and a value that finds its bucket full replaces one of the two it
+// holds. An object whose parts were forgotten keeps its own copies: sharing
+// is lost, never correctness.
+package share

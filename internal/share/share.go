@@ -1,0 +1,178 @@
+package share
+
+import (
+	"hash/maphash"
+	"reflect"
+	"unsafe"
+)
+
+// DefaultSlots is the number of values a Table made by New remembers:
+// enough for the distinct parts of a few hundred pods, so that the pods of
+// one ReplicaSet, listed one after the other, share theirs. A slot takes 40
+// bytes, so a Table takes 640 KiB once it is used.
+const DefaultSlots = 1 << 14
+
+// Table remembers values recently shared. It is not safe for concurrent
+// use: a Reflector owns one and shares objects from its own goroutine.
+type Table struct {
+	n     int
+	slots []slot // n slots in buckets of two; allocated on first use
+	h     hasher
+	entry hasher // for one map entry; entries are summed in any order
+
+	scratch map[*nodePlan]*mapScratch
+
+	// hashMask is ANDed with every hash; tests set it to 0 so that every
+	// value collides and only the comparison tells values apart.
+	hashMask uint64
+}
+
+// slot is one remembered value: a node's words as its parent holds them.
+type slot struct {
+	hash uint64
+	plan *nodePlan
+	node node
+}
+
+// node is the words by which a parent holds a map, a pointer (ptr) or a
+// slice (ptr, len, cap).
+type node struct {
+	ptr      unsafe.Pointer
+	len, cap int
+}
+
+// New returns a Table that remembers up to slots values (rounded up to a
+// power of two; DefaultSlots if slots ≤ 0).
+func New(slots int) *Table {
+	n := 2
+	for n < slots {
+		n *= 2
+	}
+	if slots <= 0 {
+		n = DefaultSlots
+	}
+	seed := maphash.MakeSeed()
+	t := &Table{n: n, hashMask: ^uint64(0), h: hasher{seed: seed}, entry: hasher{seed: seed}}
+	return t
+}
+
+// Share replaces the maps, slices and pointed-to values inside obj (a
+// pointer to a struct, such as *corev1.Pod) that equal ones the Table
+// remembers by the remembered ones, and remembers the others. obj itself
+// is not replaced: Share modifies what it points to. Values of any other
+// kind are left alone.
+func Share[T any](t *Table, obj T) {
+	typ := reflect.TypeFor[T]()
+	if typ.Kind() != reflect.Pointer {
+		return
+	}
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&obj))
+	if p == nil {
+		return
+	}
+	if c := contentOf(typ.Elem()); len(c.nodes) > 0 {
+		t.canon(c, p)
+	}
+}
+
+// canon shares the nodes held in the value of content c at p, deepest
+// first, so that by the time a node is hashed its own nodes are shared and
+// can be compared by identity.
+func (t *Table) canon(c *content, p unsafe.Pointer) {
+	for _, f := range c.nodes {
+		at := unsafe.Add(p, f.offset)
+		np := f.plan
+		var n node
+		switch np.kind {
+		case reflect.Pointer, reflect.Map:
+			n.ptr = *(*unsafe.Pointer)(at)
+			if n.ptr == nil {
+				continue
+			}
+		case reflect.Slice:
+			n = *(*node)(at)
+			if n.len == 0 {
+				continue
+			}
+		}
+		if np.elem != nil && len(np.elem.nodes) > 0 {
+			switch np.kind {
+			case reflect.Pointer:
+				t.canon(np.elem, n.ptr)
+			case reflect.Slice:
+				for i := range n.len {
+					t.canon(np.elem, unsafe.Add(n.ptr, uintptr(i)*np.elemSize))
+				}
+			}
+		}
+		shared, ok, remembered := t.lookup(np, n)
+		switch {
+		case ok && shared.ptr == n.ptr:
+		case ok && np.kind == reflect.Slice:
+			*(*node)(at) = shared
+		case ok:
+			*(*unsafe.Pointer)(at) = shared.ptr
+		case np.kind == reflect.Slice && n.cap > n.len:
+			// Decoders grow slices by doubling: five conditions sit
+			// in an array of eight. Kept, the slice is trimmed.
+			remembered.node = trim(np, at, n)
+			*(*node)(at) = remembered.node
+		}
+	}
+}
+
+// trim copies the slice n, held at p, into an array of exactly its length.
+func trim(np *nodePlan, p unsafe.Pointer, n node) node {
+	dst := reflect.MakeSlice(np.typ, n.len, n.len)
+	reflect.Copy(dst, reflect.NewAt(np.typ, p).Elem())
+	return node{ptr: dst.UnsafePointer(), len: n.len, cap: n.len}
+}
+
+// lookup returns the remembered node equal to n, or remembers n and
+// returns the slot that does.
+func (t *Table) lookup(np *nodePlan, n node) (shared node, ok bool, remembered *slot) {
+	if t.slots == nil {
+		t.slots = make([]slot, t.n)
+	}
+	h := t.hashNode(np, n) & t.hashMask
+	bucket := t.slots[h&uint64(t.n-1)&^1:][:2]
+	for i := range bucket {
+		s := &bucket[i]
+		if s.hash == h && s.plan == np && np.equal(t, s.node, n) {
+			return s.node, true, nil
+		}
+	}
+	victim := &bucket[h>>63]
+	switch {
+	case bucket[0].plan == nil:
+		victim = &bucket[0]
+	case bucket[1].plan == nil:
+		victim = &bucket[1]
+	}
+	*victim = slot{hash: h, plan: np, node: n}
+	return node{}, false, victim
+}
+
+// hashNode hashes what n holds: the contents of its elements, or of its
+// entries in any order.
+func (t *Table) hashNode(np *nodePlan, n node) uint64 {
+	h := &t.h
+	h.reset(uint64(uintptr(unsafe.Pointer(np))))
+	switch np.kind {
+	case reflect.Pointer:
+		np.elem.hash(h, n.ptr)
+	case reflect.Slice:
+		h.word(uint64(n.len))
+		if np.elem.dense {
+			h.bytes(n.ptr, uintptr(n.len)*np.elemSize)
+			break
+		}
+		for i := range n.len {
+			np.elem.hash(h, unsafe.Add(n.ptr, uintptr(i)*np.elemSize))
+		}
+	case reflect.Map:
+		h.word(uint64(np.mapLen(t, n.ptr)))
+		h.word(np.mapSum(t, n.ptr))
+	}
+	return h.sum()
+}

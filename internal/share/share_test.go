@@ -1,0 +1,269 @@
+package share_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/listwatch/listwatch/internal/share"
+)
+
+// pod returns pod i of app: the pods of one app differ only in name, uid,
+// node and status, as the pods of one ReplicaSet do.
+func pod(app string, i int) *corev1.Pod {
+	grace := int64(30)
+	yes := true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              fmt.Sprintf("%s-%d", app, i),
+			Namespace:         "shop",
+			UID:               types.UID(fmt.Sprintf("uid-%s-%d", app, i)),
+			ResourceVersion:   fmt.Sprint(100 + i),
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Local()),
+			Labels:            map[string]string{"app": app, "tier": "backend"},
+			Annotations:       map[string]string{"prometheus.io/scrape": "true"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-rs", UID: "rs-" + "uid",
+				Controller: &yes,
+			}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      fmt.Sprintf("node-%d", i%3),
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name:  "server",
+				Image: "registry.example/" + app + ":v1",
+				Args:  []string{"--port=8080", "--verbose"},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+				Env:   []corev1.EnvVar{{Name: "APP", Value: app}},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+				},
+			}},
+			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning,
+			PodIP: fmt.Sprintf("10.0.0.%d", i),
+			Conditions: []corev1.PodCondition{{
+				Type: corev1.PodReady, Status: corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(time.Unix(int64(1000+i), 0)),
+			}},
+		},
+	}
+}
+
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+func sameSlice[S ~[]E, E any](a, b S) bool {
+	return unsafe.SliceData(a) == unsafe.SliceData(b) && len(a) == len(b)
+}
+
+func TestShareSharesEqualParts(t *testing.T) {
+	tab := share.New(0)
+	a, b, other := pod("cart", 1), pod("cart", 2), pod("search", 3)
+	share.Share(tab, a)
+	share.Share(tab, b)
+	share.Share(tab, other)
+
+	assert.True(t, sameMap(a.Labels, b.Labels), "labels")
+	assert.True(t, sameMap(a.Annotations, other.Annotations), "annotations of another app")
+	assert.True(t, sameSlice(a.OwnerReferences, b.OwnerReferences), "owner references")
+	assert.True(t, sameSlice(a.Spec.Containers, b.Spec.Containers), "containers")
+	assert.True(t, sameSlice(a.Spec.Tolerations, other.Spec.Tolerations), "tolerations")
+	assert.Same(t, a.Spec.TerminationGracePeriodSeconds, other.Spec.TerminationGracePeriodSeconds)
+	// Within the other app's container, the parts it has in common.
+	assert.True(t, sameMap(a.Spec.Containers[0].Resources.Requests, other.Spec.Containers[0].Resources.Requests), "requests")
+	assert.True(t, sameSlice(a.Spec.Containers[0].Ports, other.Spec.Containers[0].Ports), "ports")
+	assert.True(t, sameSlice(a.Spec.Containers[0].Args, other.Spec.Containers[0].Args), "args")
+
+	assert.False(t, sameMap(a.Labels, other.Labels), "labels of another app")
+	assert.False(t, sameSlice(a.Spec.Containers, other.Spec.Containers), "containers of another app")
+	assert.False(t, sameSlice(a.Status.Conditions, b.Status.Conditions), "conditions at other times")
+
+	assert.Equal(t, pod("cart", 1), a)
+	assert.Equal(t, pod("cart", 2), b)
+	assert.Equal(t, pod("search", 3), other)
+}
+
+func TestShareKeepsNilAndEmpty(t *testing.T) {
+	tab := share.New(0)
+	withEmpty := pod("cart", 1)
+	withEmpty.Spec.Tolerations = []corev1.Toleration{}
+	withEmpty.Annotations = map[string]string{}
+	withNil := pod("cart", 2)
+	withNil.Spec.Tolerations = nil
+	withNil.Annotations = nil
+	share.Share(tab, withEmpty)
+	share.Share(tab, withNil)
+	assert.NotNil(t, withEmpty.Spec.Tolerations)
+	assert.NotNil(t, withEmpty.Annotations)
+	assert.Nil(t, withNil.Spec.Tolerations)
+	assert.Nil(t, withNil.Annotations)
+}
+
+// TestShareComparesExactly: values that == or reflect.DeepEqual would call
+// equal but that are not the same representation are never shared.
+func TestShareComparesExactly(t *testing.T) {
+	type box struct {
+		F  *float64
+		Fs []float64
+		Q  map[string]resource.Quantity
+	}
+	zero, negZero := 0.0, math.Copysign(0, -1)
+	a := &box{F: &zero, Fs: []float64{zero}, Q: map[string]resource.Quantity{"cpu": resource.MustParse("1")}}
+	b := &box{F: &negZero, Fs: []float64{negZero}, Q: map[string]resource.Quantity{"cpu": resource.MustParse("1000m")}}
+	tab := share.New(0)
+	share.Share(tab, a)
+	share.Share(tab, b)
+	assert.NotSame(t, a.F, b.F)
+	assert.False(t, sameSlice(a.Fs, b.Fs))
+	assert.False(t, sameMap(a.Q, b.Q), "1 and 1000m are equal quantities but print differently")
+	assert.True(t, math.Signbit(*b.F))
+}
+
+// TestShareLeavesUnexportedAlone: a node behind an unexported field belongs
+// to its package; Share compares it by identity and never replaces it.
+func TestShareLeavesUnexportedAlone(t *testing.T) {
+	type inner struct{ N int }
+	type box struct {
+		p *inner
+		P *inner
+	}
+	a, b := &box{p: &inner{1}, P: &inner{1}}, &box{p: &inner{1}, P: &inner{1}}
+	tab := share.New(0)
+	share.Share(tab, a)
+	share.Share(tab, b)
+	assert.NotSame(t, a.p, b.p)
+	assert.Same(t, a.P, b.P)
+}
+
+// tree is a recursive type with every kind of node.
+type tree struct {
+	Name     string
+	Weight   float32
+	Flag     bool
+	Tags     map[string]string
+	Attrs    map[int32]leaf
+	Kids     []tree
+	Next     *tree
+	Pair     [2]leaf
+	Any      any
+	Bytes    []byte
+	Names    []string
+	Optional *int16
+}
+
+type leaf struct {
+	A uint8
+	S string
+	B int64
+}
+
+// randomTree builds a tree from a small alphabet of values, so that many
+// parts repeat.
+func randomTree(r *rand.Rand, depth int) tree {
+	pick := func(vals ...string) string { return vals[r.IntN(len(vals))] }
+	t := tree{Name: pick("a", "b", ""), Weight: float32(r.IntN(2)), Flag: r.IntN(2) == 0}
+	if r.IntN(3) > 0 {
+		t.Tags = map[string]string{}
+		for range r.IntN(3) {
+			t.Tags[pick("x", "y", "z")] = pick("1", "2")
+		}
+	}
+	if r.IntN(3) == 0 {
+		t.Attrs = map[int32]leaf{int32(r.IntN(2)): {A: uint8(r.IntN(2)), S: pick("p", "q")}}
+	}
+	if depth > 0 {
+		for range r.IntN(3) {
+			t.Kids = append(t.Kids, randomTree(r, depth-1))
+		}
+		if r.IntN(2) == 0 {
+			next := randomTree(r, depth-1)
+			t.Next = &next
+		}
+	}
+	t.Pair[r.IntN(2)] = leaf{B: int64(r.IntN(2)), S: pick("m", "n")}
+	if r.IntN(4) == 0 {
+		t.Any = pick("i", "j") // an interface: compared by identity
+	}
+	if r.IntN(2) == 0 {
+		t.Bytes = []byte(pick("bytes", "other", ""))
+	}
+	if r.IntN(2) == 0 {
+		t.Names = []string{pick("n1", "n2"), pick("n1", "n3")}
+	}
+	if r.IntN(2) == 0 {
+		v := int16(r.IntN(2))
+		t.Optional = &v
+	}
+	return t
+}
+
+// TestShareRandomTrees shares many random trees through tables of several
+// sizes, and through tables in which every value has the same hash, and
+// checks that each tree still equals the copy built from the same seed.
+func TestShareRandomTrees(t *testing.T) {
+	for _, slots := range []int{2, 64, 0} {
+		for _, collide := range []bool{false, true} {
+			t.Run(fmt.Sprintf("slots=%d/collide=%v", slots, collide), func(t *testing.T) {
+				tab := share.New(slots)
+				if collide {
+					tab = share.NewColliding(slots)
+				}
+				var shared []*tree
+				for seed := range uint64(500) {
+					tr := randomTree(rand.New(rand.NewPCG(seed, 1)), 3)
+					share.Share(tab, &tr)
+					shared = append(shared, &tr)
+				}
+				for seed, tr := range shared {
+					want := randomTree(rand.New(rand.NewPCG(uint64(seed), 1)), 3)
+					require.Equal(t, want, *tr, "tree %d", seed)
+				}
+			})
+		}
+	}
+}
+
+func TestShareIgnoresNonPointers(t *testing.T) {
+	tab := share.New(0)
+	share.Share(tab, tree{Tags: map[string]string{"a": "b"}})
+	share.Share[*tree](tab, nil)
+	share.Share[any](tab, &tree{})
+}
+
+// BenchmarkShare shares freshly decoded-like pods (deep copies of 1,000
+// pods of 50 apps), against the copy alone.
+func BenchmarkShare(b *testing.B) {
+	pods := make([]*corev1.Pod, 1000)
+	for i := range pods {
+		pods[i] = pod(fmt.Sprint("app-", i/20), i)
+	}
+	for _, sharing := range []bool{false, true} {
+		b.Run(fmt.Sprint("share=", sharing), func(b *testing.B) {
+			tab := share.New(0)
+			b.ReportAllocs()
+			for i := range b.N {
+				p := pods[i%len(pods)].DeepCopy()
+				if sharing {
+					share.Share(tab, p)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,92 @@
+package reflector_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// chanStore hands each object the Reflector stores to the test.
+type chanStore struct{ objs chan *corev1.Pod }
+
+func (s chanStore) Add(p *corev1.Pod) error    { s.objs <- p; return nil }
+func (s chanStore) Update(p *corev1.Pod) error { s.objs <- p; return nil }
+func (s chanStore) Delete(p *corev1.Pod) error { s.objs <- p; return nil }
+func (s chanStore) Replace(list []*corev1.Pod, _ string) error {
+	for _, p := range list {
+		s.objs <- p
+	}
+	return nil
+}
+
+func TestSharingSharesPartsAfterTheTransform(t *testing.T) {
+	for _, sharing := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "on"}[sharing], func(t *testing.T) {
+			server, pods := startServer("web-1", "web-2")
+			defer server.Close()
+			client, err := reflector.NewClient(&reflector.Config{Host: server.URL()})
+			require.NoError(t, err)
+			lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "default"})
+			require.NoError(t, err)
+
+			// The transform modifies the object it is given: sharing comes after.
+			opts := []reflector.Option[*corev1.Pod]{reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+				p.Labels["seen"] = p.Name
+				p.ManagedFields = nil
+				return p, nil
+			})}
+			if sharing {
+				opts = append(opts, reflector.WithSharing[*corev1.Pod]())
+			}
+			store := chanStore{objs: make(chan *corev1.Pod, 10)}
+			r := reflector.New(lw, reflector.Store[*corev1.Pod](store), opts...)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				r.Run(ctx)
+			}()
+			defer func() { cancel(); <-done }()
+
+			got := map[string]*corev1.Pod{}
+			for range 2 {
+				p := <-store.objs
+				got[p.Name] = p
+			}
+			for name, p := range got {
+				want, err := pods.Get("default", name)
+				require.NoError(t, err)
+				want.Labels["seen"], want.ManagedFields = name, nil
+				wantJSON, err := json.Marshal(want)
+				require.NoError(t, err)
+				gotJSON, err := json.Marshal(p)
+				require.NoError(t, err)
+				assert.JSONEq(t, string(wantJSON), string(gotJSON))
+			}
+			one, two := got["web-1"], got["web-2"]
+			same := func(a, b any) bool {
+				return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+			}
+			assert.False(t, same(one.Labels, two.Labels), "labels differ after the transform")
+			assert.Equal(t, sharing, same(one.Spec.Containers, two.Spec.Containers), "containers")
+			assert.Equal(t, sharing, same(one.Spec.Tolerations, two.Spec.Tolerations), "tolerations")
+
+			// A new version shares what did not change with the old one.
+			p, err := pods.Get("default", "web-1")
+			require.NoError(t, err)
+			p.Annotations = map[string]string{"changed": "yes"}
+			_, err = pods.Update(p)
+			require.NoError(t, err)
+			updated := <-store.objs
+			assert.Equal(t, "yes", updated.Annotations["changed"])
+			assert.Equal(t, sharing, same(one.Spec.Containers, updated.Spec.Containers), "containers of the new version")
+		})
+	}
+}
