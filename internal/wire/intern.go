@@ -25,9 +25,11 @@ import (
 // CPU per pod (its concurrent map and weak pointers) where the table costs
 // a few percent, for the same memory saved (BenchmarkJSONRetainedHeap).
 
-// maxInternLen is the longest string interned. Longer strings (annotations
-// holding JSON, certificates, ...) are rarely repeated and costly to hash.
-const maxInternLen = 64
+// maxInternLen is the longest string interned: long enough for an image
+// reference with its digest (about 110 bytes, the same in every pod of a
+// ReplicaSet). Longer strings (annotations holding JSON, certificates, ...)
+// are rarely repeated and costly to hash.
+const maxInternLen = 128
 
 // internSlots is the size of an internTable. A cluster's repeated short
 // strings number in the hundreds to low thousands; a string that collides
@@ -37,7 +39,7 @@ const internSlots = 4096
 // internTable remembers short strings in buckets of two slots, the bucket
 // chosen by hash. It is a bounded cache, not a set: a string that finds its
 // bucket full replaces one of the two. It holds at most internSlots strings
-// of at most maxInternLen bytes (under 400 KiB). It is safe for concurrent
+// of at most maxInternLen bytes (under 700 KiB). It is safe for concurrent
 // use without locks: a slot is swapped atomically and a string never
 // changes. A nil table interns nothing.
 type internTable struct {
