@@ -73,6 +73,9 @@ func newClientGo(s setup) (informerUnderTest, error) {
 	default:
 		return nil, fmt.Errorf("unknown content type %q", s.content)
 	}
+	if s.sharing {
+		return nil, fmt.Errorf("-sharing is a listwatch option")
+	}
 	if s.mode != "" {
 		return nil, fmt.Errorf("client-go's list mode is its WatchListClient feature gate: set KUBE_FEATURE_WatchListClient, not -mode")
 	}

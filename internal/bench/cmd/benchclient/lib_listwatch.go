@@ -58,6 +58,10 @@ func newListwatchFor[T reflector.Object](s setup) (*listwatchInformer[T], error)
 		opts = append(opts, "WithoutManagedFields", "transform: managedFields=nil")
 	}
 	fopts = append(fopts, informer.WithHTTPOptions(httpOpts...))
+	if s.sharing {
+		fopts = append(fopts, informer.WithSharing())
+		opts = append(opts, "WithSharing")
+	}
 	switch s.mode {
 	case "":
 	case "auto":

@@ -46,7 +46,7 @@ import (
 type config struct {
 	lib, scenario, server, content, resource, mode string
 	handlers                                       int
-	strip, slow                                    bool
+	strip, slow, sharing                           bool
 	timeout                                        time.Duration
 	cpuProfile, memProfile                         string
 }
@@ -60,6 +60,7 @@ func main() {
 	flag.StringVar(&c.mode, "mode", "", "listwatch list mode: auto, listwatch or watchlist (default: the library's default)")
 	flag.IntVar(&c.handlers, "handlers", 10, "fast handlers (watch-latency, slow-handler)")
 	flag.BoolVar(&c.strip, "strip", false, "drop managedFields with a transform (and listwatch's decoder option)")
+	flag.BoolVar(&c.sharing, "sharing", false, "listwatch only: share identical parts of cached objects (informer.WithSharing)")
 	flag.BoolVar(&c.slow, "slow", false, "add a handler that sleeps 100ms per call (slow-handler)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured part to this file")
@@ -141,7 +142,7 @@ type library struct {
 // setup is what an informer under test is built from.
 type setup struct {
 	server, content, resource, mode string
-	strip                           bool
+	strip, sharing                  bool
 	handlers                        []handler
 }
 

@@ -42,6 +42,7 @@ func main() {
 		profileDir = flag.String("profile", "", "profile listwatch where a target is missed, into this directory")
 		gogc       = flag.String("gogc", "", "GOGC for every client (default: unset, Go's default)")
 		gomaxprocs = flag.String("gomaxprocs", "", "GOMAXPROCS for every client (default: unset, the number of CPUs)")
+		lwArgs     = flag.String("listwatch-args", "", "extra benchclient flags for listwatch's runs, such as -sharing (the issue's ratios are for defaults)")
 		cmdline    = flag.String("command", "", "how the run was asked for, as the report quotes it (default: from the arguments)")
 	)
 	flag.Parse()
@@ -70,7 +71,7 @@ func main() {
 	if rep.Command == "" {
 		rep.Command = command()
 	}
-	e := &env{gogc: *gogc, gomaxprocs: *gomaxprocs}
+	e := &env{gogc: *gogc, gomaxprocs: *gomaxprocs, listwatchArgs: strings.Fields(*lwArgs)}
 	started := time.Now()
 	failed := false
 	for _, sc := range scenarios(sz) {

@@ -80,6 +80,7 @@ func (s *server) stop() {
 // defaults) and with GOGC and GOMAXPROCS set the same for everyone.
 type env struct {
 	gogc, gomaxprocs string
+	listwatchArgs    []string // appended to listwatch's benchclient flags
 }
 
 // clientEnv returns the environment for a child process.
@@ -108,6 +109,9 @@ func runClient(ctx context.Context, bin string, e *env, url string, a arm, extra
 	}
 	args := append([]string{"-lib=" + a.lib, "-server=" + url}, a.args...)
 	args = append(args, extra...)
+	if a.lib == "listwatch" && e != nil {
+		args = append(args, e.listwatchArgs...)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, exe), args...)
