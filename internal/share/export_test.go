@@ -6,3 +6,6 @@ func NewColliding(slots int) *Table {
 	t.hashMask = 0
 	return t
 }
+
+// SlotsOf returns how many slots t has allocated.
+func SlotsOf(t *Table) int { return len(t.slots) }

@@ -6,19 +6,23 @@ import (
 	"unsafe"
 )
 
-// DefaultSlots is the number of values a Table made by New remembers:
-// enough for the distinct parts of a few hundred pods, so that the pods of
-// one ReplicaSet, listed one after the other, share theirs. A slot takes 40
-// bytes, so a Table takes 640 KiB once it is used.
+// DefaultSlots is the number of values a Table made by New remembers at
+// most: enough for the distinct parts of a few hundred pods, so that the
+// pods of one ReplicaSet, listed one after the other, share theirs. A slot
+// takes 40 bytes, so a full Table takes 640 KiB. It starts with firstSlots
+// and grows as it fills: an informer of a few objects keeps a small one.
 const DefaultSlots = 1 << 14
+
+const firstSlots = 1 << 10
 
 // Table remembers values recently shared. It is not safe for concurrent
 // use: a Reflector owns one and shares objects from its own goroutine.
 type Table struct {
-	n     int
-	slots []slot // n slots in buckets of two; allocated on first use
-	h     hasher
-	entry hasher // for one map entry; entries are summed in any order
+	n      int    // the most slots
+	slots  []slot // in buckets of two; allocated on first use
+	misses int    // values remembered since slots last grew
+	h      hasher
+	entry  hasher // for one map entry; entries are summed in any order
 
 	scratch map[*nodePlan]*mapScratch
 
@@ -115,8 +119,10 @@ func (t *Table) canon(c *content, p unsafe.Pointer) {
 		case np.kind == reflect.Slice && n.cap > n.len:
 			// Decoders grow slices by doubling: five conditions sit
 			// in an array of eight. Kept, the slice is trimmed.
-			remembered.node = trim(np, at, n)
-			*(*node)(at) = remembered.node
+			*(*node)(at) = trim(np, at, n)
+			if remembered != nil {
+				remembered.node = *(*node)(at)
+			}
 		}
 	}
 }
@@ -129,13 +135,14 @@ func trim(np *nodePlan, p unsafe.Pointer, n node) node {
 }
 
 // lookup returns the remembered node equal to n, or remembers n and
-// returns the slot that does.
+// returns the slot that does (nil if the table grew and had no room left
+// for it).
 func (t *Table) lookup(np *nodePlan, n node) (shared node, ok bool, remembered *slot) {
 	if t.slots == nil {
-		t.slots = make([]slot, t.n)
+		t.slots = make([]slot, min(firstSlots, t.n))
 	}
 	h := t.hashNode(np, n) & t.hashMask
-	bucket := t.slots[h&uint64(t.n-1)&^1:][:2]
+	bucket := t.bucket(h)
 	for i := range bucket {
 		s := &bucket[i]
 		if s.hash == h && s.plan == np && np.equal(t, s.node, n) {
@@ -150,7 +157,45 @@ func (t *Table) lookup(np *nodePlan, n node) (shared node, ok bool, remembered *
 		victim = &bucket[1]
 	}
 	*victim = slot{hash: h, plan: np, node: n}
+	if t.misses++; t.misses > len(t.slots) && len(t.slots) < t.n {
+		t.grow()
+		return node{}, false, t.find(h, np, n)
+	}
 	return node{}, false, victim
+}
+
+// bucket returns the two slots where a value of hash h is remembered.
+func (t *Table) bucket(h uint64) []slot {
+	return t.slots[h&uint64(len(t.slots)-1)&^1:][:2]
+}
+
+// grow makes the table four times larger (at most n slots), keeping what
+// it remembers where the larger table has room for it.
+func (t *Table) grow() {
+	old := t.slots
+	t.slots, t.misses = make([]slot, min(4*len(old), t.n)), 0
+	for _, s := range old {
+		if s.plan == nil {
+			continue
+		}
+		for i, b := 0, t.bucket(s.hash); i < len(b); i++ {
+			if b[i].plan == nil {
+				b[i] = s
+				break
+			}
+		}
+	}
+}
+
+// find returns the slot that remembers node n, nil if none does.
+func (t *Table) find(h uint64, np *nodePlan, n node) *slot {
+	b := t.bucket(h)
+	for i := range b {
+		if b[i].plan == np && b[i].node == n {
+			return &b[i]
+		}
+	}
+	return nil
 }
 
 // hashNode hashes what n holds: the contents of its elements, or of its

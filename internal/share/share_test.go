@@ -267,3 +267,30 @@ func BenchmarkShare(b *testing.B) {
 		})
 	}
 }
+
+// TestTableGrowsAsItFills: a table for a few objects stays small; one that
+// sees many distinct values grows to its bound and no further.
+func TestTableGrowsAsItFills(t *testing.T) {
+	small := share.New(0)
+	for i := range 10 {
+		share.Share(small, pod("cart", i))
+	}
+	assert.Equal(t, 1024, share.SlotsOf(small))
+
+	large := share.New(0)
+	var pods []*corev1.Pod
+	for i := range 5000 {
+		p := pod(fmt.Sprint("app-", i), i)
+		share.Share(large, p)
+		pods = append(pods, p)
+	}
+	assert.Equal(t, share.DefaultSlots, share.SlotsOf(large))
+	for i, p := range pods {
+		require.Equal(t, pod(fmt.Sprint("app-", i), i), p)
+	}
+	// What it remembers still shares.
+	a, b := pod("app-4999", 1), pod("app-4999", 2)
+	share.Share(large, a)
+	share.Share(large, b)
+	assert.True(t, sameSlice(a.Spec.Containers, b.Spec.Containers))
+}
