@@ -120,13 +120,20 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 // that equals one in an object decoded shortly before (the same labels,
 // owner reference, containers, tolerations, resource lists) is replaced by
 // that one's. The pods of one ReplicaSet then hold one copy of what they
-// have in common, and an object's new version shares what did not change.
+// have in common, and an object's new version shares what did not change
+// while the old one's parts are still remembered. The table behind it
+// (internal/share) remembers up to 16,384 parts in at most 640 KiB, and
+// keeps them alive for a while after their objects leave the cache.
+//
+// Measured with the side-by-side benchmarks on 2 CPUs: about half the
+// memory held per pod (7,498 → 4,013 B), for 10–13 µs of CPU per object;
+// hence off by default.
 //
 // It is sound only if nothing modifies a cached object, which is already
 // the rule for informer caches: with sharing, a handler that modifies one
 // object modifies others. The transform may modify the object it is given,
 // as sharing happens after it, but must not return parts it keeps or shares
-// elsewhere. See the README for its measured memory and CPU.
+// elsewhere.
 func WithSharing[T metav1.Object]() Option[T] {
 	return func(o *options[T]) { o.sharing = true }
 }
