@@ -294,3 +294,33 @@ func TestTableGrowsAsItFills(t *testing.T) {
 	share.Share(large, b)
 	assert.True(t, sameSlice(a.Spec.Containers, b.Spec.Containers))
 }
+
+// FuzzShare builds trees from the fuzzer's bytes (each tree from a seed
+// read from them), shares them all through a small table, some twice, and
+// checks each still equals the tree built again from its seed.
+func FuzzShare(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 1, 2, 3}, uint8(8), false)
+	f.Add([]byte{0, 0, 0, 0, 7, 7, 7, 7}, uint8(2), true)
+	f.Fuzz(func(t *testing.T, seeds []byte, slots uint8, collide bool) {
+		if len(seeds) > 64 {
+			seeds = seeds[:64]
+		}
+		tab := share.New(int(slots))
+		if collide {
+			tab = share.NewColliding(int(slots))
+		}
+		build := func(seed byte) tree { return randomTree(rand.New(rand.NewPCG(uint64(seed), 2)), 2) }
+		trees := make([]*tree, len(seeds))
+		for i, seed := range seeds {
+			tr := build(seed)
+			trees[i] = &tr
+			share.Share(tab, trees[i])
+			if seed%3 == 0 { // again, when its parts are already the table's own
+				share.Share(tab, trees[i])
+			}
+		}
+		for i, seed := range seeds {
+			require.Equal(t, build(seed), *trees[i], "tree %d (seed %d)", i, seed)
+		}
+	})
+}
