@@ -70,14 +70,20 @@ func (t *internTable) internBytes(b []byte) []byte {
 			return *p
 		}
 	}
-	victim := &bucket[h>>63]
-	if bucket[0].Load() == nil {
-		victim = &bucket[0]
-	} else if bucket[1].Load() == nil {
-		victim = &bucket[1]
-	}
-	victim.Store(&b)
+	victim(bucket, h).Store(&b)
 	return b
+}
+
+// victim returns the slot of a two-slot bucket that a new value of hash h
+// takes: an empty one, else the one the hash's top bit picks.
+func victim[T any](bucket []atomic.Pointer[T], h uint64) *atomic.Pointer[T] {
+	switch {
+	case bucket[0].Load() == nil:
+		return &bucket[0]
+	case bucket[1].Load() == nil:
+		return &bucket[1]
+	}
+	return &bucket[h>>63]
 }
 
 func newInternTable() *internTable { return &internTable{seed: maphash.MakeSeed()} }
@@ -95,16 +101,7 @@ func (t *internTable) intern(s string) string {
 			return *p
 		}
 	}
-	// Fill an empty slot, else evict the one the hash's top bit picks.
-	victim := &bucket[h>>63]
-	if bucket[0].Load() == nil {
-		victim = &bucket[0]
-	} else if bucket[1].Load() == nil {
-		victim = &bucket[1]
-	}
-	p := new(string)
-	*p = s
-	victim.Store(p)
+	victim(bucket, h).Store(&s)
 	return s
 }
 
