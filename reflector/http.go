@@ -459,15 +459,13 @@ func WithDecodeWorkers(n int) HTTPOption {
 	return func(o *httpOptions) { o.decodeWorkers = max(n, 0) }
 }
 
-// WithProtobufInterning shares repeated strings of 16 bytes or more between
-// the objects decoded from protobuf, as is always done for JSON: label and
-// annotation values, images, owner and manager names, paths, and identical
-// managedFields. The generated protobuf code copies every string, so this
-// costs a walk over each object after decoding. Measured with the
-// side-by-side benchmarks' client on 2 CPUs, syncing 100k pods: 8,072
-// instead of 9,197 bytes held per pod and a peak RSS of 944 instead of
-// 1,032 MiB, for 13% more CPU and a 14% longer sync; replaying watch
-// events, 13–20% fewer events per second. Hence off by default.
+// WithProtobufInterning is kept for the types whose protobuf objects are
+// decoded by their own Unmarshal (see wire.WithProtobufInterning): objects
+// of every k8s.io/api type are decoded by a decoder compiled from their Go
+// type, which shares repeated strings while decoding, as for JSON, so for
+// them this option changes nothing.
+//
+// Deprecated: protobuf objects of API types are interned by default.
 func WithProtobufInterning() HTTPOption {
 	return func(o *httpOptions) { o.internProtobuf = true }
 }

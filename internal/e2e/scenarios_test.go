@@ -174,7 +174,7 @@ func scenarioMatrix(t *testing.T, srv server, ns string) {
 	}
 
 	var ws []*watched
-	parallel := []reflector.HTTPOption{reflector.WithDecodeWorkers(2), reflector.WithProtobufInterning()}
+	parallel := []reflector.HTTPOption{reflector.WithDecodeWorkers(2)}
 	for _, c := range []struct {
 		label string
 		ct    reflector.ContentType

@@ -107,8 +107,16 @@ func BenchmarkProtobufWatchDecode(b *testing.B) {
 		c := mustCodec[*corev1.Pod](b, podGVK)
 		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })
 	})
-	b.Run("typed-interned", func(b *testing.B) {
-		c := mustCodec[*corev1.Pod](b, podGVK, WithProtobufInterning())
+	b.Run("typed-copied", func(b *testing.B) {
+		c := mustCodec[*corev1.Pod](b, podGVK, WithoutStringInterning())
+		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })
+	})
+	b.Run("typed-generated", func(b *testing.B) {
+		c := mustCodec[*corev1.Pod](b, podGVK, withGeneratedUnmarshal())
+		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })
+	})
+	b.Run("typed-generated-interned", func(b *testing.B) {
+		c := mustCodec[*corev1.Pod](b, podGVK, withGeneratedUnmarshal(), WithProtobufInterning())
 		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })
 	})
 	b.Run("typed-without-managedFields", func(b *testing.B) {

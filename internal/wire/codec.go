@@ -44,6 +44,7 @@ type Codec[T any] struct {
 	json              jsoniter.API
 	strings           *internTable // nil: WithoutStringInterning
 	internProtobuf    bool         // WithProtobufInterning
+	generatedProto    bool         // withGeneratedUnmarshal
 	dropManagedFields bool
 
 	// readJSON decodes the iterator's next JSON value into a new T and
@@ -68,30 +69,38 @@ type codecOptions struct {
 	dropManagedFields bool
 	noInterning       bool
 	protoInterning    bool
+	generatedProto    bool // tests: decode protobuf with the generated Unmarshal
+}
+
+// withGeneratedUnmarshal makes a codec decode protobuf with the types'
+// generated Unmarshal instead of the compiled decoder (proto_decode.go),
+// which tests and benchmarks compare it with.
+func withGeneratedUnmarshal() CodecOption {
+	return func(o *codecOptions) { o.generatedProto = true }
 }
 
 // WithoutStringInterning makes a typed or metadata codec copy every string
-// it decodes from JSON. By default the codec interns strings of up to 64
-// bytes (namespaces, label keys and values, image and node names,
-// condition types, ...) in a bounded table of its own, so that decoded
-// objects share one copy of each: about a tenth less memory held per
-// cached pod, for a few percent more decode CPU. Fields that differ in
-// every object (name, uid, resourceVersion, pod IPs, container IDs) are
-// always copied. Unstructured objects are not interned, and protobuf
-// objects only WithProtobufInterning.
+// it decodes. By default the codec interns strings of up to 128 bytes
+// (namespaces, label keys and values, image and node names, condition
+// types, ...) in a bounded table of its own, so that decoded objects share
+// one copy of each, and managedFields' bytes and (protobuf) parsed
+// quantities likewise: about a sixth less memory held per cached pod
+// (BenchmarkJSONRetainedHeap, BenchmarkProtobufRetainedHeap), for a few
+// percent more decode CPU with JSON and less with protobuf, whose strings
+// would otherwise each be an allocation. Fields that differ in every
+// object (name, uid, resourceVersion, pod IPs, container IDs) are always
+// copied. Unstructured objects are not interned.
 func WithoutStringInterning() CodecOption {
 	return func(o *codecOptions) { o.noInterning = true }
 }
 
-// WithProtobufInterning makes a typed or metadata codec share strings
-// between the objects it decodes from protobuf too, as it does for JSON.
-// The generated Unmarshal copies every string, so the codec walks each
-// object afterwards and swaps the strings of 16 bytes or more (and
-// identical managedFields bytes) for the copies its table holds; see
-// intern_walk.go. On the benchmarks' pods: 12% less heap held per cached
-// object (9,197 → 8,072 B) for about 13% more CPU while syncing, which is
-// why it is not the default (see reflector.WithProtobufInterning). It does
-// nothing with WithoutStringInterning.
+// WithProtobufInterning matters only for a protobuf type that the codec
+// cannot compile a decoder for (every k8s.io/api type compiles, and its
+// objects are interned while decoding): such objects are decoded by their
+// generated Unmarshal, which copies every string, and this option walks
+// each object afterwards and swaps the strings of 16 bytes or more (and
+// identical managedFields bytes) for the copies the table holds; see
+// intern_walk.go. It does nothing with WithoutStringInterning.
 func WithProtobufInterning() CodecOption {
 	return func(o *codecOptions) { o.protoInterning = true }
 }
@@ -148,11 +157,10 @@ func TypedCodec[T runtime.Object](gvk schema.GroupVersionKind, opts ...CodecOpti
 	c.kindOf = func(obj T) (string, string) { return typeMetaOf(obj) }
 	c.stamp = func(obj T) { stampTypeMeta(obj, c.objAPIVersion, c.objKind, c.gvk) }
 	if _, ok := any(newObject()).(protoUnmarshaler); ok {
-		c.unmarshalProto = func(data []byte) (T, error) {
+		c.protoWith(elem, func(data []byte) (T, error) {
 			obj := newObject()
 			return obj, any(obj).(protoUnmarshaler).Unmarshal(data)
-		}
-		c.internProtoWith(elem)
+		})
 	}
 	return c, nil
 }
@@ -203,11 +211,10 @@ func MetadataCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[*met
 	}
 	c.kindOf = func(obj *metav1.PartialObjectMetadata) (string, string) { return obj.APIVersion, obj.Kind }
 	c.stamp = func(obj *metav1.PartialObjectMetadata) { obj.APIVersion, obj.Kind = c.objAPIVersion, c.objKind }
-	c.unmarshalProto = func(data []byte) (*metav1.PartialObjectMetadata, error) {
+	c.protoWith(reflect.TypeFor[metav1.PartialObjectMetadata](), func(data []byte) (*metav1.PartialObjectMetadata, error) {
 		obj := new(metav1.PartialObjectMetadata)
 		return obj, obj.Unmarshal(data)
-	}
-	c.internProtoWith(reflect.TypeFor[metav1.PartialObjectMetadata]())
+	})
 	return c
 }
 
@@ -222,12 +229,30 @@ func newCodec[T any](gvk schema.GroupVersionKind, opts []CodecOption) *Codec[T] 
 	}
 	return &Codec[T]{
 		internProtobuf:    o.protoInterning,
+		generatedProto:    o.generatedProto,
 		gvk:               gvk,
 		objAPIVersion:     gvk.GroupVersion().String(),
 		objKind:           gvk.Kind,
 		json:              newJSONAPI(o.dropManagedFields, table),
 		strings:           table,
 		dropManagedFields: o.dropManagedFields,
+	}
+}
+
+// protoWith sets how the codec decodes protobuf objects of struct type
+// elem (T points to it): with the compiled decoder when elem is a
+// generated message, else with generated, the type's own Unmarshal.
+func (c *Codec[T]) protoWith(elem reflect.Type, generated func(data []byte) (T, error)) {
+	m := protoMessageFor(elem)
+	if m == nil || c.generatedProto {
+		c.unmarshalProto = generated
+		c.internProtoWith(elem)
+		return
+	}
+	c.unmarshalProto = func(data []byte) (T, error) {
+		p := reflect.New(elem)
+		d := protoDecoder{strings: c.strings}
+		return p.Interface().(T), m.decode(p.UnsafePointer(), data, &d)
 	}
 }
 

@@ -43,9 +43,10 @@ const internSlots = 4096
 // use without locks: a slot is swapped atomically and a string never
 // changes. A nil table interns nothing.
 type internTable struct {
-	seed  maphash.Seed
-	slots [internSlots]atomic.Pointer[string]
-	blobs [blobSlots]atomic.Pointer[[]byte]
+	seed       maphash.Seed
+	slots      [internSlots]atomic.Pointer[string]
+	blobs      [blobSlots]atomic.Pointer[[]byte]
+	quantities [quantitySlots]atomic.Pointer[parsedQuantity]
 }
 
 // Managed fields repeat too: every pod of one ReplicaSet carries the same
@@ -103,6 +104,42 @@ func (t *internTable) intern(s string) string {
 	}
 	victim(bucket, h).Store(&s)
 	return s
+}
+
+// internFrom is intern for the string b holds: b is copied only when the
+// table has no copy to give (b is the read buffer, reused afterwards).
+func (t *internTable) internFrom(b []byte) string {
+	if t == nil || len(b) == 0 || len(b) > maxInternLen {
+		return string(b)
+	}
+	h := maphash.Bytes(t.seed, b)
+	bucket := t.slots[h%(internSlots/2)*2:][:2]
+	for i := range bucket {
+		if p := bucket[i].Load(); p != nil && *p == string(b) {
+			return *p
+		}
+	}
+	s := string(b)
+	victim(bucket, h).Store(&s)
+	return s
+}
+
+// internBytesFrom is internBytes for bytes of the read buffer: they are
+// copied unless the table has them. The result is never nil.
+func (t *internTable) internBytesFrom(b []byte) []byte {
+	if t != nil && len(b) > 0 && len(b) <= maxBlobLen {
+		h := maphash.Bytes(t.seed, b)
+		bucket := t.blobs[h%(blobSlots/2)*2:][:2]
+		for i := range bucket {
+			if p := bucket[i].Load(); p != nil && bytes.Equal(*p, b) {
+				return *p
+			}
+		}
+		c := bytes.Clone(b)
+		victim(bucket, h).Store(&c)
+		return c
+	}
+	return append(make([]byte, 0, len(b)), b...)
 }
 
 // stringInterner decodes every string-kind value (string and named string

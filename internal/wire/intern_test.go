@@ -115,8 +115,10 @@ func BenchmarkJSONRetainedHeap(b *testing.B) {
 // BenchmarkProtobufRetainedHeap is BenchmarkJSONRetainedHeap for protobuf.
 func BenchmarkProtobufRetainedHeap(b *testing.B) {
 	benchRetained(b, protoWatchStream(b, benchPodEvents()...), decodeProtoPods, map[string][]CodecOption{
-		"interned": {WithProtobufInterning()},
-		"copied":   nil,
+		"interned":       nil,
+		"copied":         {WithoutStringInterning()},
+		"generated":      {withGeneratedUnmarshal()},
+		"generated+walk": {withGeneratedUnmarshal(), WithProtobufInterning()},
 	})
 }
 
@@ -146,33 +148,43 @@ func decodeProtoPods(t testing.TB, c *Codec[*corev1.Pod], stream []byte) []*core
 	return objectsOf(t, NewProtobufWatchDecoder(bytes.NewReader(stream), c, 0).Next)
 }
 
-// Protobuf objects get the same sharing as JSON ones, by a walk after the
-// generated Unmarshal: equal objects, shared strings and FieldsV1 bytes,
-// the unique fields and map keys left alone.
+// Protobuf objects get the same sharing as JSON ones: the compiled
+// decoder interns while decoding (equal objects; shared strings, FieldsV1
+// bytes; the unique fields left alone). A type decoded by its generated
+// Unmarshal gets it WithProtobufInterning, by a walk after decoding, for
+// strings of 16 bytes or more.
 func TestProtobufInterning(t *testing.T) {
 	a, b := realisticPod(1), realisticPod(2)
 	stream := protoWatchStream(t, event{"ADDED", a}, event{"ADDED", b})
-	pods := decodeProtoPods(t, mustCodec[*corev1.Pod](t, podGVK, WithProtobufInterning()), stream)
-	plain := decodeProtoPods(t, mustCodec[*corev1.Pod](t, podGVK), stream)
+	pods := decodeProtoPods(t, mustCodec[*corev1.Pod](t, podGVK), stream)
+	copied := decodeProtoPods(t, mustCodec[*corev1.Pod](t, podGVK, WithoutStringInterning()), stream)
+	generated := decodeProtoPods(t, mustCodec[*corev1.Pod](t, podGVK, withGeneratedUnmarshal()), stream)
+	walked := decodeProtoPods(t, mustCodec[*corev1.Pod](t, podGVK, withGeneratedUnmarshal(), WithProtobufInterning()), stream)
 	require.Len(t, pods, 2)
-	require.Equal(t, plain, pods, "interning changed the decoded objects")
+	for _, other := range [][]*corev1.Pod{copied, generated, walked} {
+		require.Equal(t, generated, other, "interning changed the decoded objects")
+	}
 
-	p, q := pods[0], pods[1]
-	require.True(t, sameData(p.Spec.Containers[0].Image, q.Spec.Containers[0].Image), "image")
-	require.True(t, sameData(p.Spec.Containers[0].TerminationMessagePath, q.Spec.Containers[0].TerminationMessagePath), "termination message path")
-	require.True(t, sameData(p.ManagedFields[0].Manager, q.ManagedFields[0].Manager), "manager")
-	require.True(t, sameData(p.Annotations["kubectl.kubernetes.io/restartedAt"], q.Annotations["kubectl.kubernetes.io/restartedAt"]), "annotation value")
-	require.False(t, sameData(p.Namespace, q.Namespace), "strings under 16 bytes are not worth a hash")
-	require.Equal(t, p.ManagedFields[0].FieldsV1.Raw, q.ManagedFields[0].FieldsV1.Raw)
-	require.Same(t, &p.ManagedFields[0].FieldsV1.Raw[0], &q.ManagedFields[0].FieldsV1.Raw[0], "identical FieldsV1 bytes")
-	require.False(t, sameData(p.Name, q.Name), "a name is not interned")
-	require.False(t, sameData(string(p.UID), string(q.UID)), "a uid is not interned")
-	require.False(t, sameData(p.ResourceVersion, q.ResourceVersion), "a resourceVersion is not interned")
-
-	r, s := plain[0], plain[1]
-	require.False(t, sameData(r.Namespace, s.Namespace), "interned without WithProtobufInterning")
-	off := decodeProtoPods(t, mustCodec[*corev1.Pod](t, podGVK, WithProtobufInterning(), WithoutStringInterning()), stream)
-	require.False(t, sameData(off[0].Spec.Containers[0].Image, off[1].Spec.Containers[0].Image), "interned WithoutStringInterning")
+	for _, c := range []struct {
+		name  string
+		pods  []*corev1.Pod
+		short bool // strings under 16 bytes are shared
+	}{{"compiled", pods, true}, {"generated+walk", walked, false}} {
+		p, q := c.pods[0], c.pods[1]
+		require.True(t, sameData(p.Spec.Containers[0].Image, q.Spec.Containers[0].Image), "%s: image", c.name)
+		require.True(t, sameData(p.Spec.Containers[0].TerminationMessagePath, q.Spec.Containers[0].TerminationMessagePath), "%s: termination message path", c.name)
+		require.True(t, sameData(p.ManagedFields[0].Manager, q.ManagedFields[0].Manager), "%s: manager", c.name)
+		require.True(t, sameData(p.Annotations["kubectl.kubernetes.io/restartedAt"], q.Annotations["kubectl.kubernetes.io/restartedAt"]), "%s: annotation value", c.name)
+		require.Equal(t, c.short, sameData(p.Namespace, q.Namespace), "%s: namespace", c.name)
+		require.Equal(t, p.ManagedFields[0].FieldsV1.Raw, q.ManagedFields[0].FieldsV1.Raw)
+		require.Same(t, &p.ManagedFields[0].FieldsV1.Raw[0], &q.ManagedFields[0].FieldsV1.Raw[0], "%s: identical FieldsV1 bytes", c.name)
+		require.False(t, sameData(p.Name, q.Name), "%s: a name is not interned", c.name)
+		require.False(t, sameData(string(p.UID), string(q.UID)), "%s: a uid is not interned", c.name)
+		require.False(t, sameData(p.ResourceVersion, q.ResourceVersion), "%s: a resourceVersion is not interned", c.name)
+	}
+	for _, other := range [][]*corev1.Pod{copied, generated} {
+		require.False(t, sameData(other[0].Spec.Containers[0].Image, other[1].Spec.Containers[0].Image), "interned WithoutStringInterning or without a walk")
+	}
 }
 
 // Metadata-only objects are interned too.
