@@ -112,16 +112,22 @@ func (t *internTable) internFrom(b []byte) string {
 	if t == nil || len(b) == 0 || len(b) > maxInternLen {
 		return string(b)
 	}
+	return *t.internPointer(b)
+}
+
+// internPointer is internFrom for 0 < len(b) <= maxInternLen, returning
+// the table's pointer to the string.
+func (t *internTable) internPointer(b []byte) *string {
 	h := maphash.Bytes(t.seed, b)
 	bucket := t.slots[h%(internSlots/2)*2:][:2]
 	for i := range bucket {
 		if p := bucket[i].Load(); p != nil && *p == string(b) {
-			return *p
+			return p
 		}
 	}
 	s := string(b)
 	victim(bucket, h).Store(&s)
-	return s
+	return &s
 }
 
 // internBytesFrom is internBytes for bytes of the read buffer: they are

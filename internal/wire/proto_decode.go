@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,6 +106,7 @@ type protoStructField struct {
 	mapKey, mapVal *protoStructField
 
 	repeated bool                      // a slice or map, sized by the run of its entries
+	last     atomic.Pointer[string]    // kString: the string decoded last (see str)
 	elemR2   reflect2.Type             // kMessagePtr: the struct to allocate
 	slice    *reflect2.UnsafeSliceType // slices
 	mapType  *reflect2.UnsafeMapType   // maps
@@ -558,10 +560,26 @@ func (d *protoDecoder) str(b []byte, unique bool) string {
 	return d.strings.internFrom(b)
 }
 
+// str is d.str for a string field, trying first the string the field held
+// in the object decoded last: most fields repeat from object to object
+// (namespace, kind, image, node, ...), and one comparison with a string
+// still in the cache costs less than a lookup in the table.
+func (f *protoStructField) str(b []byte, d *protoDecoder) string {
+	if f.unique || d.strings == nil || len(b) == 0 || len(b) > maxInternLen {
+		return d.str(b, f.unique)
+	}
+	if last := f.last.Load(); last != nil && *last == string(b) {
+		return *last
+	}
+	s := d.strings.internPointer(b)
+	f.last.Store(s)
+	return *s
+}
+
 func (f *protoStructField) decodeBytes(p unsafe.Pointer, data []byte, d *protoDecoder) error {
 	switch f.kind {
 	case kString:
-		*(*string)(p) = d.str(data, f.unique)
+		*(*string)(p) = f.str(data, d)
 	case kStringPtr:
 		s := d.str(data, f.unique)
 		*(**string)(p) = &s

@@ -57,6 +57,10 @@ func newListwatchFor[T reflector.Object](s setup) (*listwatchInformer[T], error)
 		httpOpts = append(httpOpts, reflector.WithoutManagedFields())
 		opts = append(opts, "WithoutManagedFields", "transform: managedFields=nil")
 	}
+	if s.decodeWorkers > 0 {
+		httpOpts = append(httpOpts, reflector.WithDecodeWorkers(s.decodeWorkers))
+		opts = append(opts, fmt.Sprintf("WithDecodeWorkers(%d)", s.decodeWorkers))
+	}
 	fopts = append(fopts, informer.WithHTTPOptions(httpOpts...))
 	if s.sharing {
 		fopts = append(fopts, informer.WithSharing())

@@ -45,7 +45,7 @@ import (
 // config is the command line.
 type config struct {
 	lib, scenario, server, content, resource, mode string
-	handlers                                       int
+	handlers, decodeWorkers                        int
 	strip, slow, sharing                           bool
 	timeout                                        time.Duration
 	cpuProfile, memProfile                         string
@@ -61,6 +61,7 @@ func main() {
 	flag.IntVar(&c.handlers, "handlers", 10, "fast handlers (watch-latency, slow-handler)")
 	flag.BoolVar(&c.strip, "strip", false, "drop managedFields with a transform (and listwatch's decoder option)")
 	flag.BoolVar(&c.sharing, "sharing", false, "listwatch only: share identical parts of cached objects (informer.WithSharing)")
+	flag.IntVar(&c.decodeWorkers, "decode-workers", 0, "listwatch only: decode each watch stream on this many goroutines (reflector.WithDecodeWorkers; 0: the default)")
 	flag.BoolVar(&c.slow, "slow", false, "add a handler that sleeps 100ms per call (slow-handler)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured part to this file")
@@ -143,6 +144,7 @@ type library struct {
 type setup struct {
 	server, content, resource, mode string
 	strip, sharing                  bool
+	decodeWorkers                   int
 	handlers                        []handler
 }
 

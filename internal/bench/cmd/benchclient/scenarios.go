@@ -200,7 +200,7 @@ func newInformer(c config, lib library, r *result.Run, hs ...handler) (informerU
 	runtime.ReadMemStats(&before)
 	inf, err := lib.newInformer(setup{
 		server: c.server, content: c.content, resource: r.Resource, mode: c.mode,
-		strip: c.strip, sharing: c.sharing, handlers: hs,
+		strip: c.strip, sharing: c.sharing, decodeWorkers: c.decodeWorkers, handlers: hs,
 	})
 	if err != nil {
 		return nil, before, err
