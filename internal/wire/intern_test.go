@@ -34,9 +34,14 @@ func objectsOf(t testing.TB, next func() (Event[*corev1.Pod], error)) []*corev1.
 
 // decodeAll is decodePods for other goroutines: it stops at the first error.
 func decodeAll(c *Codec[*corev1.Pod], stream []byte) (pods []*corev1.Pod) {
-	dec := NewJSONWatchDecoder(bytes.NewReader(stream), c, 0)
+	return decodeAllWith(NewJSONWatchDecoder(bytes.NewReader(stream), c, 0).Next)
+}
+
+// decodeAllWith collects the objects of the events next returns, up to the
+// first error (io.EOF at the end); the caller compares them.
+func decodeAllWith(next func() (Event[*corev1.Pod], error)) (pods []*corev1.Pod) {
 	for {
-		ev, err := dec.Next()
+		ev, err := next()
 		if err != nil {
 			return pods
 		}
@@ -96,6 +101,23 @@ func TestJSONInterningConcurrent(t *testing.T) {
 	got := make([][]*corev1.Pod, 4)
 	for i := range got {
 		wg.Go(func() { got[i] = decodeAll(c, stream) })
+	}
+	wg.Wait()
+	for _, pods := range got {
+		require.Equal(t, want, pods)
+	}
+}
+
+// The same for protobuf: the compiled decoder's tables (strings, the last
+// string of each field, quantities) are shared by every goroutine.
+func TestProtobufInterningConcurrent(t *testing.T) {
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	stream := protoWatchStream(t, benchPodEvents()[:50]...)
+	want := decodeProtoPods(t, mustCodec[*corev1.Pod](t, podGVK, withGeneratedUnmarshal()), stream)
+	var wg sync.WaitGroup
+	got := make([][]*corev1.Pod, 4)
+	for i := range got {
+		wg.Go(func() { got[i] = decodeAllWith(NewProtobufWatchDecoder(bytes.NewReader(stream), c, 0).Next) })
 	}
 	wg.Wait()
 	for _, pods := range got {
