@@ -60,8 +60,7 @@ func TestFactoryPodsOverHTTP(t *testing.T) {
 		{"protobuf/list-watch", reflector.Protobuf, reflector.ListWatch, nil},
 		{"protobuf/watch-list", reflector.Protobuf, reflector.WatchList, nil},
 		{"json/watch-list/parallel", reflector.JSON, reflector.WatchList, []reflector.HTTPOption{reflector.WithDecodeWorkers(3)}},
-		{"protobuf/watch-list/parallel+interned", reflector.Protobuf, reflector.WatchList,
-			[]reflector.HTTPOption{reflector.WithDecodeWorkers(3)}},
+		{"protobuf/watch-list/parallel", reflector.Protobuf, reflector.WatchList, []reflector.HTTPOption{reflector.WithDecodeWorkers(3)}},
 		{"json/list-watch/sharing", reflector.JSON, reflector.ListWatch, nil},
 		{"protobuf/watch-list/sharing", reflector.Protobuf, reflector.WatchList, nil},
 	} {

@@ -450,11 +450,12 @@ func WithMaxItemBytes(n int) HTTPOption {
 // one stream can be followed, the initial events of a streaming list
 // included. It costs goroutine hand-offs and, for JSON, a pass that cuts
 // the stream into events, so on a busy machine it only spends more CPU:
-// on 2 CPUs, the internal/wire benchmarks decode a 4.7 KB pod in 11.9 µs
-// instead of 13.3 (protobuf) and 32 µs instead of 36 (JSON), but in the
+// on 2 CPUs, the internal/wire benchmarks decode a pod in 12.4–13.3 µs
+// instead of 14.8 (protobuf) and 35–36 µs instead of 41 (JSON), but in the
 // side-by-side benchmarks, whose server shares those 2 CPUs, it made no
-// difference to throughput and JSON used 23% more CPU. The default, 1,
-// decodes on the Reflector's goroutine.
+// difference to watch throughput or to a protobuf sync of 100k pods, and
+// JSON used 23% more CPU. The default, 1, decodes on the Reflector's
+// goroutine.
 func WithDecodeWorkers(n int) HTTPOption {
 	return func(o *httpOptions) { o.decodeWorkers = max(n, 0) }
 }

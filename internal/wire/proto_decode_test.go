@@ -126,9 +126,8 @@ func TestProtoDecodeMatchesGenerated(t *testing.T) {
 // decode both ways: what the compiled decoder accepts, the generated
 // Unmarshal accepts too, with the same result. (The compiled decoder
 // refuses some malformed inputs that the generated code reads past, such
-// as a map key longer than its entry.) A native fuzz target did the same
-// but its workers stalled after a few executions on this machine, for
-// reasons not found, so the mutations are drawn here, deterministically.
+// as a map key longer than its entry.) FuzzProtoDecodeMatchesGenerated
+// does the same with the fuzzing engine's mutations.
 func TestProtoDecodeMutations(t *testing.T) {
 	typ := reflect.TypeFor[corev1.Pod]()
 	realistic, err := realisticPod(1).Marshal()
@@ -190,4 +189,32 @@ func TestProtoDecodeQuantities(t *testing.T) {
 		}
 		require.NotSame(t, decs[0], decs[1], cpu)
 	}
+}
+
+// FuzzProtoDecodeMatchesGenerated is TestProtoDecodeMutations for the
+// fuzzing engine. Its inputs are kilobytes long, and the engine stops
+// fuzzing for up to a minute to minimize each new interesting one (the
+// executions counter then stands still), so run it with
+//
+//	go test -run X -fuzz FuzzProtoDecodeMatchesGenerated -fuzzminimizetime 100x ./internal/wire
+func FuzzProtoDecodeMatchesGenerated(f *testing.F) {
+	typ := reflect.TypeFor[corev1.Pod]()
+	realistic, err := realisticPod(1).Marshal()
+	require.NoError(f, err)
+	for _, data := range append(randomObjects(f, typ, 1, 2), realistic) {
+		f.Add(data)
+	}
+	table := newInternTable()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, got, wantErr, gotErr := decodeBoth(typ, data, table)
+		if gotErr != nil {
+			return
+		}
+		if wantErr != nil {
+			t.Fatalf("the compiled decoder accepted what the generated one refuses: %v", wantErr)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("different objects:\n%#v\n%#v", want, got)
+		}
+	})
 }

@@ -1,0 +1,335 @@
+package wire
+
+import (
+	"path"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/modern-go/reflect2"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A protobuf message type is compiled into a protoMessage once, from its
+// Go struct: which field number goes to which Go field (the protobuf
+// tags), and how that field is decoded (its Go type). A message type is
+// compiled when its Unmarshal was generated (it lives in a
+// generated.pb.go), so its fields and tags say everything that Unmarshal
+// does; and metav1.FieldsV1, whose Unmarshal only copies Raw. The few
+// hand-written ones (metav1.Time and MicroTime, resource.Quantity) and any
+// message with a field this file does not know how to decode are handed
+// to their own Unmarshal, as the generated code of their parent does.
+
+// protoMessage decodes one generated message type.
+type protoMessage struct {
+	typ    reflect.Type
+	fields []*protoStructField // indexed by field number; nil: skipped
+}
+
+// protoKind is how one field is decoded.
+type protoKind uint8
+
+const (
+	kString     protoKind = iota // string: interned or copied
+	kStringPtr                   // *string
+	kStrings                     // []string
+	kBytes                       // []byte: copied, or interned (FieldsV1)
+	kBool                        // varint → bool
+	kInt32                       // varint → int32
+	kInt64                       // varint → int64 (also int)
+	kUint32                      // varint → uint32
+	kUint64                      // varint → uint64
+	kBoolPtr                     // varint → *bool
+	kInt32Ptr                    // varint → *int32
+	kInt64Ptr                    // varint → *int64
+	kVarints                     // []int32, []int64, ...: packed or not
+	kMessage                     // a struct field
+	kQuantity                    // resource.Quantity: parsed once per distinct value
+	kMessagePtr                  // *struct
+	kMessages                    // []struct
+	kStringMap                   // map[string]string
+	kMap                         // any other map, through reflect2
+)
+
+// protoStructField is one field of a message type.
+type protoStructField struct {
+	name     string // Type.Field, for errors
+	num      uint64
+	wireType uint64 // what its Go type encodes to (packed varints also take wireBytes)
+	kind     protoKind
+	offset   uintptr
+	unique   bool // a string that differs in every object: never interned
+	intern   bool // kBytes: intern (FieldsV1.Raw)
+
+	// varints: the element's size in bytes (kVarints) and its kind
+	elemKind reflect.Kind
+	elemSize uintptr
+
+	msg    *protoMessage // kMessage, kMessagePtr, kMessages; or the map's value
+	extern func(p unsafe.Pointer, data []byte) error
+	// typ is the field's type; r2 is it for reflect2, which allocates and
+	// copies slices, maps and structs without reflect's lookups.
+	typ reflect.Type
+	r2  reflect2.Type
+	// zero is a zero value of a map's value type, to reset the scratch
+	// value an entry is decoded into.
+	zero unsafe.Pointer
+
+	// maps: the entry's key and value
+	mapKey, mapVal *protoStructField
+
+	repeated bool                      // a slice or map, sized by the run of its entries
+	last     atomic.Pointer[string]    // kString: the string decoded last (see str)
+	elemR2   reflect2.Type             // kMessagePtr: the struct to allocate
+	slice    *reflect2.UnsafeSliceType // slices
+	mapType  *reflect2.UnsafeMapType   // maps
+}
+
+var protoMessages sync.Map // reflect.Type → *protoMessage (nil: not compiled)
+
+// protoMessageFor returns the compiled decoder of struct type typ, nil if
+// typ is not a generated message.
+func protoMessageFor(typ reflect.Type) *protoMessage {
+	if m, ok := protoMessages.Load(typ); ok {
+		return m.(*protoMessage)
+	}
+	m := compileProtoMessage(typ, map[reflect.Type]*protoMessage{})
+	protoMessages.Store(typ, m)
+	return m
+}
+
+var protoUnmarshalerType = reflect.TypeFor[protoUnmarshaler]()
+
+// generatedUnmarshal reports whether *typ has an Unmarshal method written
+// by the protobuf generator.
+func generatedUnmarshal(typ reflect.Type) bool {
+	m, ok := reflect.PointerTo(typ).MethodByName("Unmarshal")
+	if !ok || !reflect.PointerTo(typ).Implements(protoUnmarshalerType) {
+		return false
+	}
+	fn := runtime.FuncForPC(m.Func.Pointer())
+	if fn == nil {
+		return false
+	}
+	file, _ := fn.FileLine(fn.Entry())
+	return path.Base(file) == "generated.pb.go"
+}
+
+// rawFieldsV1 reports whether typ is metav1.FieldsV1 holding its bytes in
+// Raw, as it does unless apimachinery is built with the fieldsv1string
+// tag. Its Unmarshal is hand-written but does what a generated one would
+// (Raw, field 1, copied), so it is compiled, and the bytes interned.
+func rawFieldsV1(typ reflect.Type) bool {
+	f, ok := typ.FieldByName("Raw")
+	return typ == fieldsV1Type && typ.NumField() == 1 && ok && f.Type == reflect.TypeFor[[]byte]() && f.Tag.Get("protobuf") == "bytes,1,opt,name=Raw"
+}
+
+// compileProtoMessage compiles typ, or returns nil when typ is not a
+// generated message or has a field this file cannot decode. Types being
+// compiled (recursive messages) are found in inProgress.
+func compileProtoMessage(typ reflect.Type, inProgress map[reflect.Type]*protoMessage) *protoMessage {
+	if m, ok := protoMessages.Load(typ); ok {
+		return m.(*protoMessage)
+	}
+	if m, ok := inProgress[typ]; ok {
+		return m
+	}
+	if typ.Kind() != reflect.Struct || !(generatedUnmarshal(typ) || rawFieldsV1(typ)) {
+		return nil
+	}
+	m := &protoMessage{typ: typ}
+	inProgress[typ] = m
+	defer delete(inProgress, typ)
+	for i := range typ.NumField() {
+		sf := typ.Field(i)
+		tag, ok := sf.Tag.Lookup("protobuf")
+		if !ok || tag == "-" {
+			continue // the generated code does not know it either
+		}
+		f, ok := compileProtoField(typ, sf, tag, inProgress)
+		if !ok {
+			return nil
+		}
+		for uint64(len(m.fields)) <= f.num {
+			m.fields = append(m.fields, nil)
+		}
+		if m.fields[f.num] != nil {
+			return nil // two fields, one number: not a generated type
+		}
+		m.fields[f.num] = f
+	}
+	return m
+}
+
+// protoFieldNumber reads the field number from a tag such as
+// "bytes,1,opt,name=metadata". Only the number is trusted: the wire type
+// and label of the tags in k8s.io/api's types.go are stale in places
+// (PodSpec.Priority, an *int32, says "bytes"; repeated fields say "opt";
+// maps have no protobuf_key and protobuf_val), while the number is what
+// go-to-protobuf keeps stable. How a field is encoded follows from its Go
+// type, as it did for the generator.
+func protoFieldNumber(tag string) (uint64, bool) {
+	parts := strings.Split(tag, ",")
+	if len(parts) < 2 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(parts[1], 10, 32)
+	if err != nil || n == 0 || n > 1<<16 {
+		return 0, false
+	}
+	return n, true
+}
+
+func compileProtoField(parent reflect.Type, sf reflect.StructField, tag string, inProgress map[reflect.Type]*protoMessage) (*protoStructField, bool) {
+	num, ok := protoFieldNumber(tag)
+	if !ok {
+		return nil, false
+	}
+	f := &protoStructField{name: parent.Name() + "." + sf.Name, num: num, offset: sf.Offset}
+	return f, compileProtoType(f, parent, sf.Name, sf.Type, inProgress)
+}
+
+var varintKinds = map[reflect.Kind]protoKind{
+	reflect.Bool: kBool, reflect.Int32: kInt32, reflect.Int64: kInt64, reflect.Int: kInt64,
+	reflect.Uint32: kUint32, reflect.Uint64: kUint64,
+}
+
+// compileProtoType sets how f, a field of type t, is decoded.
+func compileProtoType(f *protoStructField, parent reflect.Type, name string, t reflect.Type, inProgress map[reflect.Type]*protoMessage) bool {
+	f.typ, f.r2, f.wireType = t, reflect2.Type2(t), wireBytes
+	f.slice, _ = f.r2.(*reflect2.UnsafeSliceType)
+	f.mapType, _ = f.r2.(*reflect2.UnsafeMapType)
+	defer func() {
+		switch f.kind {
+		case kStrings, kVarints, kMessages, kStringMap, kMap:
+			f.repeated = true
+		}
+	}()
+	if k, ok := varintKinds[t.Kind()]; ok {
+		f.kind, f.wireType = k, wireVarint
+		return true
+	}
+	if (t.Kind() == reflect.Slice || t.Kind() == reflect.Map) && reflect.PointerTo(t).Implements(protoUnmarshalerType) {
+		// A named slice or map with an Unmarshal of its own (a message
+		// wrapping a repeated field, such as metav1.Verbs). The generated
+		// code makes it non-nil first, so an empty message is an empty
+		// slice.
+		unmarshal, r2 := externUnmarshal(t), f.r2
+		f.kind, f.extern = kMessage, func(p unsafe.Pointer, data []byte) error {
+			if *(*unsafe.Pointer)(p) == nil { // a map, or a slice's data
+				if t.Kind() == reflect.Map {
+					*(*unsafe.Pointer)(p) = *(*unsafe.Pointer)(r2.(reflect2.MapType).UnsafeMakeMap(0))
+				} else {
+					*(*sliceHeader)(p) = *(*sliceHeader)(r2.(reflect2.SliceType).UnsafeMakeSlice(0, 0))
+				}
+			}
+			return unmarshal(p, data)
+		}
+		return true
+	}
+	switch t.Kind() {
+	case reflect.String:
+		f.kind, f.unique = kString, uniqueField(parent.Name(), name)
+		return true
+	case reflect.Struct:
+		f.kind = kMessage
+		if t == quantityType && quantityDecOffset != noQuantityCache {
+			f.kind = kQuantity
+		}
+		return compileMessageRef(f, t, inProgress)
+	case reflect.Pointer:
+		e := t.Elem()
+		switch k := e.Kind(); {
+		case k == reflect.String:
+			f.kind = kStringPtr
+			return true
+		case k == reflect.Bool || k == reflect.Int32 || k == reflect.Int64:
+			f.kind, f.wireType = map[reflect.Kind]protoKind{reflect.Bool: kBoolPtr, reflect.Int32: kInt32Ptr, reflect.Int64: kInt64Ptr}[k], wireVarint
+			return true
+		case k == reflect.Struct:
+			f.kind, f.elemR2 = kMessagePtr, reflect2.Type2(e)
+			return compileMessageRef(f, e, inProgress)
+		}
+	case reflect.Slice:
+		e := t.Elem()
+		f.elemSize = e.Size()
+		if _, ok := varintKinds[e.Kind()]; ok && e.Kind() != reflect.Uint8 {
+			f.kind, f.wireType, f.elemKind = kVarints, wireVarint, e.Kind()
+			return true
+		}
+		switch e.Kind() {
+		case reflect.Uint8:
+			f.kind, f.intern = kBytes, parent == fieldsV1Type
+			return true
+		case reflect.String:
+			f.kind = kStrings
+			return true
+		case reflect.Struct:
+			f.kind = kMessages
+			return compileMessageRef(f, e, inProgress)
+		}
+	case reflect.Map:
+		return compileMapField(f, t, inProgress)
+	}
+	return false
+}
+
+// compileMessageRef makes f decode messages of struct type t: compiled when
+// t is generated, else through t's own Unmarshal.
+func compileMessageRef(f *protoStructField, t reflect.Type, inProgress map[reflect.Type]*protoMessage) bool {
+	if m := compileProtoMessage(t, inProgress); m != nil {
+		f.msg = m
+		return true
+	}
+	if !reflect.PointerTo(t).Implements(protoUnmarshalerType) {
+		return false
+	}
+	f.extern = externUnmarshal(t)
+	return true
+}
+
+// externUnmarshal calls (*t).Unmarshal on the value at p.
+func externUnmarshal(t reflect.Type) func(p unsafe.Pointer, data []byte) error {
+	switch t {
+	case timeType:
+		return func(p unsafe.Pointer, data []byte) error { return (*metav1.Time)(p).Unmarshal(data) }
+	case microTimeType:
+		return func(p unsafe.Pointer, data []byte) error { return (*metav1.MicroTime)(p).Unmarshal(data) }
+	case quantityType:
+		return func(p unsafe.Pointer, data []byte) error { return (*resource.Quantity)(p).Unmarshal(data) }
+	}
+	r2 := reflect2.Type2(t)
+	return func(p unsafe.Pointer, data []byte) error {
+		return r2.PackEFace(p).(protoUnmarshaler).Unmarshal(data) // a *t
+	}
+}
+
+// compileMapField compiles a map, whose entries are messages of a key
+// (field 1, a string) and a value (field 2).
+func compileMapField(f *protoStructField, t reflect.Type, inProgress map[reflect.Type]*protoMessage) bool {
+	entry := reflect.StructOf([]reflect.StructField{{Name: "Key", Type: t.Key()}, {Name: "Value", Type: t.Elem()}})
+	key := &protoStructField{name: f.name + ".key", num: 1}
+	if !compileProtoType(key, entry, "Key", t.Key(), inProgress) || key.kind != kString {
+		return false
+	}
+	val := &protoStructField{name: f.name + ".value", num: 2}
+	if !compileProtoType(val, entry, "Value", t.Elem(), inProgress) {
+		return false
+	}
+	switch val.kind {
+	case kString, kBytes, kBool, kInt32, kInt64, kUint32, kUint64, kMessage, kQuantity:
+	default:
+		return false
+	}
+	f.mapKey, f.mapVal = key, val
+	f.kind, f.zero = kMap, val.r2.UnsafeNew()
+	if t.ConvertibleTo(stringMapType) {
+		f.kind = kStringMap
+	}
+	return true
+}
