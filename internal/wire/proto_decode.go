@@ -61,6 +61,7 @@ func (m *protoMessage) decode(p unsafe.Pointer, b []byte, d *protoDecoder) error
 	return err
 }
 
+// decodeFields is decode's loop over the fields of one message.
 func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder) error {
 	for len(b) > 0 {
 		start := b
@@ -69,10 +70,13 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 			return fmt.Errorf("%w: %s: truncated field tag", errProtobuf, m.typ.Name())
 		}
 		b = b[n:]
-		num, wt := tag>>3, tag&7
-		if int32(num) <= 0 || wt == 4 { // as the generated code
-			return fmt.Errorf("%w: %s: illegal tag %d (wire type %d)", errProtobuf, m.typ.Name(), int32(num), wt)
+		// The field number is the tag's, truncated to an int32, as the
+		// generated code reads it.
+		fieldNum, wt := int32(tag>>3), tag&7
+		if fieldNum <= 0 || wt == 4 {
+			return fmt.Errorf("%w: %s: illegal tag %d (wire type %d)", errProtobuf, m.typ.Name(), fieldNum, wt)
 		}
+		num := uint64(fieldNum)
 		var f *protoStructField
 		if num < uint64(len(m.fields)) {
 			f = m.fields[num]
@@ -186,6 +190,7 @@ func (f *protoStructField) nextElem(p unsafe.Pointer) unsafe.Pointer {
 	return e
 }
 
+// setVarint stores a varint field's value (or appends it, kVarints).
 func (f *protoStructField) setVarint(p unsafe.Pointer, v uint64) {
 	switch f.kind {
 	case kBool:
@@ -212,6 +217,7 @@ func (f *protoStructField) setVarint(p unsafe.Pointer, v uint64) {
 	}
 }
 
+// storeVarint stores v as a value of kind k at p.
 func storeVarint(p unsafe.Pointer, k reflect.Kind, v uint64) {
 	switch k {
 	case reflect.Bool:
@@ -255,6 +261,7 @@ func (f *protoStructField) str(b []byte, d *protoDecoder) string {
 	return *s
 }
 
+// decodeBytes decodes a length-delimited field's data into the field at p.
 func (f *protoStructField) decodeBytes(p unsafe.Pointer, data []byte, d *protoDecoder) error {
 	switch f.kind {
 	case kString:
@@ -306,6 +313,8 @@ func (f *protoStructField) decodeBytes(p unsafe.Pointer, data []byte, d *protoDe
 	return nil
 }
 
+// decodeMessage decodes a message into the struct at p: compiled, or
+// through the type's own Unmarshal.
 func (f *protoStructField) decodeMessage(p unsafe.Pointer, data []byte, d *protoDecoder) error {
 	if f.msg != nil {
 		return f.msg.decode(p, data, d)
@@ -316,6 +325,7 @@ func (f *protoStructField) decodeMessage(p unsafe.Pointer, data []byte, d *proto
 	return nil
 }
 
+// countVarints counts the varints of packed data (the bytes that end one).
 func countVarints(b []byte) int {
 	n := 0
 	for _, c := range b {
@@ -363,6 +373,7 @@ func (f *protoStructField) mapEntry(data []byte, d *protoDecoder) (key []byte, v
 	return key, val, hasVal, nil
 }
 
+// decodeStringMapEntry stores a map[string]string entry.
 func (f *protoStructField) decodeStringMapEntry(p unsafe.Pointer, data []byte, d *protoDecoder) error {
 	key, val, _, err := f.mapEntry(data, d)
 	if err != nil {
@@ -383,30 +394,36 @@ func (f *protoStructField) decodeMapEntry(p unsafe.Pointer, data []byte, d *prot
 	if err != nil {
 		return err
 	}
-	if d.mapValType != f.mapVal.r2 { // a scratch value of this type
-		d.mapValType, d.mapVal = f.mapVal.r2, f.mapVal.r2.UnsafeNew()
+	// The value is decoded into a scratch value, which the decoder keeps
+	// for the next entry; taken from d while in use, so that a map inside
+	// the value gets its own.
+	v := d.mapVal
+	if v == nil || d.mapValType != f.mapVal.r2 {
+		v = f.mapVal.r2.UnsafeNew()
 	}
-	// Every key's kind is string. It goes through d, not a local: the map
-	// keeps it, which the compiler cannot see through reflect2 (a local
-	// string of up to 32 bytes would be built on the stack).
-	d.mapKey = d.str(key, false)
-	f.mapVal.r2.UnsafeSet(d.mapVal, f.zero)
+	d.mapVal = nil
+	f.mapVal.r2.UnsafeSet(v, f.zero)
 	switch {
 	case !hasVal:
 		if f.mapVal.kind == kBytes {
-			*(*[]byte)(d.mapVal) = []byte{} // as the generated code
+			*(*[]byte)(v) = []byte{} // as the generated code
 		}
 	case f.mapVal.wireType == wireVarint:
-		f.mapVal.setVarint(d.mapVal, val.varint)
+		f.mapVal.setVarint(v, val.varint)
 	default:
-		if err := f.mapVal.decodeBytes(d.mapVal, val.data, d); err != nil {
+		if err := f.mapVal.decodeBytes(v, val.data, d); err != nil {
 			return err
 		}
 	}
 	if *(*unsafe.Pointer)(p) == nil {
 		*(*unsafe.Pointer)(p) = *(*unsafe.Pointer)(f.mapType.UnsafeMakeMap(0))
 	}
-	f.mapType.UnsafeSetIndex(p, unsafe.Pointer(&d.mapKey), d.mapVal)
+	// Every key's kind is string. It goes through d, not a local: the map
+	// keeps it, which the compiler cannot see through reflect2 (a local
+	// string of up to 32 bytes would be built on the stack).
+	d.mapKey = d.str(key, false)
+	f.mapType.UnsafeSetIndex(p, unsafe.Pointer(&d.mapKey), v)
+	d.mapValType, d.mapVal = f.mapVal.r2, v
 	return nil
 }
 
