@@ -45,7 +45,7 @@ func limitThroughput(ctx context.Context, c config, info serverInfo, r *result.R
 	if err != nil {
 		return err
 	}
-	stopProfile, err := profile(c.cpuProfile)
+	stopProfile, err := profile(c)
 	if err != nil {
 		return err
 	}

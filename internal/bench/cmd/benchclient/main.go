@@ -34,6 +34,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"time"
 
@@ -48,7 +49,7 @@ type config struct {
 	handlers, decodeWorkers                        int
 	strip, slow, sharing                           bool
 	timeout                                        time.Duration
-	cpuProfile, memProfile                         string
+	cpuProfile, memProfile, trace                  string
 }
 
 func main() {
@@ -65,6 +66,7 @@ func main() {
 	flag.BoolVar(&c.slow, "slow", false, "add a handler that sleeps 100ms per call (slow-handler)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured part to this file")
+	flag.StringVar(&c.trace, "trace", "", "write an execution trace (runtime/trace) of the measured part to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (alloc and in-use) at the end to this file")
 	flag.Parse()
 	log.SetFlags(0)
@@ -231,19 +233,40 @@ func gogc() string {
 }
 
 // profile starts a CPU profile if asked; the returned function stops it.
-func profile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
+// profile starts the CPU profile and the execution trace that c asks for,
+// over the measured part; stop ends both.
+func profile(c config) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
+	if c.cpuProfile != "" {
+		f, err := os.Create(c.cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
+	if c.trace != "" {
+		f, err := os.Create(c.trace)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			stop()
+			return nil, err
+		}
+		stops = append(stops, func() { trace.Stop(); f.Close() })
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return stop, nil
 }
 
 func writeMemProfile(path string) error {

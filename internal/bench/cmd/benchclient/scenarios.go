@@ -38,7 +38,7 @@ func initialSync(ctx context.Context, c config, info serverInfo, lib library, r 
 	if err != nil {
 		return err
 	}
-	stopProfile, err := profile(c.cpuProfile)
+	stopProfile, err := profile(c)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func throughput(ctx context.Context, c config, info serverInfo, lib library, r *
 	if err := inf.waitSynced(ctx); err != nil {
 		return err
 	}
-	stopProfile, err := profile(c.cpuProfile)
+	stopProfile, err := profile(c)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func latency(ctx context.Context, c config, info serverInfo, lib library, r *res
 	if err := inf.waitSynced(ctx); err != nil {
 		return err
 	}
-	stopProfile, err := profile(c.cpuProfile)
+	stopProfile, err := profile(c)
 	if err != nil {
 		return err
 	}
