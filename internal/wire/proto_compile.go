@@ -63,31 +63,34 @@ type protoStructField struct {
 	wireType uint64 // what its Go type encodes to (packed varints also take wireBytes)
 	kind     protoKind
 	offset   uintptr
-	unique   bool // a string that differs in every object: never interned
-	intern   bool // kBytes: intern (FieldsV1.Raw)
+	repeated bool // a slice or map, sized by the run of its entries
 
-	// varints: the element's size in bytes (kVarints) and its kind
-	elemKind reflect.Kind
-	elemSize uintptr
+	// strings and bytes
+	unique bool                   // a string that differs in every object: never interned
+	intern bool                   // kBytes: interned (FieldsV1.Raw)
+	last   atomic.Pointer[string] // kString: the string decoded last (see str)
 
-	msg    *protoMessage // kMessage, kMessagePtr, kMessages; or the map's value
+	// messages: compiled (msg), or decoded by their own Unmarshal (extern);
+	// elemR2 is the struct a kMessagePtr allocates
+	msg    *protoMessage
 	extern func(p unsafe.Pointer, data []byte) error
-	// typ is the field's type; r2 is it for reflect2, which allocates and
-	// copies slices, maps and structs without reflect's lookups.
-	typ reflect.Type
-	r2  reflect2.Type
-	// zero is a zero value of a map's value type, to reset the scratch
-	// value an entry is decoded into.
-	zero unsafe.Pointer
+	elemR2 reflect2.Type
 
-	// maps: the entry's key and value
+	// typ is the field's type; r2 (and slice or mapType) is it for
+	// reflect2, which allocates and copies slices, maps and structs
+	// without reflect's type lookups. elemSize and elemKind describe a
+	// slice's elements.
+	typ      reflect.Type
+	r2       reflect2.Type
+	slice    *reflect2.UnsafeSliceType
+	mapType  *reflect2.UnsafeMapType
+	elemSize uintptr
+	elemKind reflect.Kind
+
+	// maps: the entry's key and value, and a zero value of the value's
+	// type, to reset the scratch value an entry is decoded into
 	mapKey, mapVal *protoStructField
-
-	repeated bool                      // a slice or map, sized by the run of its entries
-	last     atomic.Pointer[string]    // kString: the string decoded last (see str)
-	elemR2   reflect2.Type             // kMessagePtr: the struct to allocate
-	slice    *reflect2.UnsafeSliceType // slices
-	mapType  *reflect2.UnsafeMapType   // maps
+	zero           unsafe.Pointer
 }
 
 var protoMessages sync.Map // reflect.Type → *protoMessage (nil: not compiled)
@@ -185,13 +188,22 @@ func protoFieldNumber(tag string) (uint64, bool) {
 	return n, true
 }
 
+// compileProtoField compiles field sf of struct type parent, whose
+// protobuf tag is tag.
 func compileProtoField(parent reflect.Type, sf reflect.StructField, tag string, inProgress map[reflect.Type]*protoMessage) (*protoStructField, bool) {
 	num, ok := protoFieldNumber(tag)
 	if !ok {
 		return nil, false
 	}
 	f := &protoStructField{name: parent.Name() + "." + sf.Name, num: num, offset: sf.Offset}
-	return f, compileProtoType(f, parent, sf.Name, sf.Type, inProgress)
+	if !compileProtoType(f, parent, sf.Name, sf.Type, inProgress) {
+		return nil, false
+	}
+	switch f.kind {
+	case kStrings, kVarints, kMessages, kStringMap, kMap:
+		f.repeated = true
+	}
+	return f, true
 }
 
 var varintKinds = map[reflect.Kind]protoKind{
@@ -204,12 +216,6 @@ func compileProtoType(f *protoStructField, parent reflect.Type, name string, t r
 	f.typ, f.r2, f.wireType = t, reflect2.Type2(t), wireBytes
 	f.slice, _ = f.r2.(*reflect2.UnsafeSliceType)
 	f.mapType, _ = f.r2.(*reflect2.UnsafeMapType)
-	defer func() {
-		switch f.kind {
-		case kStrings, kVarints, kMessages, kStringMap, kMap:
-			f.repeated = true
-		}
-	}()
 	if k, ok := varintKinds[t.Kind()]; ok {
 		f.kind, f.wireType = k, wireVarint
 		return true
@@ -258,7 +264,7 @@ func compileProtoType(f *protoStructField, parent reflect.Type, name string, t r
 	case reflect.Slice:
 		e := t.Elem()
 		f.elemSize = e.Size()
-		if _, ok := varintKinds[e.Kind()]; ok && e.Kind() != reflect.Uint8 {
+		if _, ok := varintKinds[e.Kind()]; ok {
 			f.kind, f.wireType, f.elemKind = kVarints, wireVarint, e.Kind()
 			return true
 		}
