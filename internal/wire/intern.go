@@ -95,15 +95,25 @@ func (t *internTable) intern(s string) string {
 	if t == nil || len(s) == 0 || len(s) > maxInternLen {
 		return s
 	}
-	h := maphash.String(t.seed, s)
+	p, remember := t.lookup(unsafe.Slice(unsafe.StringData(s), len(s)))
+	if p == nil {
+		p = &s
+		remember.Store(p)
+	}
+	return *p
+}
+
+// lookup returns the table's copy of the string b holds, or nil and the
+// slot that a copy should take.
+func (t *internTable) lookup(b []byte) (p *string, remember *atomic.Pointer[string]) {
+	h := maphash.Bytes(t.seed, b)
 	bucket := t.slots[h%(internSlots/2)*2:][:2]
 	for i := range bucket {
-		if p := bucket[i].Load(); p != nil && *p == s {
-			return *p
+		if p := bucket[i].Load(); p != nil && *p == string(b) {
+			return p, nil
 		}
 	}
-	victim(bucket, h).Store(&s)
-	return s
+	return nil, victim(bucket, h)
 }
 
 // internFrom is intern for the string b holds: b is copied only when the
@@ -118,16 +128,13 @@ func (t *internTable) internFrom(b []byte) string {
 // internPointer is internFrom for 0 < len(b) <= maxInternLen, returning
 // the table's pointer to the string.
 func (t *internTable) internPointer(b []byte) *string {
-	h := maphash.Bytes(t.seed, b)
-	bucket := t.slots[h%(internSlots/2)*2:][:2]
-	for i := range bucket {
-		if p := bucket[i].Load(); p != nil && *p == string(b) {
-			return p
-		}
+	p, remember := t.lookup(b)
+	if p == nil {
+		s := string(b)
+		p = &s
+		remember.Store(p)
 	}
-	s := string(b)
-	victim(bucket, h).Store(&s)
-	return &s
+	return p
 }
 
 // internBytesFrom is internBytes for bytes of the read buffer: they are

@@ -97,15 +97,7 @@ func TestJSONInterningConcurrent(t *testing.T) {
 	c := mustCodec[*corev1.Pod](t, podGVK)
 	stream := jsonStream(t, benchPodEvents()[:50]...)
 	want := decodePods(t, mustCodec[*corev1.Pod](t, podGVK, WithoutStringInterning()), stream)
-	var wg sync.WaitGroup
-	got := make([][]*corev1.Pod, 4)
-	for i := range got {
-		wg.Go(func() { got[i] = decodeAll(c, stream) })
-	}
-	wg.Wait()
-	for _, pods := range got {
-		require.Equal(t, want, pods)
-	}
+	decodeConcurrently(t, want, func() []*corev1.Pod { return decodeAll(c, stream) })
 }
 
 // The same for protobuf: the compiled decoder's tables (strings, the last
@@ -114,10 +106,19 @@ func TestProtobufInterningConcurrent(t *testing.T) {
 	c := mustCodec[*corev1.Pod](t, podGVK)
 	stream := protoWatchStream(t, benchPodEvents()[:50]...)
 	want := decodeProtoPods(t, mustCodec[*corev1.Pod](t, podGVK, withGeneratedUnmarshal()), stream)
+	decodeConcurrently(t, want, func() []*corev1.Pod {
+		return decodeAllWith(NewProtobufWatchDecoder(bytes.NewReader(stream), c, 0).Next)
+	})
+}
+
+// decodeConcurrently runs decode on four goroutines at once and checks
+// that each got want.
+func decodeConcurrently(t *testing.T, want []*corev1.Pod, decode func() []*corev1.Pod) {
+	t.Helper()
 	var wg sync.WaitGroup
 	got := make([][]*corev1.Pod, 4)
 	for i := range got {
-		wg.Go(func() { got[i] = decodeAllWith(NewProtobufWatchDecoder(bytes.NewReader(stream), c, 0).Next) })
+		wg.Go(func() { got[i] = decode() })
 	}
 	wg.Wait()
 	for _, pods := range got {

@@ -211,6 +211,9 @@ var varintKinds = map[reflect.Kind]protoKind{
 	reflect.Uint32: kUint32, reflect.Uint64: kUint64,
 }
 
+// pointerVarintKinds are the optional scalars: *bool, *int32, *int64.
+var pointerVarintKinds = map[reflect.Kind]protoKind{reflect.Bool: kBoolPtr, reflect.Int32: kInt32Ptr, reflect.Int64: kInt64Ptr}
+
 // compileProtoType sets how f, a field of type t, is decoded.
 func compileProtoType(f *protoStructField, parent reflect.Type, name string, t reflect.Type, inProgress map[reflect.Type]*protoMessage) bool {
 	f.typ, f.r2, f.wireType = t, reflect2.Type2(t), wireBytes
@@ -225,13 +228,13 @@ func compileProtoType(f *protoStructField, parent reflect.Type, name string, t r
 		// wrapping a repeated field, such as metav1.Verbs). The generated
 		// code makes it non-nil first, so an empty message is an empty
 		// slice.
-		unmarshal, r2 := externUnmarshal(t), f.r2
+		unmarshal, mt, st := externUnmarshal(t), f.mapType, f.slice
 		f.kind, f.extern = kMessage, func(p unsafe.Pointer, data []byte) error {
 			if *(*unsafe.Pointer)(p) == nil { // a map, or a slice's data
-				if t.Kind() == reflect.Map {
-					*(*unsafe.Pointer)(p) = *(*unsafe.Pointer)(r2.(reflect2.MapType).UnsafeMakeMap(0))
+				if mt != nil {
+					*(*unsafe.Pointer)(p) = *(*unsafe.Pointer)(mt.UnsafeMakeMap(0))
 				} else {
-					*(*sliceHeader)(p) = *(*sliceHeader)(r2.(reflect2.SliceType).UnsafeMakeSlice(0, 0))
+					*(*sliceHeader)(p) = *(*sliceHeader)(st.UnsafeMakeSlice(0, 0))
 				}
 			}
 			return unmarshal(p, data)
@@ -254,8 +257,8 @@ func compileProtoType(f *protoStructField, parent reflect.Type, name string, t r
 		case k == reflect.String:
 			f.kind = kStringPtr
 			return true
-		case k == reflect.Bool || k == reflect.Int32 || k == reflect.Int64:
-			f.kind, f.wireType = map[reflect.Kind]protoKind{reflect.Bool: kBoolPtr, reflect.Int32: kInt32Ptr, reflect.Int64: kInt64Ptr}[k], wireVarint
+		case pointerVarintKinds[k] != 0:
+			f.kind, f.wireType = pointerVarintKinds[k], wireVarint
 			return true
 		case k == reflect.Struct:
 			f.kind, f.elemR2 = kMessagePtr, reflect2.Type2(e)
