@@ -82,6 +82,7 @@ type HTTPListerWatcher[T Object] struct {
 	acceptList string
 	acceptWait string
 	opt        httpOptions
+	target     Target
 }
 
 // NewListerWatcher returns a ListerWatcher for the objects of target, of Go
@@ -94,7 +95,7 @@ func NewListerWatcher[T Object](c *Client, target Target, opts ...HTTPOption) (*
 	for _, opt := range opts {
 		opt(&o)
 	}
-	lw := &HTTPListerWatcher[T]{client: c, opt: o, query: url.Values{}}
+	lw := &HTTPListerWatcher[T]{client: c, opt: o, query: url.Values{}, target: target}
 	if err := lw.resolve(target); err != nil {
 		return nil, err
 	}
@@ -116,6 +117,9 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 	}
 	if lw.opt.internProtobuf {
 		codecOpts = append(codecOpts, wire.WithProtobufInterning())
+	}
+	if lw.opt.sharedParts {
+		codecOpts = append(codecOpts, wire.WithSharedParts())
 	}
 	var codec any
 	protobuf := false
@@ -171,6 +175,17 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 		lw.acceptList, lw.acceptWait = mediaJSON, mediaJSON
 	}
 	return nil
+}
+
+// sharingParts returns a copy of lw whose objects share their identical
+// parts as they are decoded (WithSharing without a transform).
+func (lw *HTTPListerWatcher[T]) sharingParts() (ListerWatcher[T], error) {
+	c := *lw
+	c.opt.sharedParts = true
+	if err := c.resolve(c.target); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // resourcePath is the REST path of a resource's collection.
@@ -396,6 +411,7 @@ type HTTPOption func(*httpOptions)
 
 type httpOptions struct {
 	contentType       ContentType
+	sharedParts       bool // set by the Reflector, see sharingParts
 	listTimeout       time.Duration
 	idleTimeout       time.Duration
 	maxFrameBytes     int

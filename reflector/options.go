@@ -116,24 +116,31 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 }
 
 // WithSharing makes the objects of the cache share their identical parts:
-// after the transform, every map, slice and pointed-to value of an object
-// that equals one in an object decoded shortly before (the same labels,
-// owner reference, containers, tolerations, resource lists) is replaced by
-// that one's. The pods of one ReplicaSet then hold one copy of what they
-// have in common, and an object's new version shares what did not change
-// while the old one's parts are still remembered. The table behind it
-// (internal/share) remembers up to 16,384 parts in at most 640 KiB, and
-// keeps them alive for a while after their objects leave the cache.
+// every map, slice and pointed-to value of an object that equals one in an
+// object decoded shortly before (the same labels, owner reference,
+// containers, tolerations, resource lists) is replaced by that one's. The
+// pods of one ReplicaSet then hold one copy of what they have in common,
+// and an object's new version shares what did not change with the old one.
 //
-// Measured with the side-by-side benchmarks on 2 CPUs: about half the
-// memory held per pod (7,498 → 4,013 B), for 10–13 µs of CPU per object;
-// hence off by default.
+// Where it happens depends on the transform:
+//
+//   - Without a transform, and with the HTTPListerWatcher, while decoding:
+//     a protobuf object's parts are looked up by their bytes and not even
+//     decoded when they were seen before, which makes decoding cheaper
+//     than without sharing; JSON objects are shared by a walk after
+//     decoding (below).
+//   - Otherwise after the transform, by a walk over each object: about
+//     10 µs of CPU per pod on 2 CPUs.
+//
+// The tables behind it remember a few thousand parts in a few MiB, and keep
+// them alive for a while after their objects leave the cache. Measured
+// with the side-by-side benchmarks: see internal/bench/README.md.
 //
 // It is sound only if nothing modifies a cached object, which is already
 // the rule for informer caches: with sharing, a handler that modifies one
 // object modifies others. The transform may modify the object it is given,
-// as sharing happens after it, but must not return parts it keeps or shares
-// elsewhere.
+// as sharing then happens after it, but must not return parts it keeps or
+// shares elsewhere.
 func WithSharing[T metav1.Object]() Option[T] {
 	return func(o *options[T]) { o.sharing = true }
 }

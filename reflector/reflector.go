@@ -23,7 +23,7 @@ type Reflector[T metav1.Object] struct {
 	lw    ListerWatcher[T]
 	store Store[T]
 	opt   options[T]
-	parts *share.Table // nil unless WithSharing; used by Run's goroutine only
+	parts *share.Table // WithSharing after the transform; used by Run's goroutine only
 
 	mu        sync.Mutex
 	lastRV    string // the resourceVersion the Store is synced to
@@ -38,8 +38,21 @@ func New[T metav1.Object](lw ListerWatcher[T], store Store[T], opts ...Option[T]
 	}
 	if r.opt.sharing {
 		r.parts = share.New(share.DefaultSlots)
+		// Without a transform, the HTTP ListerWatcher can share parts
+		// as it decodes them, which costs less than the walk.
+		if s, ok := lw.(partSharer[T]); ok && r.opt.transform == nil {
+			if shared, err := s.sharingParts(); err == nil {
+				r.lw, r.parts = shared, nil
+			}
+		}
 	}
 	return r
+}
+
+// partSharer is a ListerWatcher that can make a copy of itself whose
+// objects share their identical parts (see WithSharing).
+type partSharer[T metav1.Object] interface {
+	sharingParts() (ListerWatcher[T], error)
 }
 
 // LastSyncResourceVersion returns the resourceVersion the Store has been

@@ -26,23 +26,40 @@ func (s chanStore) Replace(list []*corev1.Pod, _ string) error {
 	return nil
 }
 
-func TestSharingSharesPartsAfterTheTransform(t *testing.T) {
-	for _, sharing := range []bool{false, true} {
-		t.Run(map[bool]string{false: "off", true: "on"}[sharing], func(t *testing.T) {
+// With WithSharing, the objects share their identical parts: after the
+// transform, which may modify the object it is given; or, without a
+// transform, as they are decoded (protobuf by their bytes, JSON by a walk).
+// Either way the objects are those the server holds.
+func TestSharingSharesParts(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		ct        reflector.ContentType
+		transform bool
+		sharing   bool
+	}{
+		{"off", reflector.Protobuf, true, false},
+		{"after-transform/json", reflector.JSON, true, true},
+		{"after-transform/protobuf", reflector.Protobuf, true, true},
+		{"decoding/json", reflector.JSON, false, true},
+		{"decoding/protobuf", reflector.Protobuf, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			server, pods := startServer("web-1", "web-2")
 			defer server.Close()
 			client, err := reflector.NewClient(&reflector.Config{Host: server.URL()})
 			require.NoError(t, err)
-			lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "default"})
+			lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "default"}, reflector.WithContentType(c.ct))
 			require.NoError(t, err)
 
-			// The transform modifies the object it is given: sharing comes after.
-			opts := []reflector.Option[*corev1.Pod]{reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
-				p.Labels["seen"] = p.Name
-				p.ManagedFields = nil
-				return p, nil
-			})}
-			if sharing {
+			var opts []reflector.Option[*corev1.Pod]
+			if c.transform { // it modifies the object it is given
+				opts = append(opts, reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+					p.Labels["seen"] = p.Name
+					p.ManagedFields = nil
+					return p, nil
+				}))
+			}
+			if c.sharing {
 				opts = append(opts, reflector.WithSharing[*corev1.Pod]())
 			}
 			store := chanStore{objs: make(chan *corev1.Pod, 10)}
@@ -63,7 +80,9 @@ func TestSharingSharesPartsAfterTheTransform(t *testing.T) {
 			for name, p := range got {
 				want, err := pods.Get("default", name)
 				require.NoError(t, err)
-				want.Labels["seen"], want.ManagedFields = name, nil
+				if c.transform {
+					want.Labels["seen"], want.ManagedFields = name, nil
+				}
 				wantJSON, err := json.Marshal(want)
 				require.NoError(t, err)
 				gotJSON, err := json.Marshal(p)
@@ -74,9 +93,9 @@ func TestSharingSharesPartsAfterTheTransform(t *testing.T) {
 			same := func(a, b any) bool {
 				return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 			}
-			assert.False(t, same(one.Labels, two.Labels), "labels differ after the transform")
-			assert.Equal(t, sharing, same(one.Spec.Containers, two.Spec.Containers), "containers")
-			assert.Equal(t, sharing, same(one.Spec.Tolerations, two.Spec.Tolerations), "tolerations")
+			assert.Equal(t, c.sharing && !c.transform, same(one.Labels, two.Labels), "labels (they differ after the transform)")
+			assert.Equal(t, c.sharing, same(one.Spec.Containers, two.Spec.Containers), "containers")
+			assert.Equal(t, c.sharing, same(one.Spec.Tolerations, two.Spec.Tolerations), "tolerations")
 
 			// A new version shares what did not change with the old one.
 			p, err := pods.Get("default", "web-1")
@@ -86,7 +105,7 @@ func TestSharingSharesPartsAfterTheTransform(t *testing.T) {
 			require.NoError(t, err)
 			updated := <-store.objs
 			assert.Equal(t, "yes", updated.Annotations["changed"])
-			assert.Equal(t, sharing, same(one.Spec.Containers, updated.Spec.Containers), "containers of the new version")
+			assert.Equal(t, c.sharing, same(one.Spec.Containers, updated.Spec.Containers), "containers of the new version")
 		})
 	}
 }

@@ -111,6 +111,10 @@ func BenchmarkProtobufWatchDecode(b *testing.B) {
 		c := mustCodec[*corev1.Pod](b, podGVK, WithoutStringInterning())
 		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })
 	})
+	b.Run("typed-shared-parts", func(b *testing.B) {
+		c := mustCodec[*corev1.Pod](b, podGVK, WithSharedParts())
+		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })
+	})
 	b.Run("typed-generated", func(b *testing.B) {
 		c := mustCodec[*corev1.Pod](b, podGVK, withGeneratedUnmarshal())
 		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewProtobufWatchDecoder(r, c, 0).Next })

@@ -142,6 +142,7 @@ func BenchmarkProtobufRetainedHeap(b *testing.B) {
 		"copied":         {WithoutStringInterning()},
 		"generated":      {withGeneratedUnmarshal()},
 		"generated+walk": {withGeneratedUnmarshal(), WithProtobufInterning()},
+		"shared-parts":   {WithSharedParts()},
 	})
 }
 

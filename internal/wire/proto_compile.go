@@ -65,6 +65,12 @@ type protoStructField struct {
 	offset   uintptr
 	repeated bool // a slice or map, sized by the run of its entries
 
+	// WithSharedParts (proto_share.go): runs is a map, repeated field or
+	// message pointer, decoded a run of entries at a time, shared (the
+	// run's value remembered) unless it differs in every object;
+	// selfMerging a named map or slice with its own Unmarshal.
+	runs, share, selfMerging bool
+
 	// strings and bytes
 	unique bool                   // a string that differs in every object: never interned
 	intern bool                   // kBytes: interned (FieldsV1.Raw)
@@ -202,6 +208,12 @@ func compileProtoField(parent reflect.Type, sf reflect.StructField, tag string, 
 	switch f.kind {
 	case kStrings, kVarints, kMessages, kStringMap, kMap:
 		f.repeated = true
+	}
+	switch f.kind {
+	case kStrings, kMessages, kStringMap, kMap, kMessagePtr:
+		f.runs, f.share = true, sharedField(f)
+	case kMessage:
+		f.selfMerging = f.extern != nil && (f.mapType != nil || f.slice != nil)
 	}
 	return f, true
 }

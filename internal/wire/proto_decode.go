@@ -38,6 +38,7 @@ import (
 // protoDecoder is the state of one object's decoding.
 type protoDecoder struct {
 	strings *internTable // nil: copy every string
+	parts   *partTable   // nil: share no parts (proto_share.go)
 	depth   int
 
 	// a scratch value of type mapValType for the entries of maps (kMap)
@@ -89,6 +90,18 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 			continue
 		}
 		fp := unsafe.Add(p, f.offset)
+		if d.parts != nil && wt == wireBytes {
+			switch {
+			case f.runs:
+				var err error
+				if b, err = d.parts.decodeRun(f, fp, start, tag, d); err != nil {
+					return err
+				}
+				continue
+			case f.selfMerging && !f.empty(fp):
+				f.unshare(fp)
+			}
+		}
 		if f.repeated && f.full(fp) {
 			f.reserve(fp, countRun(start, tag))
 		}
@@ -124,18 +137,7 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 // elements of a repeated field or the entries of a map, which the
 // generated marshalers write one after the other.
 func countRun(b []byte, tag uint64) int {
-	n := 0
-	for len(b) > 0 {
-		t, k := consumeVarint(b)
-		if k == 0 || t != tag {
-			break
-		}
-		rest, err := skipProtoField(b[k:], t>>3, t&7)
-		if err != nil {
-			break
-		}
-		b, n = rest, n+1
-	}
+	_, n := spanRun(b, tag)
 	return max(n, 1)
 }
 

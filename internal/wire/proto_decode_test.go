@@ -91,51 +91,86 @@ func randomObjects(t testing.TB, typ reflect.Type, seed int64, n int) [][]byte {
 }
 
 // decodeBoth decodes data as a typ with the generated Unmarshal and with
-// the compiled decoder (interning strings through table).
-func decodeBoth(typ reflect.Type, data []byte, table *internTable) (generated, compiled any, genErr, compErr error) {
+// the compiled decoder (interning strings through table, sharing parts
+// through parts).
+func decodeBoth(typ reflect.Type, data []byte, table *internTable, parts *partTable) (generated, compiled any, genErr, compErr error) {
 	g := reflect.New(typ)
 	genErr = g.Interface().(protoUnmarshaler).Unmarshal(bytes.Clone(data))
 	c := reflect.New(typ)
-	d := protoDecoder{strings: table}
+	d := protoDecoder{strings: table, parts: parts}
 	compErr = protoMessageFor(typ).decode(c.UnsafePointer(), bytes.Clone(data), &d)
 	return g.Interface(), c.Interface(), genErr, compErr
 }
 
+// decoded is an object the compiled decoder accepted, kept to check that
+// decoding later objects, which may share its parts, left it as it was.
+type decoded struct {
+	typ  reflect.Type
+	data []byte
+	obj  any
+}
+
+// checkUnchanged fails if an object kept differs from what its bytes
+// decode to now.
+func checkUnchanged(t testing.TB, kept []decoded) {
+	t.Helper()
+	for i, k := range kept {
+		want, _, err, _ := decodeBoth(k.typ, k.data, nil, nil)
+		require.NoError(t, err)
+		if !reflect.DeepEqual(want, k.obj) { // not require.Equal: its diff of two pods takes minutes
+			t.Fatalf("%v #%d was changed after it was decoded:\n%#v\n%#v", k.typ, i, want, k.obj)
+		}
+	}
+}
+
 // Every kind of the API groups above is compiled (none falls back to its
 // generated Unmarshal), and random objects of each decode to what the
-// generated Unmarshal gives, with and without interning.
+// generated Unmarshal gives: with and without interning, and sharing parts
+// (each object twice, so that the second shares everything with the
+// first). No object decoded is changed by the objects decoded after it.
 func TestProtoDecodeMatchesGenerated(t *testing.T) {
-	table := newInternTable()
+	table, parts := newInternTable(), newPartTable()
+	var kept []decoded
 	for _, typ := range protoTypes(t) {
 		if protoMessageFor(typ) == nil {
 			t.Errorf("%v is not compiled", typ)
 			continue
 		}
 		for i, data := range randomObjects(t, typ, int64(len(typ.String())), 20) {
-			for _, tbl := range []*internTable{nil, table, table} { // the table remembers, then gives
-				want, got, wantErr, gotErr := decodeBoth(typ, data, tbl)
+			for j, tbl := range []*internTable{nil, table, table, table, table} { // the table remembers, then gives
+				var pt *partTable
+				if j >= 3 {
+					pt = parts
+				}
+				want, got, wantErr, gotErr := decodeBoth(typ, data, tbl, pt)
 				require.NoError(t, wantErr, "%v #%d: generated", typ, i)
 				require.NoError(t, gotErr, "%v #%d: compiled", typ, i)
 				require.Equal(t, want, got, "%v #%d", typ, i)
+				if pt != nil {
+					kept = append(kept, decoded{typ, data, got})
+				}
 			}
 		}
 	}
+	checkUnchanged(t, kept)
 }
 
 // Random mutations of encoded pods (bytes overwritten, inserted, deleted)
 // decode both ways: what the compiled decoder accepts, the generated
-// Unmarshal accepts too, with the same result. (The compiled decoder
-// refuses some malformed inputs that the generated code reads past, such
-// as a map key longer than its entry.) FuzzProtoDecodeMatchesGenerated
-// does the same with the fuzzing engine's mutations.
+// Unmarshal accepts too, with the same result, also when it shares parts;
+// and no object is changed by decoding the ones after it. (The compiled
+// decoder refuses some malformed inputs that the generated code reads
+// past, such as a map key longer than its entry.)
+// FuzzProtoDecodeMatchesGenerated does the same with the fuzzing engine's
+// mutations.
 func TestProtoDecodeMutations(t *testing.T) {
 	typ := reflect.TypeFor[corev1.Pod]()
 	realistic, err := realisticPod(1).Marshal()
 	require.NoError(t, err)
 	seeds := append(randomObjects(t, typ, 1, 4), realistic)
-	table := newInternTable()
+	table, parts := newInternTable(), newPartTable()
 	r := rand.New(rand.NewSource(1))
-	accepted := 0
+	var kept []decoded
 	for i := range 10000 {
 		data := bytes.Clone(seeds[i%len(seeds)])
 		for range 1 + r.Intn(4) {
@@ -149,19 +184,24 @@ func TestProtoDecodeMutations(t *testing.T) {
 				data = append(data[:at], data[at+1:]...)
 			}
 		}
-		want, got, wantErr, gotErr := decodeBoth(typ, data, table)
-		if gotErr != nil {
-			continue
-		}
-		accepted++
-		if wantErr != nil {
-			t.Fatalf("mutation %d: the compiled decoder accepted what the generated one refuses: %v", i, wantErr)
-		}
-		if !reflect.DeepEqual(want, got) { // not require.Equal: its diff of two pods takes minutes
-			t.Fatalf("mutation %d: different objects:\n%#v\n%#v", i, want, got)
+		for _, pt := range []*partTable{nil, parts} {
+			want, got, wantErr, gotErr := decodeBoth(typ, data, table, pt)
+			if gotErr != nil {
+				continue
+			}
+			if wantErr != nil {
+				t.Fatalf("mutation %d: the compiled decoder accepted what the generated one refuses: %v", i, wantErr)
+			}
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("mutation %d: different objects:\n%#v\n%#v", i, want, got)
+			}
+			if pt != nil {
+				kept = append(kept, decoded{typ, data, got})
+			}
 		}
 	}
-	require.Greater(t, accepted, 500, "too few mutations decode to test anything")
+	require.Greater(t, len(kept), 500, "too few mutations decode to test anything")
+	checkUnchanged(t, kept)
 }
 
 // Quantities are parsed once per distinct value and copied after that,
@@ -179,7 +219,7 @@ func TestProtoDecodeQuantities(t *testing.T) {
 	for _, cpu := range []string{"250m", "1234567890123456789012345"} {
 		var decs []any
 		for range 2 {
-			want, got, wantErr, gotErr := decodeBoth(typ, pod(cpu), table)
+			want, got, wantErr, gotErr := decodeBoth(typ, pod(cpu), table, nil)
 			require.NoError(t, wantErr)
 			require.NoError(t, gotErr)
 			require.Equal(t, want, got)
@@ -204,17 +244,24 @@ func FuzzProtoDecodeMatchesGenerated(f *testing.F) {
 	for _, data := range append(randomObjects(f, typ, 1, 2), realistic) {
 		f.Add(data)
 	}
-	table := newInternTable()
+	table, parts := newInternTable(), newPartTable()
+	var last []decoded // the object decoded before, sharing parts
 	f.Fuzz(func(t *testing.T, data []byte) {
-		want, got, wantErr, gotErr := decodeBoth(typ, data, table)
-		if gotErr != nil {
-			return
-		}
-		if wantErr != nil {
-			t.Fatalf("the compiled decoder accepted what the generated one refuses: %v", wantErr)
-		}
-		if !reflect.DeepEqual(want, got) {
-			t.Fatalf("different objects:\n%#v\n%#v", want, got)
+		for _, pt := range []*partTable{nil, parts} {
+			want, got, wantErr, gotErr := decodeBoth(typ, data, table, pt)
+			if gotErr != nil {
+				return
+			}
+			if wantErr != nil {
+				t.Fatalf("the compiled decoder accepted what the generated one refuses: %v", wantErr)
+			}
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("different objects:\n%#v\n%#v", want, got)
+			}
+			if pt != nil {
+				checkUnchanged(t, last)
+				last = []decoded{{typ, bytes.Clone(data), got}}
+			}
 		}
 	})
 }

@@ -1,0 +1,195 @@
+package wire
+
+import (
+	"fmt"
+	"hash/maphash"
+	"reflect"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The pods of one ReplicaSet carry the same labels, owner reference,
+// tolerations, security context, ports, env and resource lists, and a
+// pod's new version repeats most of the old one. Their bytes repeat too,
+// so a decoder can share them without comparing Go values: a partTable
+// remembers the maps, slices and pointed-to messages it decoded, keyed by
+// their Go type and the protobuf bytes they came from, and an object whose
+// field has the same bytes gets the same value instead of decoding them
+// again. Less memory held and less work, but the objects of a codec built
+// WithSharedParts share those parts: nobody may modify them.
+//
+// Only a field met empty is shared, and its whole run of entries (the
+// elements of a repeated field, the entries of a map, a message written in
+// pieces) is its key, so the value depends on the bytes alone. A field
+// that is met again later in the same message (no marshaler writes one so,
+// the generated Unmarshal merges) must not change the shared value: the
+// decoder copies a map or pointed-to message before merging into it
+// (unshare), and a shared slice has no spare capacity, so appending copies
+// it.
+
+// partSlots is the number of parts a partTable remembers; maxPartLen the
+// longest run of bytes remembered (at most 4 MiB of keys in all).
+const (
+	partSlots  = 2048
+	maxPartLen = 2 << 10
+)
+
+// partTable is a bounded cache of decoded parts in buckets of two slots,
+// like internTable, and like it safe for concurrent use without locks: a
+// slot is swapped atomically and a part never changes.
+type partTable struct {
+	seed  maphash.Seed
+	slots [partSlots]atomic.Pointer[sharedPart]
+}
+
+// sharedPart is one remembered value: a slice header, or a map or message
+// pointer in data.
+type sharedPart struct {
+	typ reflect.Type
+	raw string
+	val sliceHeader
+}
+
+func newPartTable() *partTable { return &partTable{seed: maphash.MakeSeed()} }
+
+// sharedField reports whether f is shared when decoding WithSharedParts:
+// a map, a repeated field or a pointed-to message that is not one of the
+// parts that differ in every object (which would only push useful parts
+// out of the table).
+func sharedField(f *protoStructField) bool {
+	switch f.name {
+	case "ObjectMeta.ManagedFields", "ManagedFieldsEntry.Time",
+		"PodStatus.Conditions", "PodStatus.ContainerStatuses", "PodStatus.InitContainerStatuses",
+		"PodStatus.PodIPs", "PodStatus.HostIPs", "PodStatus.StartTime":
+		return false
+	}
+	return true
+}
+
+// decodeRun decodes the run of fields at the start of b (each with this
+// tag, the first one's wire type 2) into the field at p, which is a map, a
+// repeated field or a message pointer, and returns the bytes after the run.
+// An empty shared field gets the value remembered for the same bytes, or
+// remembers what they decode to.
+func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, tag uint64, d *protoDecoder) ([]byte, error) {
+	run, n := spanRun(b, tag)
+	if !f.empty(p) {
+		f.unshare(p) // met again: merge into a copy
+	} else if f.share && len(run) <= maxPartLen && n > 0 {
+		return t.share(f, p, b, run, n, d)
+	}
+	if n == 0 { // malformed: let the field report it
+		run = b
+		n = 1
+	}
+	err := f.decodeRun(p, run, n, d)
+	return b[len(run):], err
+}
+
+// share is decodeRun for an empty shared field.
+func (t *partTable) share(f *protoStructField, p unsafe.Pointer, b, run []byte, n int, d *protoDecoder) ([]byte, error) {
+	h := maphash.Bytes(t.seed, run)
+	bucket := t.slots[h%(partSlots/2)*2:][:2]
+	for i := range bucket {
+		if e := bucket[i].Load(); e != nil && e.typ == f.typ && e.raw == string(run) {
+			f.setShared(p, e.val)
+			return b[len(run):], nil
+		}
+	}
+	if err := f.decodeRun(p, run, n, d); err != nil {
+		return nil, err
+	}
+	victim(bucket, h).Store(&sharedPart{typ: f.typ, raw: string(run), val: f.shared(p)})
+	return b[len(run):], nil
+}
+
+// spanRun returns the run of fields with this tag at the start of b (the
+// elements of a repeated field or the entries of a map, which the
+// generated marshalers write one after the other), and how many there are.
+func spanRun(b []byte, tag uint64) (run []byte, n int) {
+	rest := b
+	for len(rest) > 0 {
+		t, k := consumeVarint(rest)
+		if k == 0 || t != tag {
+			break
+		}
+		after, err := skipProtoField(rest[k:], t>>3, t&7)
+		if err != nil {
+			break
+		}
+		rest, n = after, n+1
+	}
+	return b[:len(b)-len(rest)], n
+}
+
+// decodeRun decodes the n length-delimited fields of run (all of f's tag)
+// into the field at p.
+func (f *protoStructField) decodeRun(p unsafe.Pointer, run []byte, n int, d *protoDecoder) error {
+	if f.repeated {
+		f.reserve(p, max(n, 1))
+	}
+	for len(run) > 0 {
+		field, rest, err := nextField(run)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+		if field.typ != wireBytes {
+			return fmt.Errorf("%w: %s has wire type %d, want %d", errProtobuf, f.name, field.typ, wireBytes)
+		}
+		if err := f.decodeBytes(p, field.data, d); err != nil {
+			return err
+		}
+		run = rest
+	}
+	return nil
+}
+
+// shared returns the value of the field at p to remember: a slice without
+// its spare capacity, or a map or message pointer.
+func (f *protoStructField) shared(p unsafe.Pointer) sliceHeader {
+	if f.kind == kStrings || f.kind == kMessages {
+		h := *(*sliceHeader)(p)
+		h.cap = h.len
+		return h
+	}
+	return sliceHeader{data: *(*unsafe.Pointer)(p)}
+}
+
+// setShared gives the field at p a remembered value.
+func (f *protoStructField) setShared(p unsafe.Pointer, v sliceHeader) {
+	if f.kind == kStrings || f.kind == kMessages {
+		*(*sliceHeader)(p) = v
+		return
+	}
+	*(*unsafe.Pointer)(p) = v.data
+}
+
+// empty reports whether the field at p holds nothing yet.
+func (f *protoStructField) empty(p unsafe.Pointer) bool {
+	if f.kind == kStrings || f.kind == kMessages {
+		return (*sliceHeader)(p).len == 0
+	}
+	return *(*unsafe.Pointer)(p) == nil
+}
+
+// unshare gives the field at p (a map or message pointer that a field met
+// again is about to merge into) a copy of its value, which may be shared.
+func (f *protoStructField) unshare(p unsafe.Pointer) {
+	switch {
+	case f.kind == kMessagePtr:
+		q := (*unsafe.Pointer)(p)
+		c := f.elemR2.UnsafeNew()
+		f.elemR2.UnsafeSet(c, *q)
+		*q = c
+	case f.mapType != nil: // kStringMap, kMap, or a named map decoding itself
+		v := reflect.NewAt(f.typ, p).Elem()
+		c := reflect.MakeMapWithSize(f.typ, v.Len())
+		for it := v.MapRange(); it.Next(); {
+			c.SetMapIndex(it.Key(), it.Value())
+		}
+		v.Set(c)
+	case f.slice != nil: // a named slice decoding itself: appending copies
+		h := (*sliceHeader)(p)
+		h.cap = h.len
+	}
+}

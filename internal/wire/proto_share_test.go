@@ -1,0 +1,87 @@
+package wire
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// marshal encodes pods one after the other: a message written in pieces,
+// which decodes to the pieces merged.
+func marshal(t *testing.T, pods ...*corev1.Pod) []byte {
+	t.Helper()
+	var out []byte
+	for _, p := range pods {
+		b, err := p.Marshal()
+		require.NoError(t, err)
+		out = append(out, b...)
+	}
+	return out
+}
+
+// Two pods of one ReplicaSet, decoded sharing parts: what they have in
+// common is one value, what differs is not, and each equals what the
+// generated Unmarshal gives.
+func TestSharedParts(t *testing.T) {
+	typ, table, parts := reflect.TypeFor[corev1.Pod](), newInternTable(), newPartTable()
+	var pods []*corev1.Pod
+	for i := range 2 {
+		want, got, wantErr, gotErr := decodeBoth(typ, marshal(t, realisticPod(i)), table, parts)
+		require.NoError(t, wantErr)
+		require.NoError(t, gotErr)
+		require.Equal(t, want, got)
+		pods = append(pods, got.(*corev1.Pod))
+	}
+	a, b := pods[0], pods[1]
+	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	require.True(t, same(a.Labels, b.Labels), "labels")
+	require.True(t, same(a.Spec.Tolerations, b.Spec.Tolerations), "tolerations")
+	require.True(t, same(a.Spec.SecurityContext, b.Spec.SecurityContext), "security context")
+	require.True(t, same(a.Spec.Containers[0].Resources.Limits, b.Spec.Containers[0].Resources.Limits), "limits")
+	require.True(t, same(a.Spec.Containers[0].Ports, b.Spec.Containers[0].Ports), "ports")
+	require.False(t, same(a.ManagedFields, b.ManagedFields), "managed fields differ in every pod")
+	require.False(t, same(a.Status.Conditions, b.Status.Conditions), "conditions differ in every pod")
+	require.NotEqual(t, a.Name, b.Name)
+}
+
+// A field met again later in its message (a message written in pieces)
+// merges into what the field holds, which may be shared with an object
+// decoded before: that object stays as it was.
+func TestSharedPartsMergedIntoACopy(t *testing.T) {
+	typ, parts := reflect.TypeFor[corev1.Pod](), newPartTable()
+	uid := int64(1000)
+	first := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "1", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid},
+			Tolerations:     []corev1.Toleration{{Key: "one"}},
+			Containers:      []corev1.Container{{Name: "c", Args: []string{"-v"}}},
+		},
+	}
+	more := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "db"}},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{FSGroup: &uid},
+			Tolerations:     []corev1.Toleration{{Key: "two"}},
+			Containers:      []corev1.Container{{Name: "d"}},
+		},
+	}
+	kept := []decoded{{typ, marshal(t, first), nil}}
+	_, got, _, err := decodeBoth(typ, kept[0].data, nil, parts)
+	require.NoError(t, err)
+	kept[0].obj = got
+
+	data := marshal(t, first, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, more)
+	want, got, wantErr, gotErr := decodeBoth(typ, data, nil, parts)
+	require.NoError(t, wantErr)
+	require.NoError(t, gotErr)
+	require.Equal(t, want, got)
+	pod := got.(*corev1.Pod)
+	require.Equal(t, map[string]string{"app": "web", "tier": "db"}, pod.Labels)
+	require.NotNil(t, pod.Spec.SecurityContext.FSGroup)
+	require.Len(t, pod.Spec.Tolerations, 2)
+	checkUnchanged(t, kept)
+}
