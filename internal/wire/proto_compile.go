@@ -70,6 +70,7 @@ type protoStructField struct {
 	// run's value remembered) unless it differs in every object;
 	// selfMerging a named map or slice with its own Unmarshal.
 	runs, share, selfMerging bool
+	id                       uint32 // a shared field's number, for partTable.stats
 
 	// strings and bytes
 	unique bool                   // a string that differs in every object: never interned
@@ -212,6 +213,9 @@ func compileProtoField(parent reflect.Type, sf reflect.StructField, tag string, 
 	switch f.kind {
 	case kStrings, kMessages, kStringMap, kMap, kMessagePtr:
 		f.runs, f.share = true, sharedField(f)
+		if f.share {
+			f.id = sharedFieldIDs.Add(1)
+		}
 	case kMessage:
 		f.selfMerging = f.extern != nil && (f.mapType != nil || f.slice != nil)
 	}

@@ -40,6 +40,45 @@ const (
 type partTable struct {
 	seed  maphash.Seed
 	slots [partSlots]atomic.Pointer[sharedPart]
+	stats [statSlots]fieldStats // by protoStructField.id
+}
+
+// A field whose parts differ in most objects (containers that mount a
+// volume named after their pod, say) costs a hash and a copy of its bytes
+// each time and pushes useful parts out of the table. So each field's hits
+// are counted over windows of shareWindow runs: after a window in which
+// fewer than one run in minHitRatio was found in the table, the field is
+// looked up only once every shareProbe runs, until a window's probes hit
+// often enough again.
+const (
+	statSlots   = 1024 // fields sharing a slot share their counts
+	shareWindow = 1024
+	shareProbe  = 16
+	minHitRatio = 8
+)
+
+type fieldStats struct {
+	runs, hits atomic.Uint32
+	skipping   atomic.Bool
+}
+
+// sharedFieldIDs numbers the shared fields as they are compiled.
+var sharedFieldIDs atomic.Uint32
+
+// worthLookingUp reports whether f's run is to be looked up in the table
+// (and remembered), counting it.
+func (t *partTable) worthLookingUp(f *protoStructField) bool {
+	s := &t.stats[f.id%statSlots]
+	n := s.runs.Add(1)
+	skipping := s.skipping.Load()
+	if n%shareWindow == 0 {
+		looked := uint32(shareWindow)
+		if skipping {
+			looked /= shareProbe
+		}
+		s.skipping.Store(s.hits.Swap(0)*minHitRatio < looked)
+	}
+	return !skipping || n%shareProbe == 0
 }
 
 // sharedPart is one remembered value: a slice header, or a map or message
@@ -75,7 +114,7 @@ func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, t
 	run, n := spanRun(b, tag)
 	if !f.empty(p) {
 		f.unshare(p) // met again: merge into a copy
-	} else if f.share && len(run) <= maxPartLen && n > 0 {
+	} else if f.share && len(run) <= maxPartLen && n > 0 && t.worthLookingUp(f) {
 		return t.share(f, p, b, run, n, d)
 	}
 	if n == 0 { // malformed: let the field report it
@@ -93,6 +132,7 @@ func (t *partTable) share(f *protoStructField, p unsafe.Pointer, b, run []byte, 
 	for i := range bucket {
 		if e := bucket[i].Load(); e != nil && e.typ == f.typ && e.raw == string(run) {
 			f.setShared(p, e.val)
+			t.stats[f.id%statSlots].hits.Add(1)
 			return b[len(run):], nil
 		}
 	}

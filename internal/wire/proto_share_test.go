@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -84,4 +85,30 @@ func TestSharedPartsMergedIntoACopy(t *testing.T) {
 	require.NotNil(t, pod.Spec.SecurityContext.FSGroup)
 	require.Len(t, pod.Spec.Tolerations, 2)
 	checkUnchanged(t, kept)
+}
+
+// A field whose parts differ in most objects stops being looked up (but
+// for a probe now and then); the others go on being shared.
+func TestSharedPartsSkipsFieldsThatRarelyRepeat(t *testing.T) {
+	typ, parts := reflect.TypeFor[corev1.Pod](), newPartTable()
+	containers := protoMessageFor(typ).fields[2].msg.fields[2] // PodSpec.Containers
+	require.Equal(t, "PodSpec.Containers", containers.name)
+	var pods []*corev1.Pod
+	for i := range 3 * shareWindow {
+		p := realisticPod(i)
+		p.Spec.Containers[0].Image = fmt.Sprintf("app:%d", i) // unique containers, same labels
+		data := marshal(t, p)
+		_, got, _, err := decodeBoth(typ, data, nil, parts)
+		require.NoError(t, err)
+		pods = append(pods, got.(*corev1.Pod))
+		if i < 10 {
+			require.Equal(t, p.Spec, got.(*corev1.Pod).Spec)
+		}
+	}
+	require.True(t, parts.stats[containers.id%statSlots].skipping.Load(), "containers are looked up")
+	labels := protoMessageFor(typ).fields[1].msg.fields[11] // ObjectMeta.Labels
+	require.Equal(t, "ObjectMeta.Labels", labels.name)
+	require.False(t, parts.stats[labels.id%statSlots].skipping.Load())
+	last := pods[len(pods)-1]
+	require.Equal(t, reflect.ValueOf(pods[0].Labels).UnsafePointer(), reflect.ValueOf(last.Labels).UnsafePointer(), "labels are shared")
 }
