@@ -130,11 +130,15 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 //     than without sharing; JSON objects are shared by a walk after
 //     decoding (below).
 //   - Otherwise after the transform, by a walk over each object: about
-//     10 µs of CPU per pod on 2 CPUs.
+//     10 µs of CPU per pod on 2 CPUs. (To drop managedFields, use
+//     WithoutManagedFields rather than a transform: sharing then stays in
+//     the decoder.)
 //
 // The tables behind it remember a few thousand parts in a few MiB, and keep
 // them alive for a while after their objects leave the cache. Measured
-// with the side-by-side benchmarks: see internal/bench/README.md.
+// with the side-by-side benchmarks (internal/bench/README.md), 100k pods
+// on 2 CPUs: protobuf sync 2.2 → 1.7 s and peak RSS 781 → 492 MiB; JSON
+// sync peak RSS 1,014 → 656 MiB for 6.4 → 8.1 s of CPU.
 //
 // It is sound only if nothing modifies a cached object, which is already
 // the rule for informer caches: with sharing, a handler that modifies one
