@@ -1,5 +1,7 @@
 package share
 
+import "reflect"
+
 // NewColliding returns a Table in which every value has the same hash.
 func NewColliding(slots int) *Table {
 	t := New(slots)
@@ -9,3 +11,10 @@ func NewColliding(slots int) *Table {
 
 // SlotsOf returns how many slots t has allocated.
 func SlotsOf(t *Table) int { return len(t.slots) }
+
+// Skipping reports whether t looks up values of v's type only once in
+// probe (see worthLookingUp).
+func Skipping(t *Table, v any) bool {
+	np := nodePlans[reflect.TypeOf(v)]
+	return np != nil && np.id < len(t.stats) && t.stats[np.id].skipping
+}

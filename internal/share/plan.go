@@ -46,6 +46,7 @@ type nodePlan struct {
 	typ      reflect.Type // map type
 	key, val *content     // map key and value
 	strMap   bool         // underlying type map[string]string
+	id       int          // index of its counts in a Table's stats
 }
 
 var (
@@ -123,7 +124,7 @@ func nodePlanOf(typ reflect.Type) *nodePlan {
 	if np, ok := nodePlans[typ]; ok {
 		return np
 	}
-	np := &nodePlan{kind: typ.Kind(), typ: typ}
+	np := &nodePlan{kind: typ.Kind(), typ: typ, id: len(nodePlans)}
 	nodePlans[typ] = np
 	switch typ.Kind() {
 	case reflect.Map:

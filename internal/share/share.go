@@ -25,6 +25,7 @@ type Table struct {
 	entry  hasher // for one map entry; entries are summed in any order
 
 	scratch map[*nodePlan]*mapScratch
+	stats   []planStats // by nodePlan.id
 
 	// hashMask is ANDed with every hash; tests set it to 0 so that every
 	// value collides and only the comparison tells values apart.
@@ -109,6 +110,12 @@ func (t *Table) canon(c *content, p unsafe.Pointer) {
 				}
 			}
 		}
+		if !t.worthLookingUp(np) {
+			if np.kind == reflect.Slice && n.cap > n.len {
+				*(*node)(at) = trim(np, at, n)
+			}
+			continue
+		}
 		shared, ok, remembered := t.lookup(np, n)
 		switch {
 		case ok && shared.ptr == n.ptr:
@@ -125,6 +132,43 @@ func (t *Table) canon(c *content, p unsafe.Pointer) {
 			}
 		}
 	}
+}
+
+// A kind of node that differs in most objects (a pod's containers when
+// they mount a volume named after the pod, its conditions, its status)
+// costs a hash each time and pushes useful values out of the table. So the
+// hits of each node plan are counted over windows of window lookups: after
+// a window in which fewer than one in minHitRatio hit, the plan's nodes are
+// looked up only once in probe, until a window's probes hit often enough
+// again. Their children are shared all the same.
+const (
+	window      = 1024
+	probe       = 16
+	minHitRatio = 8
+)
+
+type planStats struct {
+	seen, hits int
+	skipping   bool
+}
+
+// worthLookingUp reports whether a node of plan np is to be looked up (and
+// remembered), counting it.
+func (t *Table) worthLookingUp(np *nodePlan) bool {
+	if np.id >= len(t.stats) {
+		t.stats = append(t.stats, make([]planStats, np.id+1-len(t.stats))...)
+	}
+	s := &t.stats[np.id]
+	s.seen++
+	skipping := s.skipping
+	if s.seen%window == 0 {
+		looked := window
+		if skipping {
+			looked /= probe
+		}
+		s.skipping, s.hits = s.hits*minHitRatio < looked, 0
+	}
+	return !skipping || s.seen%probe == 0
 }
 
 // trim copies the slice n, held at p, into an array of exactly its length.
@@ -146,6 +190,7 @@ func (t *Table) lookup(np *nodePlan, n node) (shared node, ok bool, remembered *
 	for i := range bucket {
 		s := &bucket[i]
 		if s.hash == h && s.plan == np && np.equal(t, s.node, n) {
+			t.stats[np.id].hits++
 			return s.node, true, nil
 		}
 	}

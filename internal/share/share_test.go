@@ -288,11 +288,40 @@ func TestTableGrowsAsItFills(t *testing.T) {
 	for i, p := range pods {
 		require.Equal(t, pod(fmt.Sprint("app-", i), i), p)
 	}
-	// What it remembers still shares.
-	a, b := pod("app-4999", 1), pod("app-4999", 2)
-	share.Share(large, a)
-	share.Share(large, b)
+	// It still shares. The containers of those 5,000 pods all differed, so
+	// containers stopped being looked up but once in 16; once they repeat,
+	// a window later, they are looked up again.
+	var again []*corev1.Pod
+	for i := range 3000 {
+		p := pod("app-again", i)
+		share.Share(large, p)
+		again = append(again, p)
+	}
+	a, b := again[len(again)-2], again[len(again)-1]
 	assert.True(t, sameSlice(a.Spec.Containers, b.Spec.Containers))
+	assert.True(t, sameSlice(a.Spec.Tolerations, b.Spec.Tolerations))
+}
+
+// Kinds of parts that differ in most objects are looked up once in 16
+// only; the parts inside them are shared all the same.
+func TestShareSkipsKindsThatRarelyRepeat(t *testing.T) {
+	tab := share.New(0)
+	var pods []*corev1.Pod
+	for i := range 3000 {
+		p := pod("web", i)
+		p.Spec.Containers[0].Name = fmt.Sprint("c-", i) // every container differs
+		share.Share(tab, p)
+		pods = append(pods, p)
+	}
+	shared := 0
+	for i := 2048; i < len(pods); i++ {
+		if sameSlice(pods[i].Spec.Containers[0].Ports, pods[i-1].Spec.Containers[0].Ports) {
+			shared++
+		}
+	}
+	assert.Greater(t, shared, (len(pods)-2048)*9/10, "ports inside the containers are shared")
+	assert.True(t, share.Skipping(tab, pods[0].Spec.Containers), "containers are looked up")
+	assert.False(t, share.Skipping(tab, pods[0].Spec.Containers[0].Ports))
 }
 
 // FuzzShare builds trees from the fuzzer's bytes (each tree from a seed

@@ -90,6 +90,8 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 			continue
 		}
 		fp := unsafe.Add(p, f.offset)
+		// Sharing parts, maps, repeated fields and message pointers are
+		// decoded a run of entries at a time (proto_share.go).
 		if d.parts != nil && wt == wireBytes {
 			switch {
 			case f.runs:
