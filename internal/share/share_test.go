@@ -322,6 +322,11 @@ func TestShareSkipsKindsThatRarelyRepeat(t *testing.T) {
 	assert.Greater(t, shared, (len(pods)-2048)*9/10, "ports inside the containers are shared")
 	assert.True(t, share.Skipping(tab, pods[0].Spec.Containers), "containers are looked up")
 	assert.False(t, share.Skipping(tab, pods[0].Spec.Containers[0].Ports))
+	for i, p := range pods {
+		want := pod("web", i)
+		want.Spec.Containers[0].Name = fmt.Sprint("c-", i)
+		require.Equal(t, want, p)
+	}
 }
 
 // FuzzShare builds trees from the fuzzer's bytes (each tree from a seed
