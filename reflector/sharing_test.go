@@ -28,7 +28,7 @@ func (s chanStore) Replace(list []*corev1.Pod, _ string) error {
 
 // With WithSharing, the objects share their identical parts: after the
 // transform, which may modify the object it is given; or, without a
-// transform, as they are decoded (protobuf by their bytes, JSON by a walk).
+// transform, as they are decoded (by their bytes).
 // Either way the objects are those the server holds.
 func TestSharingSharesParts(t *testing.T) {
 	for _, c := range []struct {

@@ -15,8 +15,9 @@
 //	server ─▶ Reflector: decode ─▶ transform ─▶ share ─▶ DeltaFIFO ─▶ Indexer, handlers
 //
 // Without a transform, sharing moves into the decoder (internal/wire's
-// WithSharedParts): protobuf objects share their parts by their bytes
-// while they are decoded, and others are shared by a Table right after.
+// WithSharedParts): typed objects share their parts by their bytes while
+// they are decoded, and unstructured ones are shared by a Table right
+// after.
 //
 // Sharing is sound only while nobody modifies a cached object: client-go's
 // rule and listwatch's (deep-copy before changing one). A handler that

@@ -79,6 +79,10 @@ func BenchmarkJSONWatchDecode(b *testing.B) {
 		c := mustCodec[*corev1.Pod](b, podGVK)
 		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewJSONWatchDecoder(r, c, 0).Next })
 	})
+	b.Run("typed-shared-parts", func(b *testing.B) {
+		c := mustCodec[*corev1.Pod](b, podGVK, WithSharedParts())
+		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewJSONWatchDecoder(r, c, 0).Next })
+	})
 	b.Run("typed-without-managedFields", func(b *testing.B) {
 		c := mustCodec[*corev1.Pod](b, podGVK, WithoutManagedFields())
 		benchWatch(b, stream, func(r io.Reader) func() (Event[*corev1.Pod], error) { return NewJSONWatchDecoder(r, c, 0).Next })
@@ -253,7 +257,7 @@ func (a *apimachineryJSONWatch) decodeNew(data []byte) (runtime.Object, error) {
 // each candidate library: the reason this package uses json-iterator.
 func BenchmarkJSONLibraries(b *testing.B) {
 	data := jsonOf(b, realisticPod(1))
-	api := newJSONAPI(false, nil)
+	api := newJSONAPI(false, nil, nil)
 	for name, decode := range map[string]func() error{
 		"encoding-json":    func() error { return json.Unmarshal(data, new(corev1.Pod)) },
 		"sigs.k8s.io-json": func() error { return kjson.UnmarshalCaseSensitivePreserveInts(data, new(corev1.Pod)) },

@@ -48,10 +48,12 @@ type Codec[T any] struct {
 	json    jsoniter.API
 	strings *internTable // nil: WithoutStringInterning
 	// WithSharedParts: parts shares the parts of objects decoded by the
-	// compiled protobuf decoder (compiledProto), walk those of the others
-	// after decoding (one walk at a time, walkMu).
+	// compiled protobuf decoder (compiledProto) and of JSON decoded through
+	// json (jsonShared), walk those of the others after decoding (one walk
+	// at a time, walkMu).
 	parts             *partTable
 	compiledProto     bool
+	jsonShared        bool
 	walk              *share.Table
 	walkMu            sync.Mutex
 	internProtobuf    bool // WithProtobufInterning
@@ -119,15 +121,16 @@ func WithProtobufInterning() CodecOption {
 
 // WithSharedParts makes the objects a codec decodes share their identical
 // parts, so that the pods of one ReplicaSet, and the versions of one pod,
-// hold one copy of what they have in common. With the compiled protobuf
-// decoder, a map, a repeated field or a pointed-to message whose bytes
-// equal those of one decoded shortly before (the same labels, owner
-// reference, tolerations, ports, resource lists, security context) is
-// given that one's value instead of being decoded again (proto_share.go):
-// less memory and less decode CPU. Objects decoded otherwise (JSON,
-// unstructured, a generated Unmarshal) are shared by internal/share's walk
-// after decoding, which costs CPU. It is sound only if nobody modifies a
-// decoded object's maps, slices and pointed-to values in place.
+// hold one copy of what they have in common. A map, a slice or a
+// pointed-to struct whose bytes equal those of one decoded shortly before
+// (the same labels, owner reference, tolerations, ports, resource lists,
+// security context) is given that one's value instead of being decoded
+// again: less memory and less decode CPU. That is done while decoding for
+// protobuf (proto_share.go) and for the JSON of typed and metadata codecs
+// (json_share.go); unstructured objects and types decoded by a generated
+// Unmarshal are shared by internal/share's walk after decoding, which
+// costs CPU. It is sound only if nobody modifies a decoded object's maps,
+// slices and pointed-to values in place.
 func WithSharedParts() CodecOption {
 	return func(o *codecOptions) { o.sharedParts = true }
 }
@@ -181,6 +184,7 @@ func TypedCodec[T runtime.Object](gvk schema.GroupVersionKind, opts ...CodecOpti
 		it.ReadVal(obj)
 		return obj
 	}
+	c.jsonShared = c.parts != nil
 	c.kindOf = func(obj T) (string, string) { return typeMetaOf(obj) }
 	c.stamp = func(obj T) { stampTypeMeta(obj, c.objAPIVersion, c.objKind, c.gvk) }
 	if _, ok := any(newObject()).(protoUnmarshaler); ok {
@@ -236,6 +240,7 @@ func MetadataCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[*met
 		it.ReadVal(obj)
 		return obj
 	}
+	c.jsonShared = c.parts != nil
 	c.kindOf = func(obj *metav1.PartialObjectMetadata) (string, string) { return obj.APIVersion, obj.Kind }
 	c.stamp = func(obj *metav1.PartialObjectMetadata) { obj.APIVersion, obj.Kind = c.objAPIVersion, c.objKind }
 	c.protoWith(reflect.TypeFor[metav1.PartialObjectMetadata](), func(data []byte) (*metav1.PartialObjectMetadata, error) {
@@ -267,7 +272,7 @@ func newCodec[T any](gvk schema.GroupVersionKind, opts []CodecOption) *Codec[T] 
 		gvk:               gvk,
 		objAPIVersion:     gvk.GroupVersion().String(),
 		objKind:           gvk.Kind,
-		json:              newJSONAPI(o.dropManagedFields, table),
+		json:              newJSONAPI(o.dropManagedFields, table, parts),
 		strings:           table,
 		dropManagedFields: o.dropManagedFields,
 	}
@@ -350,12 +355,15 @@ func (c *Codec[T]) finishJSON(obj T) error {
 		return c.wrongKind(apiVersion, kind)
 	}
 	c.stamp(obj)
-	c.shareWalk(obj)
+	if !c.jsonShared {
+		c.shareWalk(obj)
+	}
 	return nil
 }
 
 // shareWalk shares the parts of an object that was not decoded sharing
-// them (WithSharedParts): JSON, or protobuf through a generated Unmarshal.
+// them (WithSharedParts): unstructured, or protobuf through a generated
+// Unmarshal.
 func (c *Codec[T]) shareWalk(obj T) {
 	if c.walk == nil {
 		return

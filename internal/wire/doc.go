@@ -12,9 +12,10 @@
 // allocated. Typed and metadata codecs share short repeated strings
 // between the objects they decode, from JSON and from protobuf
 // (WithoutStringInterning turns this off). WithSharedParts makes them share
-// identical maps, slices and pointed-to values too: protobuf objects by the
-// bytes of those parts while decoding, skipping the parts seen before
-// (proto_share.go); others by internal/share's walk after decoding.
+// identical maps, slices and pointed-to values too, by the bytes of those
+// parts while decoding, skipping the parts seen before (proto_share.go,
+// json_share.go); unstructured objects by internal/share's walk after
+// decoding.
 //
 // Watch streams are read event by event:
 //

@@ -130,8 +130,9 @@ func decodeConcurrently(t *testing.T, want []*corev1.Pod, decode func() []*corev
 // reports the heap they hold per pod (retained-B/pod) after a collection.
 func BenchmarkJSONRetainedHeap(b *testing.B) {
 	benchRetained(b, jsonStream(b, benchPodEvents()...), decodePods, map[string][]CodecOption{
-		"interned": nil,
-		"copied":   {WithoutStringInterning()},
+		"interned":     nil,
+		"copied":       {WithoutStringInterning()},
+		"shared-parts": {WithSharedParts()},
 	})
 }
 

@@ -27,8 +27,9 @@ const readBufferSize = 32 << 10
 // leak into another). It encodes maps with sorted keys, so that an event
 // re-encoded for a second pass (an object sent before its type) decodes the
 // same every time. With a table, short strings are interned in it (see
-// intern.go).
-func newJSONAPI(dropManagedFields bool, table *internTable) jsoniter.API {
+// intern.go); with parts, maps, slices and struct pointers are shared
+// through it (json_share.go).
+func newJSONAPI(dropManagedFields bool, table *internTable, parts *partTable) jsoniter.API {
 	api := jsoniter.Config{CaseSensitive: true, SortMapKeys: true}.Froze()
 	if table != nil {
 		api.RegisterExtension(&stringInterner{table: table})
@@ -36,6 +37,9 @@ func newJSONAPI(dropManagedFields bool, table *internTable) jsoniter.API {
 	api.RegisterExtension(&valueTypes{table: table})
 	if dropManagedFields {
 		api.RegisterExtension(&managedFieldsSkipper{})
+	}
+	if parts != nil {
+		api.RegisterExtension(&jsonPartSharer{table: parts})
 	}
 	return api
 }

@@ -29,7 +29,7 @@ type valueHolder struct {
 // error when it does not (this package may accept a little more: escapes
 // inside quantities).
 func TestValueTypesMatchApimachinery(t *testing.T) {
-	api := newJSONAPI(false, nil)
+	api := newJSONAPI(false, nil, nil)
 	for _, in := range []string{
 		`{"t":"2026-05-04T03:02:01Z","pt":"2026-05-04T05:02:01+02:00","mt":"2026-05-04T03:02:01.123456Z"}`,
 		`{"t":null,"pt":null,"mt":null,"q":null,"i":null,"pi":null,"m":null,"ts":null}`,

@@ -62,13 +62,15 @@ type fieldStats struct {
 	skipping   atomic.Bool
 }
 
-// sharedFieldIDs numbers the shared fields as they are compiled.
+// sharedFieldIDs numbers the shared fields as they are compiled (and the
+// JSON value types shared, json_share.go).
 var sharedFieldIDs atomic.Uint32
 
-// worthLookingUp reports whether f's run is to be looked up in the table
-// (and remembered), counting it.
-func (t *partTable) worthLookingUp(f *protoStructField) bool {
-	s := &t.stats[f.id%statSlots]
+// worthLookingUp reports whether a run of the field (or JSON value type)
+// numbered id is to be looked up in the table (and remembered), counting
+// it.
+func (t *partTable) worthLookingUp(id uint32) bool {
+	s := &t.stats[id%statSlots]
 	n := s.runs.Add(1)
 	skipping := s.skipping.Load()
 	if n%shareWindow == 0 {
@@ -114,7 +116,7 @@ func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, t
 	run, n := spanRun(b, tag)
 	if !f.empty(p) {
 		f.unshare(p) // met again: merge into a copy
-	} else if f.share && len(run) <= maxPartLen && n > 0 && t.worthLookingUp(f) {
+	} else if f.share && len(run) <= maxPartLen && n > 0 && t.worthLookingUp(f.id) {
 		return t.share(f, p, b, run, n, d)
 	}
 	if n == 0 { // malformed: let the field report it
@@ -127,20 +129,31 @@ func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, t
 
 // share is decodeRun for an empty shared field.
 func (t *partTable) share(f *protoStructField, p unsafe.Pointer, b, run []byte, n int, d *protoDecoder) ([]byte, error) {
-	h := maphash.Bytes(t.seed, run)
-	bucket := t.slots[h%(partSlots/2)*2:][:2]
-	for i := range bucket {
-		if e := bucket[i].Load(); e != nil && e.typ == f.typ && e.raw == string(run) {
-			f.setShared(p, e.val)
-			t.stats[f.id%statSlots].hits.Add(1)
-			return b[len(run):], nil
-		}
+	v, ok, slot := t.lookup(f.id, f.typ, run)
+	if ok {
+		f.setShared(p, v)
+		return b[len(run):], nil
 	}
 	if err := f.decodeRun(p, run, n, d); err != nil {
 		return nil, err
 	}
-	victim(bucket, h).Store(&sharedPart{typ: f.typ, raw: string(run), val: f.shared(p)})
+	slot.Store(&sharedPart{typ: f.typ, raw: string(run), val: f.shared(p)})
 	return b[len(run):], nil
+}
+
+// lookup returns the value remembered for a part of type typ decoded from
+// raw (and counts the hit for id), or else the slot that is to remember
+// it.
+func (t *partTable) lookup(id uint32, typ reflect.Type, raw []byte) (v sliceHeader, ok bool, slot *atomic.Pointer[sharedPart]) {
+	h := maphash.Bytes(t.seed, raw)
+	bucket := t.slots[h%(partSlots/2)*2:][:2]
+	for i := range bucket {
+		if e := bucket[i].Load(); e != nil && e.typ == typ && e.raw == string(raw) {
+			t.stats[id%statSlots].hits.Add(1)
+			return e.val, true, nil
+		}
+	}
+	return sliceHeader{}, false, victim(bucket, h)
 }
 
 // spanRun returns the run of fields with this tag at the start of b (the

@@ -1,0 +1,145 @@
+package wire
+
+import (
+	"reflect"
+	"sync/atomic"
+	"unsafe"
+
+	jsoniter "github.com/json-iterator/go"
+	"github.com/modern-go/reflect2"
+)
+
+// JSON objects of a codec built WithSharedParts share their parts the way
+// protobuf ones do (proto_share.go): each map, slice and pointed-to struct
+// is read as raw bytes first, looked up by its Go type and those bytes,
+// and decoded from them only when the table does not have it. The
+// apiserver writes an object's JSON the same way every time (fields in
+// order, map keys sorted), so equal parts have equal bytes.
+//
+// json-iterator decodes a key met twice in one object into what the field
+// holds: into a map's entries, a pointed-to struct, and a slice's elements
+// in place. So a field that already holds something is first given a copy
+// of it (unshare), which the second value then changes.
+
+// jsonPartSharer is the json-iterator extension that decorates the
+// decoders of maps, slices and pointers to structs.
+type jsonPartSharer struct {
+	jsoniter.DummyExtension
+	table *partTable
+}
+
+// DecorateDecoder implements jsoniter.Extension.
+func (s *jsonPartSharer) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDecoder) jsoniter.ValDecoder {
+	t := typ.Type1()
+	switch {
+	case selfDecoding(t) || t.Kind() == reflect.Pointer && selfDecoding(t.Elem()):
+		return dec // its JSON need not be an object or array
+	case t.Kind() == reflect.Map, t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+	default:
+		return dec
+	}
+	return &sharedJSONDecoder{inner: dec, typ: t, r2: typ, table: s.table, id: sharedFieldIDs.Add(1)}
+}
+
+// selfDecoding reports whether values of type t decode their own JSON.
+func selfDecoding(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return p.Implements(jsonUnmarshalerType) || p.Implements(textUnmarshalerType)
+}
+
+// sharedJSONDecoder decodes one map, slice or struct pointer type.
+type sharedJSONDecoder struct {
+	inner jsoniter.ValDecoder
+	typ   reflect.Type
+	r2    reflect2.Type
+	table *partTable
+	id    uint32 // its counts in table.stats
+}
+
+// Decode implements jsoniter.ValDecoder.
+func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
+	if !d.empty(p) {
+		d.unshare(p) // met again: decode into a copy
+		d.inner.Decode(p, it)
+		return
+	}
+	if it.WhatIsNext() == jsoniter.NilValue || !d.table.worthLookingUp(d.id) {
+		d.inner.Decode(p, it)
+		return
+	}
+	raw := it.SkipAndReturnBytes()
+	if it.Error != nil {
+		return
+	}
+	var slot *atomic.Pointer[sharedPart] // nil: too long to remember
+	if len(raw) <= maxPartLen {
+		v, ok, s := d.table.lookup(d.id, d.typ, raw)
+		if ok {
+			d.set(p, v)
+			return
+		}
+		slot = s
+	}
+	sub := it.Pool().BorrowIterator(raw)
+	defer it.Pool().ReturnIterator(sub)
+	d.inner.Decode(p, sub)
+	if sub.Error != nil {
+		it.ReportError("decode "+d.typ.String(), sub.Error.Error())
+		return
+	}
+	if slot != nil {
+		slot.Store(&sharedPart{typ: d.typ, raw: string(raw), val: d.get(p)})
+	}
+}
+
+// empty reports whether the value at p holds nothing yet.
+func (d *sharedJSONDecoder) empty(p unsafe.Pointer) bool {
+	if d.typ.Kind() == reflect.Slice {
+		h := (*sliceHeader)(p)
+		return h.len == 0 && h.cap == 0
+	}
+	return *(*unsafe.Pointer)(p) == nil
+}
+
+// get returns the value at p to remember: a slice without its spare
+// capacity, or a map or struct pointer.
+func (d *sharedJSONDecoder) get(p unsafe.Pointer) sliceHeader {
+	if d.typ.Kind() == reflect.Slice {
+		h := *(*sliceHeader)(p)
+		h.cap = h.len
+		return h
+	}
+	return sliceHeader{data: *(*unsafe.Pointer)(p)}
+}
+
+// set gives the value at p a remembered one.
+func (d *sharedJSONDecoder) set(p unsafe.Pointer, v sliceHeader) {
+	if d.typ.Kind() == reflect.Slice {
+		*(*sliceHeader)(p) = v
+		return
+	}
+	*(*unsafe.Pointer)(p) = v.data
+}
+
+// unshare gives the value at p, which may be shared, a copy of its own:
+// a map's entries, a slice's elements or a pointed-to struct, copied.
+func (d *sharedJSONDecoder) unshare(p unsafe.Pointer) {
+	v := reflect.NewAt(d.typ, p).Elem()
+	switch d.typ.Kind() {
+	case reflect.Map:
+		c := reflect.MakeMapWithSize(d.typ, v.Len())
+		for it := v.MapRange(); it.Next(); {
+			c.SetMapIndex(it.Key(), it.Value())
+		}
+		v.Set(c)
+	case reflect.Slice:
+		c := reflect.MakeSlice(d.typ, v.Len(), v.Len())
+		reflect.Copy(c, v)
+		v.Set(c)
+	case reflect.Pointer:
+		c := reflect.New(d.typ.Elem())
+		c.Elem().Set(v.Elem())
+		v.Set(c)
+	}
+}

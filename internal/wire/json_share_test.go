@@ -1,0 +1,161 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// jsonBoth decodes data as a typ with a codec's JSON configuration without
+// sharing and with parts.
+func jsonBoth(typ reflect.Type, data []byte, parts *partTable) (plain, shared any, plainErr, sharedErr error) {
+	p := reflect.New(typ)
+	plainErr = plainJSON.Unmarshal(data, p.Interface())
+	s := reflect.New(typ)
+	sharedErr = jsonAPIFor(parts).Unmarshal(data, s.Interface())
+	return p.Interface(), s.Interface(), plainErr, sharedErr
+}
+
+var plainJSON = newJSONAPI(false, nil, nil)
+
+var jsonAPIs = map[*partTable]interface {
+	Unmarshal([]byte, any) error
+}{}
+
+// jsonAPIFor returns the one JSON configuration that shares through parts.
+func jsonAPIFor(parts *partTable) interface{ Unmarshal([]byte, any) error } {
+	if api, ok := jsonAPIs[parts]; ok {
+		return api
+	}
+	api := newJSONAPI(false, newInternTable(), parts)
+	jsonAPIs[parts] = api
+	return api
+}
+
+// checkJSONUnchanged fails if an object kept differs from what its JSON
+// decodes to now.
+func checkJSONUnchanged(t testing.TB, kept []decoded) {
+	t.Helper()
+	for i, k := range kept {
+		want, _, err, _ := jsonBoth(k.typ, k.data, nil)
+		require.NoError(t, err)
+		if !reflect.DeepEqual(want, k.obj) {
+			t.Fatalf("%v #%d was changed after it was decoded:\n%#v\n%#v", k.typ, i, want, k.obj)
+		}
+	}
+}
+
+// Random objects of every kind decode from JSON to the same object with
+// and without sharing parts (each twice, so that the second shares
+// everything), and no object is changed by decoding the ones after it.
+func TestJSONSharedPartsMatch(t *testing.T) {
+	parts := newPartTable()
+	var kept []decoded
+	for _, typ := range protoTypes(t) {
+		for i, data := range randomObjects(t, typ, int64(len(typ.String())), 10) {
+			obj := reflect.New(typ)
+			require.NoError(t, obj.Interface().(protoUnmarshaler).Unmarshal(data))
+			js, err := json.Marshal(obj.Interface())
+			if err != nil {
+				continue // random managedFields bytes that are not JSON
+			}
+			for range 2 {
+				want, got, wantErr, gotErr := jsonBoth(typ, js, parts)
+				require.NoError(t, wantErr, "%v #%d", typ, i)
+				require.NoError(t, gotErr, "%v #%d", typ, i)
+				require.Equal(t, want, got, "%v #%d", typ, i)
+				kept = append(kept, decoded{typ, js, got})
+			}
+		}
+	}
+	require.Greater(t, len(kept), 1000, "too few objects to test anything")
+	checkJSONUnchanged(t, kept)
+}
+
+// Two pods of one ReplicaSet decoded from JSON share what they have in
+// common.
+func TestJSONSharedParts(t *testing.T) {
+	typ, parts := reflect.TypeFor[corev1.Pod](), newPartTable()
+	var pods []*corev1.Pod
+	for i := range 2 {
+		js, err := json.Marshal(realisticPod(i))
+		require.NoError(t, err)
+		want, got, _, err := jsonBoth(typ, js, parts)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		pods = append(pods, got.(*corev1.Pod))
+	}
+	a, b := pods[0], pods[1]
+	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	require.True(t, same(a.Labels, b.Labels), "labels")
+	require.True(t, same(a.Spec.Containers, b.Spec.Containers), "containers")
+	require.True(t, same(a.OwnerReferences, b.OwnerReferences), "owner references")
+	require.False(t, same(a.Status.PodIPs, b.Status.PodIPs), "pod IPs differ")
+}
+
+// A key met twice in one object decodes into what the field holds, which
+// may be shared with an object decoded before: that object stays as it
+// was, and the result is json-iterator's without sharing.
+func TestJSONSharedPartsDuplicateKeys(t *testing.T) {
+	typ, parts := reflect.TypeFor[corev1.Pod](), newPartTable()
+	first := []byte(`{"metadata":{"name":"a","labels":{"app":"web"}},"spec":{"securityContext":{"runAsUser":1},"containers":[{"name":"c","env":[{"name":"A","value":"1"}]}],"tolerations":[{"key":"one"}]}}`)
+	_, got, _, err := jsonBoth(typ, first, parts)
+	require.NoError(t, err)
+	kept := []decoded{{typ, first, got}}
+
+	again := []byte(`{"metadata":{"name":"b","labels":{"app":"web"},"labels":{"tier":"db"}},"spec":{"securityContext":{"runAsUser":1},"securityContext":{"fsGroup":2},"containers":[{"name":"c","env":[{"name":"A","value":"1"}]}],"containers":[{"image":"x"}],"tolerations":[{"key":"one"}],"tolerations":[{"effect":"NoSchedule"}]}}`)
+	want, got, wantErr, gotErr := jsonBoth(typ, again, parts)
+	require.NoError(t, wantErr)
+	require.NoError(t, gotErr)
+	require.Equal(t, want, got)
+	checkJSONUnchanged(t, kept)
+}
+
+// Random mutations of pods' JSON, and of JSON with keys repeated, decode
+// the same with and without sharing, or fail both ways; no object decoded
+// is changed by the ones after it.
+func TestJSONSharedPartsMutations(t *testing.T) {
+	typ, parts := reflect.TypeFor[corev1.Pod](), newPartTable()
+	var seeds [][]byte
+	for i := range 3 {
+		js, err := json.Marshal(realisticPod(i))
+		require.NoError(t, err)
+		seeds = append(seeds, js)
+	}
+	r := rand.New(rand.NewSource(1))
+	var kept []decoded
+	for i := range 5000 {
+		data := bytes.Clone(seeds[i%len(seeds)])
+		for range 1 + r.Intn(3) {
+			at, n := r.Intn(len(data)), 1+r.Intn(60)
+			switch r.Intn(3) {
+			case 0:
+				const chars = "{}[],:\"ax1 "
+				data[at] = chars[r.Intn(len(chars))]
+			case 1: // repeat a stretch: keys met twice
+				end := min(at+n, len(data))
+				data = append(data[:end], append(bytes.Clone(data[at:end]), data[end:]...)...)
+			case 2:
+				data = append(data[:at], data[min(at+n, len(data)):]...)
+			}
+		}
+		want, got, wantErr, gotErr := jsonBoth(typ, data, parts)
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("mutation %d: without sharing: %v; with: %v\n%s", i, wantErr, gotErr, data)
+		}
+		if wantErr != nil {
+			continue
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("mutation %d: different objects:\n%#v\n%#v", i, want, got)
+		}
+		kept = append(kept, decoded{typ, data, got})
+	}
+	require.Greater(t, len(kept), 300, "too few mutations decode to test anything")
+	checkJSONUnchanged(t, kept)
+}
