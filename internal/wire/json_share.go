@@ -66,6 +66,7 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	}
 	if it.WhatIsNext() == jsoniter.NilValue || !d.table.worthLookingUp(d.id) {
 		d.inner.Decode(p, it)
+		d.trim(p)
 		return
 	}
 	raw := it.SkipAndReturnBytes()
@@ -88,8 +89,24 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 		it.ReportError("decode "+d.typ.String(), sub.Error.Error())
 		return
 	}
+	d.trim(p)
 	if slot != nil {
 		slot.Store(&sharedPart{typ: d.typ, raw: string(raw), val: d.get(p)})
+	}
+}
+
+// trim moves a slice that json-iterator grew by doubling (five conditions
+// in an array of eight) into an array of its length, as the cache holds it
+// for long.
+func (d *sharedJSONDecoder) trim(p unsafe.Pointer) {
+	if d.typ.Kind() != reflect.Slice {
+		return
+	}
+	if h := (*sliceHeader)(p); h.cap > h.len {
+		v := reflect.NewAt(d.typ, p).Elem()
+		c := reflect.MakeSlice(d.typ, h.len, h.len)
+		reflect.Copy(c, v)
+		v.Set(c)
 	}
 }
 
