@@ -137,8 +137,8 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 // The tables behind it remember a few thousand parts in a few MiB, and keep
 // them alive for a while after their objects leave the cache. Measured
 // with the side-by-side benchmarks (internal/bench/README.md), 100k pods
-// on 2 CPUs: protobuf sync 2.2 → 1.7 s and peak RSS 781 → 492 MiB; JSON
-// sync peak RSS 1,014 → 656 MiB for 6.4 → 8.1 s of CPU.
+// on 2 CPUs, while decoding: protobuf sync 2.2 → 1.7 s and peak RSS 781 →
+// 491 MiB; JSON sync 6.4 → 5.7 s of CPU and peak RSS 1,014 → 641 MiB.
 //
 // It is sound only if nothing modifies a cached object, which is already
 // the rule for informer caches: with sharing, a handler that modifies one
