@@ -39,7 +39,7 @@ func (s *jsonPartSharer) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDeco
 	default:
 		return dec
 	}
-	return &sharedJSONDecoder{inner: dec, typ: t, r2: typ, table: s.table, id: sharedFieldIDs.Add(1)}
+	return &sharedJSONDecoder{inner: dec, typ: t, table: s.table, id: sharedFieldIDs.Add(1), isSlice: t.Kind() == reflect.Slice}
 }
 
 // selfDecoding reports whether values of type t decode their own JSON.
@@ -50,16 +50,16 @@ func selfDecoding(t reflect.Type) bool {
 
 // sharedJSONDecoder decodes one map, slice or struct pointer type.
 type sharedJSONDecoder struct {
-	inner jsoniter.ValDecoder
-	typ   reflect.Type
-	r2    reflect2.Type
-	table *partTable
-	id    uint32 // its counts in table.stats
+	inner   jsoniter.ValDecoder
+	typ     reflect.Type
+	table   *partTable
+	id      uint32 // its counts in table.stats
+	isSlice bool
 }
 
 // Decode implements jsoniter.ValDecoder.
 func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
-	if !d.empty(p) {
+	if !emptyPart(p, d.isSlice) {
 		d.unshare(p) // met again: decode into a copy
 		d.inner.Decode(p, it)
 		return
@@ -77,7 +77,7 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	if len(raw) <= maxPartLen {
 		v, ok, s := d.table.lookup(d.id, d.typ, raw)
 		if ok {
-			d.set(p, v)
+			setPart(p, v, d.isSlice)
 			return
 		}
 		slot = s
@@ -91,7 +91,7 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	}
 	d.trim(p)
 	if slot != nil {
-		slot.Store(&sharedPart{typ: d.typ, raw: string(raw), val: d.get(p)})
+		slot.Store(&sharedPart{typ: d.typ, raw: string(raw), val: partAt(p, d.isSlice)})
 	}
 }
 
@@ -99,7 +99,7 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 // in an array of eight) into an array of its length, as the cache holds it
 // for long.
 func (d *sharedJSONDecoder) trim(p unsafe.Pointer) {
-	if d.typ.Kind() != reflect.Slice {
+	if !d.isSlice {
 		return
 	}
 	if h := (*sliceHeader)(p); h.cap > h.len {
@@ -108,35 +108,6 @@ func (d *sharedJSONDecoder) trim(p unsafe.Pointer) {
 		reflect.Copy(c, v)
 		v.Set(c)
 	}
-}
-
-// empty reports whether the value at p holds nothing yet.
-func (d *sharedJSONDecoder) empty(p unsafe.Pointer) bool {
-	if d.typ.Kind() == reflect.Slice {
-		h := (*sliceHeader)(p)
-		return h.len == 0 && h.cap == 0
-	}
-	return *(*unsafe.Pointer)(p) == nil
-}
-
-// get returns the value at p to remember: a slice without its spare
-// capacity, or a map or struct pointer.
-func (d *sharedJSONDecoder) get(p unsafe.Pointer) sliceHeader {
-	if d.typ.Kind() == reflect.Slice {
-		h := *(*sliceHeader)(p)
-		h.cap = h.len
-		return h
-	}
-	return sliceHeader{data: *(*unsafe.Pointer)(p)}
-}
-
-// set gives the value at p a remembered one.
-func (d *sharedJSONDecoder) set(p unsafe.Pointer, v sliceHeader) {
-	if d.typ.Kind() == reflect.Slice {
-		*(*sliceHeader)(p) = v
-		return
-	}
-	*(*unsafe.Pointer)(p) = v.data
 }
 
 // unshare gives the value at p, which may be shared, a copy of its own:

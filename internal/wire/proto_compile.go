@@ -70,6 +70,7 @@ type protoStructField struct {
 	// run's value remembered) unless it differs in every object;
 	// selfMerging a named map or slice with its own Unmarshal.
 	runs, share, selfMerging bool
+	isSlice                  bool   // held as a slice header (else one word)
 	id                       uint32 // a shared field's number, for partTable.stats
 
 	// strings and bytes
@@ -210,6 +211,7 @@ func compileProtoField(parent reflect.Type, sf reflect.StructField, tag string, 
 	case kStrings, kVarints, kMessages, kStringMap, kMap:
 		f.repeated = true
 	}
+	f.isSlice = f.typ.Kind() == reflect.Slice
 	switch f.kind {
 	case kStrings, kMessages, kStringMap, kMap, kMessagePtr:
 		f.runs, f.share = true, sharedField(f)

@@ -100,7 +100,7 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 					return err
 				}
 				continue
-			case f.selfMerging && !f.empty(fp):
+			case f.selfMerging && !emptyPart(fp, f.isSlice):
 				f.unshare(fp)
 			}
 		}

@@ -114,7 +114,7 @@ func sharedField(f *protoStructField) bool {
 // remembers what they decode to.
 func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, tag uint64, d *protoDecoder) ([]byte, error) {
 	run, n := spanRun(b, tag)
-	if !f.empty(p) {
+	if !emptyPart(p, f.isSlice) {
 		f.unshare(p) // met again: merge into a copy
 	} else if f.share && len(run) <= maxPartLen && n > 0 && t.worthLookingUp(f.id) {
 		return t.share(f, p, b, run, n, d)
@@ -131,13 +131,13 @@ func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, t
 func (t *partTable) share(f *protoStructField, p unsafe.Pointer, b, run []byte, n int, d *protoDecoder) ([]byte, error) {
 	v, ok, slot := t.lookup(f.id, f.typ, run)
 	if ok {
-		f.setShared(p, v)
+		setPart(p, v, f.isSlice)
 		return b[len(run):], nil
 	}
 	if err := f.decodeRun(p, run, n, d); err != nil {
 		return nil, err
 	}
-	slot.Store(&sharedPart{typ: f.typ, raw: string(run), val: f.shared(p)})
+	slot.Store(&sharedPart{typ: f.typ, raw: string(run), val: partAt(p, f.isSlice)})
 	return b[len(run):], nil
 }
 
@@ -197,10 +197,13 @@ func (f *protoStructField) decodeRun(p unsafe.Pointer, run []byte, n int, d *pro
 	return nil
 }
 
-// shared returns the value of the field at p to remember: a slice without
-// its spare capacity, or a map or message pointer.
-func (f *protoStructField) shared(p unsafe.Pointer) sliceHeader {
-	if f.kind == kStrings || f.kind == kMessages {
+// A remembered part is held as its parent holds it: a slice's header, or
+// a map's or a pointer's one word in data. slice says which.
+
+// partAt returns the part at p to remember: a slice without its spare
+// capacity, or a map or pointer.
+func partAt(p unsafe.Pointer, slice bool) sliceHeader {
+	if slice {
 		h := *(*sliceHeader)(p)
 		h.cap = h.len
 		return h
@@ -208,19 +211,20 @@ func (f *protoStructField) shared(p unsafe.Pointer) sliceHeader {
 	return sliceHeader{data: *(*unsafe.Pointer)(p)}
 }
 
-// setShared gives the field at p a remembered value.
-func (f *protoStructField) setShared(p unsafe.Pointer, v sliceHeader) {
-	if f.kind == kStrings || f.kind == kMessages {
+// setPart gives the value at p a remembered part.
+func setPart(p unsafe.Pointer, v sliceHeader, slice bool) {
+	if slice {
 		*(*sliceHeader)(p) = v
 		return
 	}
 	*(*unsafe.Pointer)(p) = v.data
 }
 
-// empty reports whether the field at p holds nothing yet.
-func (f *protoStructField) empty(p unsafe.Pointer) bool {
-	if f.kind == kStrings || f.kind == kMessages {
-		return (*sliceHeader)(p).len == 0
+// emptyPart reports whether the value at p holds nothing yet.
+func emptyPart(p unsafe.Pointer, slice bool) bool {
+	if slice {
+		h := (*sliceHeader)(p)
+		return h.len == 0 && h.cap == 0
 	}
 	return *(*unsafe.Pointer)(p) == nil
 }
