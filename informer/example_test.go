@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,6 +111,37 @@ func ExampleSharedIndexInformer_AddEventHandler() {
 	// add a (initial list: true)
 	// add b (initial list: true)
 	// delete a
+}
+
+// In tests, a mutation detector catches a handler that changes the objects
+// it is given, which are the cache's own: it should change a DeepCopy.
+func ExampleWithFactoryMutationDetector() {
+	cluster := startCluster("default/web-1")
+	defer cluster.Close()
+	reports := make(chan error, 10)
+	factory, err := informer.NewFactory(&reflector.Config{Host: cluster.URL()},
+		informer.WithFactoryMutationDetector(time.Hour, func(err error) { reports <- err }))
+	if err != nil {
+		panic(err)
+	}
+	pods, err := informer.For[*corev1.Pod](factory, reflector.Target{})
+	if err != nil {
+		panic(err)
+	}
+	reg := pods.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+		AddFunc: func(pod *corev1.Pod, _ bool) {
+			pod.Spec.NodeName = "node-1" // wrong: pod is the cached object
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx)
+	<-reg.Synced() // the handler has seen the pod
+	cancel()
+	factory.Shutdown() // the detector checks once more as the informer stops
+	first, _, _ := strings.Cut((<-reports).Error(), "\n")
+	fmt.Println(first)
+	// Output:
+	// pods: cached object default/web-1 was modified after it was cached (copy an object before changing it):
 }
 
 // An informer put together by hand from a ListerWatcher, and run without a

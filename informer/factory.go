@@ -102,6 +102,9 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 		WithResyncPeriod[T](f.opt.resync),
 		WithReflectorOptions(refl...),
 	}
+	if m := f.opt.mutations; m != nil {
+		opts = append(opts, WithMutationDetector[T](m.period, m.report))
+	}
 	inf := New[T](lw, opts...)
 	e := &entry{informer: inf}
 	f.informers[key] = e
@@ -227,6 +230,12 @@ type factoryOptions struct {
 	backoffInitial  time.Duration
 	backoffMax      time.Duration
 	sharing         bool
+	mutations       *factoryMutations // nil: no mutation detector
+}
+
+type factoryMutations struct {
+	period time.Duration
+	report func(error)
 }
 
 // WithFactoryLogger sets where the factory's informers log; the default
@@ -278,4 +287,11 @@ func WithBackoff(initial, max time.Duration) FactoryOption {
 // parts; see reflector.WithSharing.
 func WithSharing() FactoryOption {
 	return func(o *factoryOptions) { o.sharing = true }
+}
+
+// WithFactoryMutationDetector gives every informer a mutation detector that
+// checks every period and reports to report; see WithMutationDetector. For
+// tests and CI.
+func WithFactoryMutationDetector(period time.Duration, report func(error)) FactoryOption {
+	return func(o *factoryOptions) { o.mutations = &factoryMutations{period: period, report: report} }
 }

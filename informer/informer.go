@@ -35,6 +35,7 @@ type SharedIndexInformer[T metav1.Object] struct {
 	indexer   *indexer.Indexer[T]
 	fifo      *deltafifo.FIFO[T]
 	processor *processor.Processor[T]
+	mutations *mutationDetector[T] // nil unless WithMutationDetector
 
 	// blockDeltas is held while one key's deltas are applied and
 	// distributed, and while a late handler is given the cache: so the
@@ -69,6 +70,11 @@ func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *Sha
 		processor.WithLogger(o.logger),
 		processor.WithErrorHandler(o.handlerErrors),
 	)
+	if o.mutations != nil {
+		s.mutations = newMutationDetector(o.name, o.mutations, func(err error) {
+			s.logger.Error("cached object modified", "resource", s.name, "err", err)
+		})
+	}
 	return s
 }
 
@@ -94,6 +100,12 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	if s.mutations != nil {
+		// Once more after every handler has returned, so that a test sees
+		// what its handlers changed last.
+		defer s.mutations.check()
+		wg.Go(func() { s.mutations.run(ctx) })
+	}
 	defer wg.Wait()
 	defer cancel()
 
@@ -144,6 +156,9 @@ func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], is
 		if err := s.indexer.Delete(obj); err != nil {
 			return err
 		}
+		if s.mutations != nil {
+			s.mutations.forget(key)
+		}
 		s.processor.Distribute(processor.Notification[T]{
 			Kind: processor.Delete, Key: key, Old: obj, FinalStateUnknown: d.FinalStateUnknown,
 		}, false)
@@ -151,6 +166,11 @@ func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], is
 	}
 
 	// Added, Updated, Replaced or Sync.
+	if s.mutations != nil {
+		if err := s.mutations.remember(key, obj); err != nil {
+			return err
+		}
+	}
 	old, exists := s.indexer.GetByKey(key)
 	if exists && recreated(old, obj) {
 		// Deleted and created again while we were not watching: the

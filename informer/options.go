@@ -21,6 +21,7 @@ type options[T metav1.Object] struct {
 	logger        *slog.Logger
 	reflector     []reflector.Option[T]
 	handlerErrors func(error)
+	mutations     *mutationOptions[T] // nil: no mutation detector
 }
 
 func defaultOptions[T metav1.Object]() options[T] {

@@ -1,0 +1,202 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
+
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// MutationError reports a cached object that was changed after the informer
+// cached it. The cache, every handler and every Lister caller share one copy
+// of each object, so whoever changed it changed it for all of them, and the
+// cache no longer says what the server says. Copy an object (DeepCopy)
+// before changing it.
+type MutationError struct {
+	Resource string // the informer's resource, such as `pods in "default"`
+	Key      string // the object's namespace/name
+	Diff     string // a unified diff of the object's JSON: as cached (-), as found (+)
+}
+
+func (e *MutationError) Error() string {
+	return fmt.Sprintf("%s: cached object %s was modified after it was cached (copy an object before changing it):\n%s",
+		e.Resource, e.Key, e.Diff)
+}
+
+// WithMutationDetector makes the informer check that nobody changes the
+// objects it caches, which handlers and Lister callers share (see
+// MutationError). It keeps a deep copy of every object it caches and, every
+// period and once more when Run returns, compares each cached object, and
+// each object replaced or deleted in the last minute, with its copy
+// (semantically, as k8s.io/apimachinery/pkg/api/equality does, so a
+// Quantity that caches its string form is not a change). Each change found
+// is passed to report as a *MutationError, once; report runs on the
+// detector's goroutine, or on Run's for the last check. A nil report logs
+// with the informer's logger instead.
+//
+// It doubles the memory the cache holds and compares the whole cache every
+// period: it is meant for tests and CI, where it catches a handler that
+// changes what it is given. It matters most with WithSharing, where such a
+// change also changes the other objects that share the changed part.
+func WithMutationDetector[T reflector.Object](period time.Duration, report func(error)) Option[T] {
+	return func(o *options[T]) {
+		o.mutations = &mutationOptions[T]{period: period, report: report, deepCopy: deepCopy[T]}
+	}
+}
+
+type mutationOptions[T metav1.Object] struct {
+	period   time.Duration
+	report   func(error)
+	deepCopy func(T) (T, error)
+}
+
+// deepCopy copies obj with its generated DeepCopyObject.
+func deepCopy[T reflector.Object](obj T) (T, error) {
+	c, ok := obj.DeepCopyObject().(T)
+	if !ok {
+		return c, fmt.Errorf("DeepCopyObject of %T returned a %T", obj, obj.DeepCopyObject())
+	}
+	return c, nil
+}
+
+// keepRetired is how long an object stays checked after it left the cache:
+// handlers may still hold it, as the old side of an update or as a deleted
+// object, and change it.
+const keepRetired = time.Minute
+
+// mutationDetector keeps a deep copy of each object the informer caches and
+// compares the two. The informer's goroutine calls remember and forget, in
+// the order it changes the cache; check runs on the detector's goroutine,
+// and once more after everything has stopped.
+type mutationDetector[T metav1.Object] struct {
+	resource string
+	period   time.Duration
+	report   func(error)
+	deepCopy func(T) (T, error)
+
+	mu      sync.Mutex
+	cached  map[string]*copied[T] // by key: the object the cache holds
+	retired []*copied[T]          // left the cache, in the order they left
+}
+
+// copied is one object and its copy. copy is read and replaced only by
+// check, which runs on one goroutine at a time.
+type copied[T metav1.Object] struct {
+	key     string
+	obj     T
+	copy    T
+	retired time.Time // when obj left the cache; zero while cached
+}
+
+func newMutationDetector[T metav1.Object](resource string, o *mutationOptions[T], log func(error)) *mutationDetector[T] {
+	d := &mutationDetector[T]{
+		resource: resource,
+		period:   o.period,
+		report:   o.report,
+		deepCopy: o.deepCopy,
+		cached:   map[string]*copied[T]{},
+	}
+	if d.period <= 0 {
+		d.period = time.Second
+	}
+	if d.report == nil {
+		d.report = log
+	}
+	return d
+}
+
+// run checks every period until ctx ends.
+func (d *mutationDetector[T]) run(ctx context.Context) {
+	t := time.NewTicker(d.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.check()
+		}
+	}
+}
+
+// remember records that the cache now holds obj under key: it copies obj,
+// unless the cache held obj already (a resync), and retires what the cache
+// held before. It must be called before anyone else can see obj.
+func (d *mutationDetector[T]) remember(key string, obj T) error {
+	d.mu.Lock()
+	held := d.cached[key]
+	d.mu.Unlock()
+	if held != nil && samePointer(held.obj, obj) {
+		return nil
+	}
+	c, err := d.deepCopy(obj)
+	if err != nil {
+		return fmt.Errorf("mutation detector: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.retireLocked(key)
+	d.cached[key] = &copied[T]{key: key, obj: obj, copy: c}
+	return nil
+}
+
+// forget records that the cache no longer holds key.
+func (d *mutationDetector[T]) forget(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.retireLocked(key)
+}
+
+func (d *mutationDetector[T]) retireLocked(key string) {
+	if held := d.cached[key]; held != nil {
+		held.retired = time.Now()
+		d.retired = append(d.retired, held)
+		delete(d.cached, key)
+	}
+}
+
+// check compares every object it watches with its copy and reports each
+// one that changed, copying it again so that it is reported once per
+// change. It drops the retired objects that have been checked long enough.
+func (d *mutationDetector[T]) check() {
+	d.mu.Lock()
+	cutoff := time.Now().Add(-keepRetired)
+	i := 0
+	for i < len(d.retired) && d.retired[i].retired.Before(cutoff) {
+		i++
+	}
+	if i > 0 {
+		d.retired = slices.Clone(d.retired[i:])
+	}
+	all := make([]*copied[T], 0, len(d.cached)+len(d.retired))
+	for _, c := range d.cached {
+		all = append(all, c)
+	}
+	all = append(all, d.retired...)
+	d.mu.Unlock()
+
+	for _, c := range all {
+		if equality.Semantic.DeepEqual(c.copy, c.obj) {
+			continue
+		}
+		err := &MutationError{Resource: d.resource, Key: c.key, Diff: diff.Diff(c.copy, c.obj)}
+		if fresh, cerr := d.deepCopy(c.obj); cerr == nil {
+			c.copy = fresh
+		}
+		d.report(err)
+	}
+}
+
+// samePointer reports whether a and b are the same pointer.
+func samePointer[T any](a, b T) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Pointer() == vb.Pointer()
+}

@@ -1,0 +1,250 @@
+package informer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/listwatch/listwatch/informer"
+	"github.com/listwatch/listwatch/internal/apisim"
+	"github.com/listwatch/listwatch/processor"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// reports collects what a mutation detector reports.
+type reports struct {
+	mu   sync.Mutex
+	errs []*informer.MutationError
+}
+
+func (r *reports) add(err error) {
+	var m *informer.MutationError
+	if !errors.As(err, &m) {
+		panic("not a MutationError: " + err.Error())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, m)
+}
+
+func (r *reports) keys() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.errs {
+		out = append(out, e.Key)
+	}
+	return out
+}
+
+func (r *reports) all() []*informer.MutationError {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*informer.MutationError(nil), r.errs...)
+}
+
+// The tests change cached objects only where the change happens before the
+// detector's next read (the race detector would rightly object otherwise):
+// before an event that the informer then handles, or before Run returns.
+
+func TestMutationDetectorReportsAChangedObjectOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		src.Create(pod("ns", "b"))
+		var got reports
+		inf := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods"),
+			informer.WithMutationDetector[*corev1.Pod](time.Second, got.add))
+		defer start(t, inf)()
+		synctest.Wait()
+		b, _ := inf.Indexer().GetByKey("ns/b")
+		b.Labels = map[string]string{"touched": "yes"} // the bug it is for
+		src.Create(pod("ns", "c"))
+		synctest.Wait()
+		assert.Empty(t, got.keys(), "before the first check")
+
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, []string{"ns/b"}, got.keys())
+		e := got.all()[0]
+		assert.Equal(t, "pods", e.Resource)
+		assert.Contains(t, e.Diff, `+   "touched": "yes"`)
+		assert.Contains(t, e.Error(), "pods: cached object ns/b was modified")
+
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		assert.Len(t, got.keys(), 1, "a change is reported once")
+	})
+}
+
+// Objects that leave the cache stay checked for a while: a handler may
+// change the old side of an update, or a deleted object, after the cache let
+// go of it.
+func TestMutationDetectorChecksReplacedAndDeletedObjects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		src.Create(pod("ns", "b"))
+		var got reports
+		inf := informer.New[*corev1.Pod](src, informer.WithMutationDetector[*corev1.Pod](time.Hour, got.add))
+		stop := start(t, inf)
+		synctest.Wait()
+		a, _ := inf.Indexer().GetByKey("ns/a")
+		b, _ := inf.Indexer().GetByKey("ns/b")
+		src.Update(pod("ns", "a"))
+		src.Delete("ns/b")
+		synctest.Wait()
+		a.Annotations = map[string]string{"seen": "old"}
+		b.Annotations = map[string]string{"seen": "deleted"}
+		stop()
+		assert.ElementsMatch(t, []string{"ns/a", "ns/b"}, got.keys())
+	})
+}
+
+// A cache nobody changes is never reported, through adds, updates,
+// deletes, resyncs and relists.
+func TestMutationDetectorQuietWithoutChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		src.Create(pod("ns", "b"))
+		var got reports
+		inf := informer.New[*corev1.Pod](src,
+			informer.WithMutationDetector[*corev1.Pod](time.Second, got.add),
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)))
+		v := newView(t)
+		inf.AddEventHandler(v, informer.WithHandlerResync(2*time.Second))
+		defer start(t, inf)()
+		synctest.Wait()
+		src.Update(pod("ns", "a"))
+		src.Delete("ns/b")
+		src.Create(pod("ns", "c"))
+		src.CloseWatches()
+		src.Update(pod("ns", "c"))
+		src.Compact() // a relist
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		assert.Empty(t, got.keys())
+		assert.Equal(t, sourceKeys(src), cacheKeys(inf))
+		assert.Equal(t, sourceKeys(src), v.keys())
+	})
+}
+
+// Printing a Quantity caches its text in the Quantity, which changes the
+// cached object without changing what it says: not reported.
+func TestMutationDetectorIgnoresQuantityText(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		p := pod("ns", "a")
+		q := resource.MustParse("1000Mi")
+		p.Spec.Volumes = []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q},
+		}}}
+		src.Create(p)
+		var got reports
+		inf := informer.New[*corev1.Pod](src, informer.WithMutationDetector[*corev1.Pod](time.Hour, got.add))
+		stop := start(t, inf)
+		synctest.Wait()
+		cached, _ := inf.Indexer().GetByKey("ns/a")
+		assert.Equal(t, "1000Mi", cached.Spec.Volumes[0].EmptyDir.SizeLimit.String())
+		stop()
+		assert.Empty(t, got.keys())
+	})
+}
+
+// The last check runs when Run returns, after the handlers have: a change
+// made just before the informer stops is still reported.
+func TestMutationDetectorChecksWhenRunReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		var got reports
+		inf := informer.New[*corev1.Pod](src, informer.WithMutationDetector[*corev1.Pod](time.Hour, got.add))
+		inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(p *corev1.Pod, _ bool) {
+			p.Spec.NodeName = "changed"
+		}})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(ctx) }()
+		synctest.Wait()
+		assert.Empty(t, got.keys())
+		cancel()
+		require.NoError(t, <-done)
+		assert.Equal(t, []string{"ns/a"}, got.keys())
+	})
+}
+
+func TestMutationDetectorLogsWithoutReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		var buf bytes.Buffer
+		var mu sync.Mutex
+		logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+		inf := informer.New[*corev1.Pod](src, informer.WithLogger[*corev1.Pod](logger),
+			informer.WithMutationDetector[*corev1.Pod](time.Hour, nil))
+		inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(p *corev1.Pod, _ bool) {
+			p.Spec.NodeName = "changed"
+		}})
+		stop := start(t, inf)
+		synctest.Wait()
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Contains(t, buf.String(), "cached object modified")
+		assert.Contains(t, buf.String(), "ns/a")
+	})
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// With WithSharing, cached objects share their identical parts, so code
+// that changes one object's labels changes every object with the same
+// labels; the detector reports each of them. (The change is made while the
+// informer is idle and checked when it stops: made while a handler or the
+// detector reads, it would be a data race as well.)
+func TestMutationDetectorSeesSharedParts(t *testing.T) {
+	sim := startSim(t)
+	pods := apisim.Of[*corev1.Pod](sim, apisim.Pods())
+	for _, name := range []string{"a", "b", "c"} {
+		p := apisim.MakePod("ns", name)
+		p.Labels = map[string]string{"app": "web"}
+		_, err := pods.Create(p)
+		require.NoError(t, err)
+	}
+	var got reports
+	f, err := informer.NewFactory(simConfig(sim), informer.WithSharing(),
+		informer.WithFactoryMutationDetector(time.Hour, got.add))
+	require.NoError(t, err)
+	inf, err := informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f.Start(ctx)
+	require.NoError(t, f.WaitForCacheSync(ctx))
+
+	a, ok := inf.Indexer().GetByKey("ns/a")
+	require.True(t, ok)
+	a.Labels["app"] = "db" // the bug it is for
+	f.Shutdown()
+	assert.ElementsMatch(t, []string{"ns/a", "ns/b", "ns/c"}, got.keys())
+}
