@@ -40,11 +40,11 @@ func (e *MutationError) Error() string {
 // Quantity that caches its string form is not a change). Each change found
 // is passed to report as a *MutationError, once; report runs on the
 // detector's goroutine, or on Run's for the last check. A nil report logs
-// with the informer's logger instead.
+// with the informer's logger instead; a period ≤ 0 means one second.
 //
-// It doubles the memory the cache holds and compares the whole cache every
-// period: it is meant for tests and CI, where it catches a handler that
-// changes what it is given. It matters most with WithSharing, where such a
+// It keeps a second copy of the cache, and of every object replaced in the
+// last minute, and compares them all every period: it is meant for tests
+// and CI, where it catches a handler that changes what it is given. It matters most with WithSharing, where such a
 // change also changes the other objects that share the changed part.
 func WithMutationDetector[T reflector.Object](period time.Duration, report func(error)) Option[T] {
 	return func(o *options[T]) {
