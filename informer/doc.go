@@ -20,6 +20,10 @@
 //     as an add with isInInitialList set, then every later change, with
 //     nothing lost or repeated in between.
 //
+// The cache, the handlers and Lister callers share one copy of each object,
+// so none of them may change it (change a DeepCopy instead);
+// WithMutationDetector finds code that does, in tests.
+//
 // A Factory shares one informer per resource, namespace and selector among
 // everyone who asks, talks to the apiserver over HTTP with the reflector
 // package's ListerWatcher, and can wait for all of its caches to sync.

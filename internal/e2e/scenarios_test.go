@@ -124,9 +124,15 @@ func startFactory(t *testing.T, f *informer.Factory) {
 	require.NoError(t, f.WaitForCacheSync(wait))
 }
 
+// newFactory returns a factory whose informers check that nothing changes a
+// cached object: not the handlers of these tests, nor listwatch itself (a
+// decoder that wrote into a part it had shared, with WithSharing). A change
+// fails the test. The factories are shut down in the test's cleanup, so the
+// last check reports to a test still running.
 func newFactory(t *testing.T, cfg *reflector.Config, opts ...informer.FactoryOption) *informer.Factory {
 	t.Helper()
-	f, err := informer.NewFactory(cfg, opts...)
+	detector := informer.WithFactoryMutationDetector(time.Second, func(err error) { t.Error(err) })
+	f, err := informer.NewFactory(cfg, append([]informer.FactoryOption{detector}, opts...)...)
 	require.NoError(t, err)
 	return f
 }

@@ -194,10 +194,14 @@ func startWatcher(t *testing.T, s *apisim.Server, name string, su setup) *watche
 		reflector.WithMode[*corev1.Pod](mode),
 		reflector.WithBackoff[*corev1.Pod](backoffMin, backoffMax),
 	}, su.refl...)
+	// Nothing may change a cached object, listwatch included (with
+	// WithSharing, a decoder writing into a part it shared would): the
+	// detector's last check runs as the informer stops, in the cleanup.
 	w.inf = informer.New[*corev1.Pod](lw,
 		informer.WithName[*corev1.Pod](name),
 		informer.WithReflectorOptions(reflOpts...),
-		informer.WithHandlerErrorHandler[*corev1.Pod](w.errs.add))
+		informer.WithHandlerErrorHandler[*corev1.Pod](w.errs.add),
+		informer.WithMutationDetector[*corev1.Pod](time.Second, func(err error) { t.Error(err) }))
 	if err := w.inf.SetWatchErrorHandler(w.errs.add); err != nil {
 		t.Fatal(err)
 	}
