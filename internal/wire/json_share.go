@@ -66,7 +66,6 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	}
 	if it.WhatIsNext() == jsoniter.NilValue || !d.table.worthLookingUp(d.id) {
 		d.inner.Decode(p, it)
-		d.trim(p)
 		return
 	}
 	raw := it.SkipAndReturnBytes()
@@ -89,24 +88,8 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 		it.ReportError("decode "+d.typ.String(), sub.Error.Error())
 		return
 	}
-	d.trim(p)
 	if slot != nil {
 		slot.Store(&sharedPart{typ: d.typ, raw: string(raw), val: partAt(p, d.isSlice)})
-	}
-}
-
-// trim moves a slice that json-iterator grew by doubling (five conditions
-// in an array of eight) into an array of its length, as the cache holds it
-// for long.
-func (d *sharedJSONDecoder) trim(p unsafe.Pointer) {
-	if !d.isSlice {
-		return
-	}
-	if h := (*sliceHeader)(p); h.cap > h.len {
-		v := reflect.NewAt(d.typ, p).Elem()
-		c := reflect.MakeSlice(d.typ, h.len, h.len)
-		reflect.Copy(c, v)
-		v.Set(c)
 	}
 }
 

@@ -3,10 +3,12 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"reflect"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -158,4 +160,93 @@ func TestJSONSharedPartsMutations(t *testing.T) {
 	}
 	require.Greater(t, len(kept), 300, "too few mutations decode to test anything")
 	checkJSONUnchanged(t, kept)
+}
+
+// FuzzJSONSharedPartsMatch is TestJSONSharedPartsMutations for the fuzzing
+// engine: pod JSON decodes alike with and without sharing parts (to equal
+// objects), and the object decoded before, which may share parts with this
+// one, is not changed by decoding it. Sharing may refuse what the plain
+// decoder lets through only if it is not valid JSON: a part is skipped
+// before it is decoded, and json-iterator's skipping checks strings for
+// control characters where its decoding of a small struct's keys does not.
+// Run it with
+//
+//	go test -run X -fuzz FuzzJSONSharedPartsMatch -fuzzminimizetime 100x ./internal/wire
+func FuzzJSONSharedPartsMatch(f *testing.F) {
+	typ, parts := reflect.TypeFor[corev1.Pod](), newPartTable()
+	for i := range 3 {
+		js, err := json.Marshal(realisticPod(i))
+		require.NoError(f, err)
+		f.Add(js)
+	}
+	var last []decoded
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, got, wantErr, gotErr := jsonBoth(typ, data, parts)
+		switch {
+		case wantErr != nil && gotErr == nil:
+			t.Fatalf("sharing accepted what the plain decoder refuses: %v", wantErr)
+		case wantErr == nil && gotErr != nil && json.Valid(data):
+			t.Fatalf("sharing refused valid JSON that the plain decoder accepts: %v", gotErr)
+		case wantErr != nil || gotErr != nil:
+			return
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("different objects:\n%#v\n%#v", want, got)
+		}
+		checkJSONUnchanged(t, last)
+		last = []decoded{{typ, bytes.Clone(data), got}}
+	})
+}
+
+// Slices decoded from JSON have no spare capacity, with and without shared
+// parts: json-iterator grows them by doubling, and the cache would hold the
+// spare room for as long as it holds the object.
+func TestJSONSlicesHaveNoSpareCapacity(t *testing.T) {
+	p := realisticPod(1)
+	p.Status.Conditions = nil
+	for _, c := range []corev1.PodConditionType{"PodScheduled", "Initialized", "ContainersReady", "Ready", "PodReadyToStartContainers"} {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue})
+	}
+	js, err := json.Marshal(p)
+	require.NoError(t, err)
+	for name, api := range map[string]interface{ Unmarshal([]byte, any) error }{
+		"plain": newJSONAPI(false, newInternTable(), nil), "shared parts": jsonAPIFor(newPartTable()),
+	} {
+		for range 2 { // the second time, shared parts come from the table
+			got := new(corev1.Pod)
+			require.NoError(t, api.Unmarshal(js, got), name)
+			require.Len(t, got.Status.Conditions, 5, name)
+			forEachSlice(reflect.ValueOf(got), func(path string, v reflect.Value) {
+				assert.Equal(t, v.Len(), v.Cap(), "%s: %s", name, path)
+			}, "pod")
+		}
+	}
+}
+
+// forEachSlice calls f with every non-empty slice reachable from v through
+// exported fields, pointers, slices and map values.
+func forEachSlice(v reflect.Value, f func(string, reflect.Value), path string) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			forEachSlice(v.Elem(), f, path)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if sf := v.Type().Field(i); sf.IsExported() {
+				forEachSlice(v.Field(i), f, path+"."+sf.Name)
+			}
+		}
+	case reflect.Slice:
+		if v.Len() > 0 && v.Type().Elem().Kind() != reflect.Uint8 {
+			f(path, v)
+		}
+		for i := range v.Len() {
+			forEachSlice(v.Index(i), f, fmt.Sprintf("%s[%d]", path, i))
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			forEachSlice(it.Value(), f, fmt.Sprintf("%s[%v]", path, it.Key()))
+		}
+	}
 }
