@@ -44,8 +44,9 @@ func (e *MutationError) Error() string {
 //
 // It keeps a second copy of the cache, and of every object replaced in the
 // last minute, and compares them all every period: it is meant for tests
-// and CI, where it catches a handler that changes what it is given. It matters most with WithSharing, where such a
-// change also changes the other objects that share the changed part.
+// and CI, where it catches a handler that changes what it is given. It
+// matters most with WithSharing, where such a change also changes the
+// other objects that share the changed part.
 func WithMutationDetector[T reflector.Object](period time.Duration, report func(error)) Option[T] {
 	return func(o *options[T]) {
 		o.mutations = &mutationOptions[T]{period: period, report: report, deepCopy: deepCopy[T]}
@@ -60,9 +61,10 @@ type mutationOptions[T metav1.Object] struct {
 
 // deepCopy copies obj with its generated DeepCopyObject.
 func deepCopy[T reflector.Object](obj T) (T, error) {
-	c, ok := obj.DeepCopyObject().(T)
+	copied := obj.DeepCopyObject()
+	c, ok := copied.(T)
 	if !ok {
-		return c, fmt.Errorf("DeepCopyObject of %T returned a %T", obj, obj.DeepCopyObject())
+		return c, fmt.Errorf("DeepCopyObject of %T returned a %T", obj, copied)
 	}
 	return c, nil
 }
