@@ -167,9 +167,7 @@ func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], is
 
 	// Added, Updated, Replaced or Sync.
 	if s.mutations != nil {
-		if err := s.mutations.remember(key, obj); err != nil {
-			return err
-		}
+		s.mutations.remember(key, obj)
 	}
 	old, exists := s.indexer.GetByKey(key)
 	if exists && recreated(old, obj) {

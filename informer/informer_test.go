@@ -122,7 +122,7 @@ func cacheKeys(inf *informer.SharedIndexInformer[*corev1.Pod]) []string {
 
 // start runs inf in the bubble; the returned func stops it and checks that
 // Run returned.
-func start(t *testing.T, inf *informer.SharedIndexInformer[*corev1.Pod]) (stop func()) {
+func start[T reflector.Object](t *testing.T, inf *informer.SharedIndexInformer[T]) (stop func()) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- inf.Run(ctx) }()

@@ -131,23 +131,26 @@ func (d *mutationDetector[T]) run(ctx context.Context) {
 
 // remember records that the cache now holds obj under key: it copies obj,
 // unless the cache held obj already (a resync), and retires what the cache
-// held before. It must be called before anyone else can see obj.
-func (d *mutationDetector[T]) remember(key string, obj T) error {
+// held before. It must be called before anyone else can see obj. An object
+// that cannot be copied is reported and not checked; the cache takes it
+// all the same.
+func (d *mutationDetector[T]) remember(key string, obj T) {
 	d.mu.Lock()
 	held := d.cached[key]
 	d.mu.Unlock()
 	if held != nil && samePointer(held.obj, obj) {
-		return nil
+		return
 	}
 	c, err := d.deepCopy(obj)
-	if err != nil {
-		return fmt.Errorf("mutation detector: %w", err)
-	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.retireLocked(key)
-	d.cached[key] = &copied[T]{key: key, obj: obj, copy: c}
-	return nil
+	if err == nil {
+		d.cached[key] = &copied[T]{key: key, obj: obj, copy: c}
+	}
+	d.mu.Unlock()
+	if err != nil {
+		d.report(fmt.Errorf("%s: mutation detector cannot check %s: %w", d.resource, key, err))
+	}
 }
 
 // forget records that the cache no longer holds key.

@@ -14,9 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/internal/apisim"
+	"github.com/listwatch/listwatch/internal/fakelw"
 	"github.com/listwatch/listwatch/processor"
 	"github.com/listwatch/listwatch/reflector"
 )
@@ -247,4 +249,35 @@ func TestMutationDetectorSeesSharedParts(t *testing.T) {
 	a.Labels["app"] = "db" // the bug it is for
 	f.Shutdown()
 	assert.ElementsMatch(t, []string{"ns/a", "ns/b", "ns/c"}, got.keys())
+}
+
+// oddPod's DeepCopyObject returns another type, so the detector cannot
+// keep a copy of it.
+type oddPod struct{ corev1.Pod }
+
+func (p *oddPod) DeepCopyObject() runtime.Object { return p.Pod.DeepCopy() }
+
+// An object the detector cannot copy is reported, and cached all the same:
+// the detector never changes what the cache holds.
+func TestMutationDetectorCachesWhatItCannotCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *oddPod { return &oddPod{} })
+		src.Create(&oddPod{Pod: *pod("ns", "a")})
+		var mu sync.Mutex
+		var errs []error
+		inf := informer.New[*oddPod](src, informer.WithMutationDetector[*oddPod](time.Hour, func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
+		}))
+		stop := start(t, inf)
+		synctest.Wait()
+		_, ok := inf.Indexer().GetByKey("ns/a")
+		assert.True(t, ok, "cached")
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, errs, 1)
+		assert.Contains(t, errs[0].Error(), "mutation detector cannot check ns/a: DeepCopyObject of *informer_test.oddPod returned a *v1.Pod")
+	})
 }
