@@ -188,6 +188,10 @@ func (lw *HTTPListerWatcher[T]) sharingParts() (ListerWatcher[T], error) {
 	return &c, nil
 }
 
+// forgetSharedParts empties the table of the parts its objects share as
+// they are decoded; the Reflector calls it before every list.
+func (lw *HTTPListerWatcher[T]) forgetSharedParts() { lw.codec.ForgetSharedParts() }
+
 // resourcePath is the REST path of a resource's collection.
 func resourcePath(gvr schema.GroupVersionResource, namespace string) string {
 	var b strings.Builder

@@ -142,8 +142,10 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 //
 // It is sound only if nothing modifies a cached object, which is already
 // the rule for informer caches: with sharing, a handler that modifies one
-// object modifies the others that share the part, and the objects decoded
-// later that would have shared it. informer.WithMutationDetector finds
+// object modifies the others that share the part, and, until the next
+// list, the objects decoded later that would have shared it (each list
+// starts sharing afresh, so a relist repairs the cache, as
+// WithRelistInterval does on a timer). informer.WithMutationDetector finds
 // such a handler in tests. The transform may modify the object it is given,
 // as sharing then happens after it, but must not return parts it keeps or
 // shares elsewhere.

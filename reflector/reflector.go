@@ -55,6 +55,13 @@ type partSharer[T metav1.Object] interface {
 	sharingParts() (ListerWatcher[T], error)
 }
 
+// partForgetter is a ListerWatcher whose objects share parts remembered by
+// their bytes: each list starts it afresh, so that a relist repairs a cache
+// whose objects someone modified (see wire.Codec.ForgetSharedParts).
+type partForgetter interface {
+	forgetSharedParts()
+}
+
 // LastSyncResourceVersion returns the resourceVersion the Store has been
 // synced to: that of the last list, event or bookmark handed to it. It is ""
 // until the first list is, and set before the Store is given that list, so
@@ -82,6 +89,9 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		backoff:   newBackoff(r.opt.backoffInitial, r.opt.backoffMax),
 	}
 	for ctx.Err() == nil {
+		if pf, ok := r.lw.(partForgetter); ok && s.needList {
+			pf.forgetSharedParts()
+		}
 		var err error
 		switch {
 		case s.needList && s.streaming:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,6 +107,52 @@ func TestSharingSharesParts(t *testing.T) {
 			updated := <-store.objs
 			assert.Equal(t, "yes", updated.Annotations["changed"])
 			assert.Equal(t, c.sharing, same(one.Spec.Containers, updated.Spec.Containers), "containers of the new version")
+		})
+	}
+}
+
+// Parts shared while decoding are remembered by their bytes, so a cached
+// object changed against the rules (a handler writing into its labels)
+// would also change the objects decoded later from the same bytes. Every
+// list starts from an empty table, so a relist repairs the cache.
+func TestSharingRelistRepairsAModifiedPart(t *testing.T) {
+	for name, ct := range map[string]reflector.ContentType{"json": reflector.JSON, "protobuf": reflector.Protobuf} {
+		t.Run(name, func(t *testing.T) {
+			server, pods := startServer("web-1", "web-2")
+			defer server.Close()
+			client, err := reflector.NewClient(&reflector.Config{Host: server.URL()})
+			require.NoError(t, err)
+			lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "default"}, reflector.WithContentType(ct))
+			require.NoError(t, err)
+			store := chanStore{objs: make(chan *corev1.Pod, 10)}
+			r := reflector.New(lw, reflector.Store[*corev1.Pod](store),
+				reflector.WithSharing[*corev1.Pod](), reflector.WithRelistInterval[*corev1.Pod](50*time.Millisecond))
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				r.Run(ctx)
+			}()
+			defer func() { cancel(); <-done }()
+
+			want, err := pods.Get("default", "web-2")
+			require.NoError(t, err)
+			first := <-store.objs
+			<-store.objs
+			for k := range first.Labels {
+				first.Labels[k] = "modified" // shared with web-2, and remembered
+			}
+			deadline := time.After(10 * time.Second)
+			for {
+				select {
+				case p := <-store.objs:
+					if p.Name == "web-2" && reflect.DeepEqual(p.Labels, want.Labels) {
+						return
+					}
+				case <-deadline:
+					t.Fatalf("no relist gave web-2 its labels back (%v)", want.Labels)
+				}
+			}
 		})
 	}
 }

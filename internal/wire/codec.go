@@ -376,6 +376,19 @@ func (c *Codec[T]) shareWalk(obj T) {
 // SharesParts reports whether the codec was built WithSharedParts.
 func (c *Codec[T]) SharesParts() bool { return c.parts != nil }
 
+// ForgetSharedParts empties the table of parts shared while decoding
+// (WithSharedParts), so that the objects decoded next share only with each
+// other. A part is remembered by the bytes it was decoded from, and is not
+// checked against them when found again: were a cached object modified
+// against the rules, every object decoded later from the same bytes would
+// get the modified part. Forgetting at every list lets a relist repair
+// that. (The walk compares values, not bytes, and needs no forgetting.)
+func (c *Codec[T]) ForgetSharedParts() {
+	if c.parts != nil {
+		c.parts.forget()
+	}
+}
+
 // decodeProto unmarshals one object's protobuf bytes into a new T. data is
 // owned by the caller's read buffer and may be modified (managedFields are
 // relabelled in place when the codec drops them). A panic in generated

@@ -93,6 +93,14 @@ type sharedPart struct {
 
 func newPartTable() *partTable { return &partTable{seed: maphash.MakeSeed()} }
 
+// forget empties the table (the fields' counts stay). Decoders using it
+// meanwhile may still find a part or remember one.
+func (t *partTable) forget() {
+	for i := range t.slots {
+		t.slots[i].Store(nil)
+	}
+}
+
 // sharedField reports whether f is shared when decoding WithSharedParts:
 // a map, a repeated field or a pointed-to message that is not one of the
 // parts that differ in every object (which would only push useful parts
