@@ -94,8 +94,8 @@ func pod(name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 }
 
-// run starts a Reflector in the bubble and returns a function that stops it
-// and waits for Run to return.
+// run starts a Reflector (in the bubble, if there is one) and returns a
+// function that stops it and waits for Run to return.
 func run(t *testing.T, r *reflector.Reflector[*corev1.Pod]) (stop func()) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})

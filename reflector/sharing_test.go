@@ -1,7 +1,6 @@
 package reflector_test
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -65,13 +64,7 @@ func TestSharingSharesParts(t *testing.T) {
 			}
 			store := chanStore{objs: make(chan *corev1.Pod, 10)}
 			r := reflector.New(lw, reflector.Store[*corev1.Pod](store), opts...)
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				r.Run(ctx)
-			}()
-			defer func() { cancel(); <-done }()
+			defer run(t, r)()
 
 			got := map[string]*corev1.Pod{}
 			for range 2 {
@@ -127,13 +120,7 @@ func TestSharingRelistRepairsAModifiedPart(t *testing.T) {
 			store := chanStore{objs: make(chan *corev1.Pod, 10)}
 			r := reflector.New(lw, reflector.Store[*corev1.Pod](store),
 				reflector.WithSharing[*corev1.Pod](), reflector.WithRelistInterval[*corev1.Pod](50*time.Millisecond))
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				r.Run(ctx)
-			}()
-			defer func() { cancel(); <-done }()
+			defer run(t, r)()
 
 			want, err := pods.Get("default", "web-2")
 			require.NoError(t, err)
