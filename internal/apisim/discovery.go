@@ -30,10 +30,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, gv schem
 				{ClientCIDR: "0.0.0.0/0", ServerAddress: host}},
 		})
 	case !legacy && gv.Group == "":
-		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
-		for _, g := range s.groups() {
-			list.Groups = append(list.Groups, g)
-		}
+		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: s.groups()}
 		writeJSON(w, list)
 	case !legacy && gv.Version == "":
 		for _, g := range s.groups() {

@@ -177,16 +177,6 @@ func (st *stream) next(t *testing.T) event {
 	return event{}
 }
 
-// nextNonBookmark skips bookmarks.
-func (st *stream) nextNonBookmark(t *testing.T) event {
-	t.Helper()
-	for {
-		if e := st.next(t); e.Type != "BOOKMARK" {
-			return e
-		}
-	}
-}
-
 // end waits for the stream to end and returns the read error (io.EOF for
 // a clean end), failing the test if an event arrives first.
 func (st *stream) end(t *testing.T) error {

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"encoding/base64"
 	"errors"
 	"io/fs"
 	"os"
@@ -21,8 +20,6 @@ func writeFile(t *testing.T, path, content string) string {
 	}
 	return path
 }
-
-func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 const fullKubeconfig = `apiVersion: v1
 kind: Config

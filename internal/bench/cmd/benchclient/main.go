@@ -45,11 +45,11 @@ import (
 
 // config is the command line.
 type config struct {
-	lib, scenario, server, content, resource, mode string
-	handlers, decodeWorkers                        int
-	strip, slow, sharing                           bool
-	timeout                                        time.Duration
-	cpuProfile, memProfile, trace                  string
+	lib, scenario, server, content, mode string
+	handlers, decodeWorkers              int
+	strip, slow, sharing                 bool
+	timeout                              time.Duration
+	cpuProfile, memProfile, trace        string
 }
 
 func main() {
