@@ -17,9 +17,9 @@ import (
 // namespace, label keys and values, image and node names, condition types
 // and statuses, port and env names. A cache of a thousand pods holds a
 // thousand copies of each. Interning makes the JSON decoder hand every
-// object one shared copy: it reads the string as usual, then swaps it for
-// the copy remembered in the codec's internTable, so the copy just read is
-// short-lived garbage instead of retained heap.
+// object one shared copy: it looks the string's bytes up in the codec's
+// internTable where they lie in the stream, and copies them only when the
+// table has no copy to give (readInterned).
 //
 // Go's unique package does the same, but costs about a quarter more decode
 // CPU per pod (its concurrent map and weak pointers) where the table costs
@@ -71,7 +71,8 @@ func (t *internTable) internBytes(b []byte) []byte {
 			return *p
 		}
 	}
-	victim(bucket, h).Store(&b)
+	c := b // boxed here: taking &b would move b to the heap on every call
+	victim(bucket, h).Store(&c)
 	return b
 }
 
@@ -97,7 +98,10 @@ func (t *internTable) intern(s string) string {
 	}
 	p, remember := t.lookup(unsafe.Slice(unsafe.StringData(s), len(s)))
 	if p == nil {
-		p = &s
+		// Boxed here, not by taking &s: a parameter whose address is
+		// taken is moved to the heap on every call, hit or miss.
+		c := s
+		p = &c
 		remember.Store(p)
 	}
 	return *p
@@ -206,5 +210,66 @@ func uniqueField(structName, fieldName string) bool {
 type internDecoder struct{ table *internTable }
 
 func (d internDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
-	*(*string)(ptr) = d.table.intern(it.ReadString())
+	*(*string)(ptr) = readInterned(it, d.table)
+}
+
+// readInterned reads a JSON string (null reads as "") through table t.
+// A string the table has is not copied out of the stream at all: it is
+// looked up by its bytes (readStringBytes). A nil table copies every
+// string.
+func readInterned(it *jsoniter.Iterator, t *internTable) string {
+	if t == nil {
+		return it.ReadString()
+	}
+	return t.internFrom(readStringBytes(it))
+}
+
+// readStringBytes reads a JSON string (null reads as nothing) and returns
+// its bytes. Unless the string has escapes, they are not copied out of the
+// stream: they are then the iterator's scratch buffer (readRaw), valid
+// until its next read, to be looked at and not kept.
+func readStringBytes(it *jsoniter.Iterator) []byte {
+	if it.WhatIsNext() != jsoniter.StringValue {
+		return []byte(it.ReadString()) // null, and the error for anything else
+	}
+	raw := readRaw(it)
+	if it.Error != nil {
+		return nil
+	}
+	if s := raw[1 : len(raw)-1]; bytes.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	sub := it.Pool().BorrowIterator(raw)
+	defer it.Pool().ReturnIterator(sub)
+	return []byte(sub.ReadString())
+}
+
+// jsonScratch is an iterator's Attachment: a buffer that values are read
+// into (readRaw) when they are only looked at, not kept.
+type jsonScratch struct{ buf []byte }
+
+// maxScratch is the largest scratch buffer an iterator keeps between
+// values; a larger one is left to the garbage collector after its use.
+const maxScratch = 64 << 10
+
+// readRaw reads the next JSON value as its raw bytes (a string with its
+// quotes and escapes), validated as json-iterator's Skip validates. The
+// bytes are the iterator's scratch buffer, valid until the next readRaw on
+// it.
+func readRaw(it *jsoniter.Iterator) []byte {
+	sc, ok := it.Attachment.(*jsonScratch)
+	if !ok {
+		sc = new(jsonScratch)
+		it.Attachment = sc
+	}
+	if sc.buf == nil { // json-iterator takes a nil buffer for no capture
+		sc.buf = make([]byte, 0, 1<<10)
+	}
+	raw := it.SkipAndAppendBytes(sc.buf[:0])
+	if cap(raw) <= maxScratch {
+		sc.buf = raw
+	} else {
+		sc.buf = nil
+	}
+	return raw
 }

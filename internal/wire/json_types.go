@@ -25,7 +25,7 @@ import (
 // checks this against sigs.k8s.io/json).
 type valueTypes struct {
 	jsoniter.DummyExtension
-	table *internTable // interns map[string]string keys and values; nil: copy
+	table *internTable // interns map[string]string keys and values, and parsed quantities; nil: copy
 }
 
 var (
@@ -44,7 +44,7 @@ func (v *valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 	case microTimeType:
 		return microTimeDecoder{}
 	case quantityType:
-		return quantityDecoder{}
+		return quantityDecoder{v.table}
 	case intOrStringType:
 		return intOrStringDecoder{}
 	case stringMapType:
@@ -67,11 +67,11 @@ func (d fieldsV1Decoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	if it.ReadNil() {
 		return
 	}
-	raw := it.SkipAndReturnBytes() // a fresh slice, not the read buffer
+	raw := readRaw(it) // copied (once) only if the table has no copy
 	if it.Error != nil {
 		return
 	}
-	f.Raw = d.table.internBytes(raw)
+	f.Raw = d.table.internBytesFrom(raw)
 }
 
 // parseTime is metav1.Time.UnmarshalJSON (and MicroTime's, with its
@@ -82,7 +82,19 @@ func parseTime(it *jsoniter.Iterator, layout string) time.Time {
 		it.ReadNil()
 		return time.Time{}
 	case jsoniter.StringValue:
-		pt, err := time.Parse(layout, it.ReadString())
+		b := readStringBytes(it)
+		if it.Error != nil {
+			return time.Time{}
+		}
+		// time.Time's UnmarshalText reads RFC 3339 from the bytes, without
+		// a string to allocate, with the parser time.Parse tries first for
+		// this layout; it may refuse more than time.Parse (Go means to make
+		// it stricter), so what it refuses is left to time.Parse.
+		var pt time.Time
+		if layout == time.RFC3339 && pt.UnmarshalText(b) == nil {
+			return pt.Local()
+		}
+		pt, err := time.Parse(layout, string(b))
 		if err != nil {
 			it.ReportError("decode time", err.Error())
 			return time.Time{}
@@ -108,30 +120,43 @@ func (microTimeDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 
 // quantityDecoder is resource.Quantity.UnmarshalJSON: null clears it; a
 // string or a bare number is parsed.
-type quantityDecoder struct{}
+type quantityDecoder struct{ table *internTable }
 
-func (quantityDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+func (d quantityDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	q := (*resource.Quantity)(ptr)
-	var s string
 	switch it.WhatIsNext() {
 	case jsoniter.NilValue:
 		it.ReadNil()
 		*q = resource.Quantity{}
-		return
 	case jsoniter.StringValue:
-		s = it.ReadString()
+		// A string is parsed once per table: the parsed quantity is
+		// remembered by the string's raw bytes, quotes included.
+		raw := readRaw(it)
+		if it.Error != nil || d.table.quantity(ptr, raw) {
+			return
+		}
+		sub := it.Pool().BorrowIterator(raw)
+		s := sub.ReadString()
+		it.Pool().ReturnIterator(sub)
+		if parseQuantity(it, q, s) {
+			d.table.rememberQuantity(ptr, raw)
+		}
 	case jsoniter.NumberValue:
-		s = string(it.ReadNumber())
+		parseQuantity(it, q, string(it.ReadNumber()))
 	default:
 		it.ReportError("decode quantity", "expected a string or a number")
-		return
 	}
+}
+
+// parseQuantity parses s into q, or reports why it cannot.
+func parseQuantity(it *jsoniter.Iterator, q *resource.Quantity, s string) bool {
 	parsed, err := resource.ParseQuantity(strings.TrimSpace(s))
 	if err != nil {
 		it.ReportError("decode quantity", err.Error())
-		return
+		return false
 	}
 	*q = parsed
+	return true
 }
 
 // intOrStringDecoder is intstr.IntOrString.UnmarshalJSON: a string is a
@@ -169,7 +194,7 @@ func (d stringMapDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	}
 	m := *mp
 	it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool {
-		m[d.table.intern(key)] = d.table.intern(it.ReadString())
+		m[d.table.intern(key)] = readInterned(it, d.table)
 		return it.Error == nil
 	})
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,9 +28,9 @@ type valueHolder struct {
 // The value decoders must agree with the types' own UnmarshalJSON, as
 // sigs.k8s.io/json runs them: same value when that accepts the input, an
 // error when it does not (this package may accept a little more: escapes
-// inside quantities).
+// inside quantities). With an intern table, each input is decoded twice:
+// the second time strings and quantities come from the table.
 func TestValueTypesMatchApimachinery(t *testing.T) {
-	api := newJSONAPI(false, nil, nil)
 	for _, in := range []string{
 		`{"t":"2026-05-04T03:02:01Z","pt":"2026-05-04T05:02:01+02:00","mt":"2026-05-04T03:02:01.123456Z"}`,
 		`{"t":null,"pt":null,"mt":null,"q":null,"i":null,"pi":null,"m":null,"ts":null}`,
@@ -53,23 +54,43 @@ func TestValueTypesMatchApimachinery(t *testing.T) {
 		`{"m":{"a":1}}`,
 		`{"m":[]}`,
 		`{"ts":["2026-05-04T03:02:01Z",null]}`,
+		// strings with escapes, read by json-iterator rather than in place
+		`{"t":"2026-05-04T03:02:01\u005a","pt":"2026-05-04T03:02:01\u005A"}`,
+		`{"m":{"a\"b":"c\"d","e":"\u00e9","f":"\\","g":"tab\tnewline\n"}}`,
+		`{"m":{"a":"b\u0000"}}`,
+		// edge cases of RFC 3339: the lenient ones time.Parse takes
+		`{"t":"2026-05-04T03:02:01,5Z"}`,
+		`{"t":"2026-05-04T03:02:01+24:00"}`,
+		`{"t":"2026-05-04T03:02:01.Z"}`,
+		`{"t":"2026-05-04T03:02:01"}`,
+		`{"q":"1e3","qm":{"a":"1e3","b":"1E3","c":"1Ki","d":"+1","e":"0.1"}}`,
+		`{"q":"1Ei0"}`,
+		`{"q":"99999999999999999999999999999Ei"}`,
 	} {
-		t.Run(in, func(t *testing.T) {
-			var want, got valueHolder
-			wantErr := kjson.UnmarshalCaseSensitivePreserveInts([]byte(in), &want)
-			it := api.BorrowIterator([]byte(in))
-			defer api.ReturnIterator(it)
-			it.ReadVal(&got)
-			gotErr := it.Error
-			if (wantErr == nil) != (gotErr == nil) {
-				t.Fatalf("apimachinery: %v; this package: %v", wantErr, gotErr)
+		for name, table := range map[string]*internTable{"copied": nil, "interned": newInternTable()} {
+			api := newJSONAPI(false, table, nil)
+			for pass := range 2 {
+				t.Run(fmt.Sprintf("%s/%s/%d", in, name, pass), func(t *testing.T) {
+					var want, got valueHolder
+					wantErr := kjson.UnmarshalCaseSensitivePreserveInts([]byte(in), &want)
+					it := api.BorrowIterator([]byte(in))
+					defer api.ReturnIterator(it)
+					it.ReadVal(&got)
+					gotErr := it.Error
+					if (wantErr == nil) != (gotErr == nil) {
+						t.Fatalf("apimachinery: %v; this package: %v", wantErr, gotErr)
+					}
+					if wantErr == nil {
+						semanticEqual(t, got, want)
+						if got.Q.String() != want.Q.String() || got.I != want.I {
+							t.Fatalf("got %v %#v, want %v %#v", got.Q.String(), got.I, want.Q.String(), want.I)
+						}
+						if !got.T.Equal(&want.T) || got.T.Location() != want.T.Location() {
+							t.Fatalf("time: got %v, want %v", got.T, want.T)
+						}
+					}
+				})
 			}
-			if wantErr == nil {
-				semanticEqual(t, got, want)
-				if got.Q.String() != want.Q.String() || got.I != want.I {
-					t.Fatalf("got %v %#v, want %v %#v", got.Q.String(), got.I, want.Q.String(), want.I)
-				}
-			}
-		})
+		}
 	}
 }

@@ -294,13 +294,18 @@ func (f *protoStructField) decodeBytes(p unsafe.Pointer, data []byte, d *protoDe
 	case kMessage:
 		return f.decodeMessage(p, data, d)
 	case kQuantity:
-		if d.strings.quantity(p, data) {
+		// Only a message that starts with field 1 (0x0a) sets the whole
+		// quantity, whatever it held before: only those are remembered.
+		remembered := len(data) > 0 && data[0] == 0x0a
+		if remembered && d.strings.quantity(p, data) {
 			return nil
 		}
 		if err := f.decodeMessage(p, data, d); err != nil {
 			return err
 		}
-		d.strings.rememberQuantity(p, data)
+		if remembered {
+			d.strings.rememberQuantity(p, data)
+		}
 	case kMessagePtr:
 		q := (*unsafe.Pointer)(p)
 		if *q == nil {

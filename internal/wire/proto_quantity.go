@@ -11,13 +11,15 @@ import (
 
 // Every container's requests and limits hold a few quantities ("100m",
 // "128Mi"), the same in every pod of a workload; resource.Quantity's
-// Unmarshal parses each again. The intern table remembers the quantities
-// it parsed, keyed by their protobuf bytes, and hands out copies.
+// Unmarshal and UnmarshalJSON parse each again. The intern table remembers
+// the quantities it parsed, keyed by their encoded bytes, and hands out
+// copies: a protobuf message (which starts with 0x0a, its field 1) or a
+// JSON string with its quotes, so the two kinds of keys never meet.
 //
 // Only quantities held as a scaled int64 are remembered: one that needed
-// an *inf.Dec would share that pointer with every copy. And only messages
-// that start with field 1 (the string), for which the result does not
-// depend on what the field held before.
+// an *inf.Dec would share that pointer with every copy. And only encodings
+// for which the result does not depend on what the field held before: a
+// protobuf message that starts with field 1 (the string), any JSON string.
 
 // quantitySlots is the number of parsed quantities an internTable keeps.
 const quantitySlots = 512
@@ -42,8 +44,9 @@ var quantityDecOffset = func() uintptr {
 const noQuantityCache = ^uintptr(0)
 
 // quantity copies the remembered quantity of these bytes to p, if any.
+// The bytes are a key as described above.
 func (t *internTable) quantity(p unsafe.Pointer, data []byte) bool {
-	if t == nil || len(data) == 0 || data[0] != 0x0a || len(data) > maxInternLen {
+	if t == nil || len(data) == 0 || len(data) > maxInternLen {
 		return false
 	}
 	h := maphash.Bytes(t.seed, data)
@@ -60,7 +63,7 @@ func (t *internTable) quantity(p unsafe.Pointer, data []byte) bool {
 // rememberQuantity remembers the quantity at p, just parsed from data.
 func (t *internTable) rememberQuantity(p unsafe.Pointer, data []byte) {
 	q := (*resource.Quantity)(p)
-	if t == nil || len(data) == 0 || data[0] != 0x0a || len(data) > maxInternLen ||
+	if t == nil || len(data) == 0 || len(data) > maxInternLen || quantityDecOffset == noQuantityCache ||
 		*(*unsafe.Pointer)(unsafe.Add(p, quantityDecOffset)) != nil {
 		return
 	}
