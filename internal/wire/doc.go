@@ -9,9 +9,11 @@
 // resources (JSON), MetadataCodec for *metav1.PartialObjectMetadata (JSON
 // and protobuf). WithoutManagedFields makes any of them skip
 // metadata.managedFields while decoding, so those entries are never
-// allocated. Typed and metadata codecs share short repeated strings
-// between the objects they decode, from JSON and from protobuf
-// (WithoutStringInterning turns this off). WithSharedParts makes them share
+// allocated. Typed and metadata codecs share short repeated strings,
+// managedFields bytes and parsed quantities between the objects they
+// decode, from JSON and from protobuf, and look a JSON string up by its
+// bytes in the stream before copying it (WithoutStringInterning turns
+// this off). WithSharedParts makes them share
 // identical maps, slices and pointed-to values too, by the bytes of those
 // parts while decoding, skipping the parts seen before (proto_share.go,
 // json_share.go); unstructured objects by internal/share's walk after

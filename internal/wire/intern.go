@@ -214,38 +214,75 @@ func (d internDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 }
 
 // readInterned reads a JSON string (null reads as "") through table t.
-// A string the table has is not copied out of the stream at all: it is
-// looked up by its bytes (readStringBytes). A nil table copies every
-// string.
+// A string the table has is not copied out of the stream at all when it
+// lies whole in the read buffer (stringInBuffer): it is looked up by its
+// bytes there. Any other string is read by json-iterator, then interned.
+// A nil table copies every string.
 func readInterned(it *jsoniter.Iterator, t *internTable) string {
-	if t == nil {
-		return it.ReadString()
+	if t != nil && it.WhatIsNext() == jsoniter.StringValue {
+		if b, ok := stringInBuffer(it); ok {
+			return t.internFrom(b)
+		}
 	}
-	return t.internFrom(readStringBytes(it))
+	return t.intern(it.ReadString())
 }
 
-// readStringBytes reads a JSON string (null reads as nothing) and returns
-// its bytes. Unless the string has escapes, they are not copied out of the
-// stream: they are then the iterator's scratch buffer (readRaw), valid
-// until its next read, to be looked at and not kept.
-func readStringBytes(it *jsoniter.Iterator) []byte {
-	if it.WhatIsNext() != jsoniter.StringValue {
-		return []byte(it.ReadString()) // null, and the error for anything else
+// json-iterator reads from a buffer that it refills, and its Iterator
+// keeps the buffer and the read position in unexported fields.
+// stringInBuffer reads them through their offsets, found by name and type
+// when the program starts; if json-iterator's layout ever differs,
+// iterFields.ok is false, stringInBuffer never finds a string, and every
+// string is read by ReadString (TestStringInBuffer fails, to say so).
+var iterFields = func() (f struct {
+	ok              bool
+	buf, head, tail uintptr
+}) {
+	t := reflect.TypeFor[jsoniter.Iterator]()
+	offset := func(name string, typ reflect.Type) (uintptr, bool) {
+		sf, ok := t.FieldByName(name)
+		return sf.Offset, ok && sf.Type == typ
 	}
-	raw := readRaw(it)
-	if it.Error != nil {
-		return nil
+	var okBuf, okHead, okTail bool
+	f.buf, okBuf = offset("buf", reflect.TypeFor[[]byte]())
+	f.head, okHead = offset("head", reflect.TypeFor[int]())
+	f.tail, okTail = offset("tail", reflect.TypeFor[int]())
+	f.ok = okBuf && okHead && okTail
+	return f
+}()
+
+// stringInBuffer reads the JSON string at the iterator's position if it
+// lies whole in the read buffer and has no escapes and no control
+// characters (which json-iterator would refuse), and returns its bytes:
+// the buffer's own, valid until the iterator reads again, to be looked at
+// and not kept. Otherwise ok is false and nothing is read. It is called
+// where WhatIsNext has just reported a StringValue.
+func stringInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
+	if !iterFields.ok {
+		return nil, false
 	}
-	if s := raw[1 : len(raw)-1]; bytes.IndexByte(s, '\\') < 0 {
-		return s
+	p := unsafe.Pointer(it)
+	buf := *(*[]byte)(unsafe.Add(p, iterFields.buf))
+	head := (*int)(unsafe.Add(p, iterFields.head))
+	tail := min(*(*int)(unsafe.Add(p, iterFields.tail)), len(buf))
+	if *head < 0 || *head >= tail || buf[*head] != '"' {
+		return nil, false
 	}
-	sub := it.Pool().BorrowIterator(raw)
-	defer it.Pool().ReturnIterator(sub)
-	return []byte(sub.ReadString())
+	for i := *head + 1; i < tail; i++ {
+		switch c := buf[i]; {
+		case c == '"':
+			b = buf[*head+1 : i]
+			*head = i + 1
+			return b, true
+		case c == '\\' || c < ' ':
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // jsonScratch is an iterator's Attachment: a buffer that values are read
-// into (readRaw) when they are only looked at, not kept.
+// into (readRaw) when they are only looked at, not kept: managedFields'
+// FieldsV1, which the intern table has more often than not.
 type jsonScratch struct{ buf []byte }
 
 // maxScratch is the largest scratch buffer an iterator keeps between

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"unsafe"
 
+	jsoniter "github.com/json-iterator/go"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -229,4 +231,45 @@ func TestProtobufInterningMetadata(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, sameData(first.Object.ManagedFields[0].Manager, second.Object.ManagedFields[0].Manager))
 	semanticEqual(t, second.Object, objs[1].obj)
+}
+
+// stringInBuffer reads a string in place only when it lies whole in
+// json-iterator's buffer without escapes or control characters; the
+// iterator then goes on from after it, exactly as after ReadString.
+// Everything else is left to ReadString, which finds the string untouched.
+func TestStringInBuffer(t *testing.T) {
+	require.True(t, iterFields.ok, "json-iterator's Iterator no longer has the fields stringInBuffer reads: JSON strings are all copied")
+	api := newJSONAPI(false, nil, nil)
+	const doc = `{"a":"plain","b":"","c":"with \"escapes\"","d":"café","e":"a string longer than sixteen bytes","f":"tab	inside","g":"last"}`
+	want := map[string]string{"a": "plain", "b": "", "c": `with "escapes"`, "d": "café", "e": "a string longer than sixteen bytes", "f": "tab\tinside", "g": "last"}
+	for name, r := range map[string]func() io.Reader{
+		"whole":    func() io.Reader { return strings.NewReader(doc) },
+		"one byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(doc)) },
+	} {
+		for _, bufSize := range []int{8, 16, 4096} {
+			t.Run(fmt.Sprint(name, bufSize), func(t *testing.T) {
+				it := jsoniter.Parse(api, r(), bufSize)
+				got, inPlace := map[string]string{}, map[string]bool{}
+				it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool {
+					require.Equal(t, jsoniter.StringValue, it.WhatIsNext())
+					if b, ok := stringInBuffer(it); ok {
+						got[key], inPlace[key] = string(b), true
+					} else if s := it.ReadString(); it.Error == nil {
+						got[key] = s
+					}
+					return true
+				})
+				if it.Error != nil { // the raw tab, refused by ReadString's fast path
+					require.Contains(t, it.Error.Error(), "invalid control character")
+					require.False(t, inPlace["f"])
+					return
+				}
+				require.Equal(t, want, got)
+				require.False(t, inPlace["c"] || inPlace["f"], "a string with an escape or a control character, read in place")
+				if name == "whole" && bufSize == 4096 {
+					require.Len(t, inPlace, 5, "every other string, in place")
+				}
+			})
+		}
+	}
 }

@@ -82,19 +82,22 @@ func parseTime(it *jsoniter.Iterator, layout string) time.Time {
 		it.ReadNil()
 		return time.Time{}
 	case jsoniter.StringValue:
-		b := readStringBytes(it)
-		if it.Error != nil {
-			return time.Time{}
+		var s string
+		if b, ok := stringInBuffer(it); ok {
+			// time.Time's UnmarshalText reads RFC 3339 from the bytes,
+			// without a string to allocate, with the parser time.Parse
+			// tries first for this layout; it may refuse more than
+			// time.Parse (Go means to make it stricter), so what it
+			// refuses is left to time.Parse.
+			var pt time.Time
+			if layout == time.RFC3339 && pt.UnmarshalText(b) == nil {
+				return pt.Local()
+			}
+			s = string(b)
+		} else {
+			s = it.ReadString()
 		}
-		// time.Time's UnmarshalText reads RFC 3339 from the bytes, without
-		// a string to allocate, with the parser time.Parse tries first for
-		// this layout; it may refuse more than time.Parse (Go means to make
-		// it stricter), so what it refuses is left to time.Parse.
-		var pt time.Time
-		if layout == time.RFC3339 && pt.UnmarshalText(b) == nil {
-			return pt.Local()
-		}
-		pt, err := time.Parse(layout, string(b))
+		pt, err := time.Parse(layout, s)
 		if err != nil {
 			it.ReportError("decode time", err.Error())
 			return time.Time{}
@@ -130,16 +133,19 @@ func (d quantityDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 		*q = resource.Quantity{}
 	case jsoniter.StringValue:
 		// A string is parsed once per table: the parsed quantity is
-		// remembered by the string's raw bytes, quotes included.
-		raw := readRaw(it)
-		if it.Error != nil || d.table.quantity(ptr, raw) {
+		// remembered by the string's bytes (which, having no control
+		// characters, never look like a protobuf key, which starts with
+		// 0x0a: see proto_quantity.go).
+		b, ok := stringInBuffer(it)
+		if !ok {
+			parseQuantity(it, q, it.ReadString())
 			return
 		}
-		sub := it.Pool().BorrowIterator(raw)
-		s := sub.ReadString()
-		it.Pool().ReturnIterator(sub)
-		if parseQuantity(it, q, s) {
-			d.table.rememberQuantity(ptr, raw)
+		if d.table.quantity(ptr, b) {
+			return
+		}
+		if parseQuantity(it, q, string(b)) {
+			d.table.rememberQuantity(ptr, b)
 		}
 	case jsoniter.NumberValue:
 		parseQuantity(it, q, string(it.ReadNumber()))

@@ -13,8 +13,9 @@ import (
 // "128Mi"), the same in every pod of a workload; resource.Quantity's
 // Unmarshal and UnmarshalJSON parse each again. The intern table remembers
 // the quantities it parsed, keyed by their encoded bytes, and hands out
-// copies: a protobuf message (which starts with 0x0a, its field 1) or a
-// JSON string with its quotes, so the two kinds of keys never meet.
+// copies: a protobuf message (which starts with 0x0a, its field 1) or the
+// bytes of a JSON string without escapes or control characters (so never
+// 0x0a): the two kinds of keys never meet.
 //
 // Only quantities held as a scaled int64 are remembered: one that needed
 // an *inf.Dec would share that pointer with every copy. And only encodings
