@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -272,4 +273,68 @@ func TestStringInBuffer(t *testing.T) {
 			})
 		}
 	}
+}
+
+// valueInBuffer takes an object or array that lies whole in json-iterator's
+// buffer, brackets inside strings (escaped quotes included) not counted,
+// and leaves the iterator after it; anything else is left to json-iterator.
+func TestValueInBuffer(t *testing.T) {
+	api := newJSONAPI(false, nil, nil)
+	values := []string{
+		`{"a":[1,{"b":"]}"}],"c":"\"}"}`,
+		`[]`,
+		`[{"k:{\"type\":\"Ready\"}":{}}, "x\\"]`,
+		`{"long":"` + strings.Repeat("z", 100) + `"}`,
+		`"a string"`,
+		`12`,
+	}
+	doc := "[" + strings.Join(values, " , ") + "]"
+	for _, bufSize := range []int{16, 64, 4096} {
+		t.Run(fmt.Sprint(bufSize), func(t *testing.T) {
+			it := jsoniter.Parse(api, strings.NewReader(doc), bufSize)
+			var got []string
+			inPlace := 0
+			for it.ReadArray() {
+				it.WhatIsNext() // as the decoders do: the value starts at head
+				if b, ok := valueInBuffer(it); ok {
+					got = append(got, string(b))
+					inPlace++
+					continue
+				}
+				got = append(got, string(it.SkipAndReturnBytes()))
+			}
+			require.NoError(t, it.Error)
+			require.Equal(t, values, got)
+			if bufSize == 4096 {
+				require.Equal(t, 4, inPlace, "the objects and arrays")
+			}
+		})
+	}
+}
+
+// FieldsV1 bytes found in the read buffer are validated before the table
+// keeps them, as json-iterator's Skip validated them before; a second
+// object with the same bytes gets the kept copy.
+func TestFieldsV1InBufferIsValidated(t *testing.T) {
+	table := newInternTable()
+	api := newJSONAPI(false, table, nil)
+	decode := func(fields string) (*metav1.ObjectMeta, error) {
+		var m metav1.ObjectMeta
+		it := api.BorrowIterator([]byte(`{"name":"a","managedFields":[{"manager":"m","fieldsV1":` + fields + `}]}`))
+		defer api.ReturnIterator(it)
+		it.ReadVal(&m)
+		return &m, it.Error
+	}
+	for _, bad := range []string{`{"f:a" {}}`, `{"f:a":{},}`, `[1 2]`, `{"f:a":{}]`, `{"f:a":tru}`} {
+		_, err := decode(bad)
+		require.Error(t, err, bad)
+		require.Error(t, json.Unmarshal([]byte(bad), new(any)), "apimachinery refuses %s too", bad)
+	}
+	const good = `{"f:metadata":{"f:labels":{"f:app":{}}},"k:{\"type\":\"Ready\"}":{".":{}}}`
+	first, err := decode(good)
+	require.NoError(t, err)
+	second, err := decode(good)
+	require.NoError(t, err)
+	require.Equal(t, good, string(first.ManagedFields[0].FieldsV1.Raw))
+	require.Same(t, unsafe.SliceData(first.ManagedFields[0].FieldsV1.Raw), unsafe.SliceData(second.ManagedFields[0].FieldsV1.Raw))
 }

@@ -68,9 +68,15 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 		d.inner.Decode(p, it)
 		return
 	}
-	raw := it.SkipAndReturnBytes()
-	if it.Error != nil {
-		return
+	// A part is looked up by its bytes where they lie in the read buffer;
+	// a hit has the bytes of a part decoded before, so they need no
+	// parsing. Only a part that does not lie whole in the buffer is
+	// copied out first.
+	raw, inBuffer := valueInBuffer(it)
+	if !inBuffer {
+		if raw = it.SkipAndReturnBytes(); it.Error != nil {
+			return
+		}
 	}
 	var slot *atomic.Pointer[sharedPart] // nil: too long to remember
 	if len(raw) <= maxPartLen {
@@ -83,7 +89,7 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	}
 	sub := it.Pool().BorrowIterator(raw)
 	defer it.Pool().ReturnIterator(sub)
-	sub.Attachment = it.Attachment // its scratch buffer (readRaw): free, raw is a copy
+	sub.Attachment = it.Attachment // its scratch buffer (readRaw): free, raw is not in it
 	d.inner.Decode(p, sub)
 	if sub.Error != nil {
 		it.ReportError("decode "+d.typ.String(), sub.Error.Error())

@@ -59,7 +59,9 @@ var fieldsV1Type = reflect.TypeFor[metav1.FieldsV1]()
 
 // fieldsV1Decoder is metav1.FieldsV1.UnmarshalJSON (the raw JSON kept as
 // is; null leaves it empty), with the bytes interned: identical managed
-// fields share one copy.
+// fields share one copy. Bytes the table has are found where they lie in
+// the read buffer, without being parsed again: they were validated when
+// they were first kept.
 type fieldsV1Decoder struct{ table *internTable }
 
 func (d fieldsV1Decoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
@@ -67,9 +69,26 @@ func (d fieldsV1Decoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	if it.ReadNil() {
 		return
 	}
-	raw := readRaw(it) // copied (once) only if the table has no copy
-	if it.Error != nil {
-		return
+	raw, inBuffer := valueInBuffer(it)
+	switch {
+	case !inBuffer:
+		raw = readRaw(it) // validated, into the scratch buffer
+		if it.Error != nil {
+			return
+		}
+	default:
+		if kept, ok := d.table.blob(raw); ok {
+			f.Raw = kept
+			return
+		}
+		sub := it.Pool().BorrowIterator(raw)
+		sub.Skip() // validated as readRaw would
+		err := sub.Error
+		it.Pool().ReturnIterator(sub)
+		if err != nil {
+			it.ReportError("decode FieldsV1", err.Error())
+			return
+		}
 	}
 	f.Raw = d.table.internBytesFrom(raw)
 }

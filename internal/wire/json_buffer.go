@@ -1,0 +1,139 @@
+package wire
+
+import (
+	"reflect"
+	"unsafe"
+
+	jsoniter "github.com/json-iterator/go"
+)
+
+// Reading JSON values where they lie. json-iterator copies every string it
+// returns, and every value it skips and returns the bytes of; most of what
+// the decoders here read is only looked at (a string the intern table
+// already has, a part the sharing table already has, a timestamp to parse)
+// and then dropped. These helpers read such values in json-iterator's own
+// read buffer when they lie whole in it, and fall back to copying when
+// they do not.
+
+// json-iterator reads from a buffer that it refills, and its Iterator
+// keeps the buffer and the read position in unexported fields.
+// stringInBuffer reads them through their offsets, found by name and type
+// when the program starts; if json-iterator's layout ever differs,
+// iterFields.ok is false, stringInBuffer never finds a string, and every
+// string is read by ReadString (TestStringInBuffer fails, to say so).
+var iterFields = func() (f struct {
+	ok              bool
+	buf, head, tail uintptr
+}) {
+	t := reflect.TypeFor[jsoniter.Iterator]()
+	offset := func(name string, typ reflect.Type) (uintptr, bool) {
+		sf, ok := t.FieldByName(name)
+		return sf.Offset, ok && sf.Type == typ
+	}
+	var okBuf, okHead, okTail bool
+	f.buf, okBuf = offset("buf", reflect.TypeFor[[]byte]())
+	f.head, okHead = offset("head", reflect.TypeFor[int]())
+	f.tail, okTail = offset("tail", reflect.TypeFor[int]())
+	f.ok = okBuf && okHead && okTail
+	return f
+}()
+
+// stringInBuffer reads the JSON string at the iterator's position if it
+// lies whole in the read buffer and has no escapes and no control
+// characters (which json-iterator would refuse), and returns its bytes:
+// the buffer's own, valid until the iterator reads again, to be looked at
+// and not kept. Otherwise ok is false and nothing is read. It is called
+// where WhatIsNext has just reported a StringValue.
+func stringInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
+	if !iterFields.ok {
+		return nil, false
+	}
+	p := unsafe.Pointer(it)
+	buf := *(*[]byte)(unsafe.Add(p, iterFields.buf))
+	head := (*int)(unsafe.Add(p, iterFields.head))
+	tail := min(*(*int)(unsafe.Add(p, iterFields.tail)), len(buf))
+	if *head < 0 || *head >= tail || buf[*head] != '"' {
+		return nil, false
+	}
+	for i := *head + 1; i < tail; i++ {
+		switch c := buf[i]; {
+		case c == '"':
+			b = buf[*head+1 : i]
+			*head = i + 1
+			return b, true
+		case c == '\\' || c < ' ':
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// valueInBuffer reads the JSON object or array at the iterator's position
+// if it lies whole in the read buffer, and returns its bytes: the buffer's
+// own, valid until the iterator reads again. Otherwise ok is false and
+// nothing is read. It finds the end by balancing brackets outside strings
+// and does not validate what is between: the caller must, unless the bytes
+// equal bytes that were validated before (a table hit).
+func valueInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
+	if !iterFields.ok {
+		return nil, false
+	}
+	p := unsafe.Pointer(it)
+	buf := *(*[]byte)(unsafe.Add(p, iterFields.buf))
+	head := (*int)(unsafe.Add(p, iterFields.head))
+	tail := min(*(*int)(unsafe.Add(p, iterFields.tail)), len(buf))
+	start := *head
+	if start < 0 || start >= tail || (buf[start] != '{' && buf[start] != '[') {
+		return nil, false
+	}
+	depth := 0
+	for i := start; i < tail; i++ {
+		switch buf[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				*head = i + 1
+				return buf[start : i+1], true
+			}
+		case '"':
+			for i++; i < tail && buf[i] != '"'; i++ {
+				if buf[i] == '\\' {
+					i++ // the escaped byte, a quote perhaps
+				}
+			}
+		}
+	}
+	return nil, false
+}
+
+// jsonScratch is an iterator's Attachment: a buffer that values are read
+// into (readRaw) when they are only looked at, not kept: managedFields'
+// FieldsV1, which the intern table has more often than not.
+type jsonScratch struct{ buf []byte }
+
+// maxScratch is the largest scratch buffer an iterator keeps between
+// values; a larger one is left to the garbage collector after its use.
+const maxScratch = 64 << 10
+
+// readRaw reads the next JSON value as its raw bytes (a string with its
+// quotes and escapes), validated as json-iterator's Skip validates. The
+// bytes are the iterator's scratch buffer, valid until the next readRaw on
+// it.
+func readRaw(it *jsoniter.Iterator) []byte {
+	sc, ok := it.Attachment.(*jsonScratch)
+	if !ok {
+		sc = new(jsonScratch)
+		it.Attachment = sc
+	}
+	if sc.buf == nil { // json-iterator takes a nil buffer for no capture
+		sc.buf = make([]byte, 0, 1<<10)
+	}
+	raw := it.SkipAndAppendBytes(sc.buf[:0])
+	if cap(raw) <= maxScratch {
+		sc.buf = raw
+	} else {
+		sc.buf = nil
+	}
+	return raw
+}
