@@ -38,6 +38,23 @@ var iterFields = func() (f struct {
 	return f
 }()
 
+// unread returns what json-iterator has read into its buffer and not yet
+// consumed, and its read position, which advances by n when the caller
+// consumes n bytes. buf is empty if the layout is not the one expected.
+func unread(it *jsoniter.Iterator) (buf []byte, head *int) {
+	if !iterFields.ok {
+		return nil, nil
+	}
+	p := unsafe.Pointer(it)
+	all := *(*[]byte)(unsafe.Add(p, iterFields.buf))
+	head = (*int)(unsafe.Add(p, iterFields.head))
+	tail := min(*(*int)(unsafe.Add(p, iterFields.tail)), len(all))
+	if *head < 0 || *head >= tail {
+		return nil, head
+	}
+	return all[*head:tail], head
+}
+
 // stringInBuffer reads the JSON string at the iterator's position if it
 // lies whole in the read buffer and has no escapes and no control
 // characters (which json-iterator would refuse), and returns its bytes:
@@ -45,22 +62,15 @@ var iterFields = func() (f struct {
 // and not kept. Otherwise ok is false and nothing is read. It is called
 // where WhatIsNext has just reported a StringValue.
 func stringInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
-	if !iterFields.ok {
+	buf, head := unread(it)
+	if len(buf) == 0 || buf[0] != '"' {
 		return nil, false
 	}
-	p := unsafe.Pointer(it)
-	buf := *(*[]byte)(unsafe.Add(p, iterFields.buf))
-	head := (*int)(unsafe.Add(p, iterFields.head))
-	tail := min(*(*int)(unsafe.Add(p, iterFields.tail)), len(buf))
-	if *head < 0 || *head >= tail || buf[*head] != '"' {
-		return nil, false
-	}
-	for i := *head + 1; i < tail; i++ {
+	for i := 1; i < len(buf); i++ {
 		switch c := buf[i]; {
 		case c == '"':
-			b = buf[*head+1 : i]
-			*head = i + 1
-			return b, true
+			*head += i + 1
+			return buf[1:i], true
 		case c == '\\' || c < ' ':
 			return nil, false
 		}
@@ -75,29 +85,22 @@ func stringInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
 // and does not validate what is between: the caller must, unless the bytes
 // equal bytes that were validated before (a table hit).
 func valueInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
-	if !iterFields.ok {
-		return nil, false
-	}
-	p := unsafe.Pointer(it)
-	buf := *(*[]byte)(unsafe.Add(p, iterFields.buf))
-	head := (*int)(unsafe.Add(p, iterFields.head))
-	tail := min(*(*int)(unsafe.Add(p, iterFields.tail)), len(buf))
-	start := *head
-	if start < 0 || start >= tail || (buf[start] != '{' && buf[start] != '[') {
+	buf, head := unread(it)
+	if len(buf) == 0 || (buf[0] != '{' && buf[0] != '[') {
 		return nil, false
 	}
 	depth := 0
-	for i := start; i < tail; i++ {
+	for i := 0; i < len(buf); i++ {
 		switch buf[i] {
 		case '{', '[':
 			depth++
 		case '}', ']':
 			if depth--; depth == 0 {
-				*head = i + 1
-				return buf[start : i+1], true
+				*head += i + 1
+				return buf[:i+1], true
 			}
 		case '"':
-			for i++; i < tail && buf[i] != '"'; i++ {
+			for i++; i < len(buf) && buf[i] != '"'; i++ {
 				if buf[i] == '\\' {
 					i++ // the escaped byte, a quote perhaps
 				}
