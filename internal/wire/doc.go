@@ -11,13 +11,14 @@
 // metadata.managedFields while decoding, so those entries are never
 // allocated. Typed and metadata codecs share short repeated strings,
 // managedFields bytes and parsed quantities between the objects they
-// decode, from JSON and from protobuf, and look a JSON string up by its
-// bytes in the stream before copying it (WithoutStringInterning turns
-// this off). WithSharedParts makes them share
-// identical maps, slices and pointed-to values too, by the bytes of those
-// parts while decoding, skipping the parts seen before (proto_share.go,
-// json_share.go); unstructured objects by internal/share's walk after
-// decoding.
+// decode, from JSON and from protobuf (WithoutStringInterning turns this
+// off). A JSON string, managedFields value or shared part is looked up by
+// its bytes where they lie in json-iterator's read buffer, and copied only
+// when the table does not have it (json_buffer.go). WithSharedParts makes
+// them share identical maps, slices and pointed-to values too, by the
+// bytes of those parts while decoding, skipping the parts seen before
+// (proto_share.go, json_share.go); unstructured objects by internal/share's
+// walk after decoding.
 //
 // Watch streams are read event by event:
 //

@@ -16,11 +16,11 @@ import (
 // they do not.
 
 // json-iterator reads from a buffer that it refills, and its Iterator
-// keeps the buffer and the read position in unexported fields.
-// stringInBuffer reads them through their offsets, found by name and type
-// when the program starts; if json-iterator's layout ever differs,
-// iterFields.ok is false, stringInBuffer never finds a string, and every
-// string is read by ReadString (TestStringInBuffer fails, to say so).
+// keeps the buffer and the read position in unexported fields. unread
+// reads them through their offsets, found by name and type when the
+// program starts; if json-iterator's layout ever differs, iterFields.ok is
+// false, the helpers below find nothing in place, and every value is read
+// by json-iterator as before (TestStringInBuffer fails, to say so).
 var iterFields = func() (f struct {
 	ok              bool
 	buf, head, tail uintptr
@@ -111,8 +111,9 @@ func valueInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
 }
 
 // jsonScratch is an iterator's Attachment: a buffer that values are read
-// into (readRaw) when they are only looked at, not kept: managedFields'
-// FieldsV1, which the intern table has more often than not.
+// into (readRaw) when they are only looked at, not kept, and do not lie
+// whole in the read buffer: managedFields' FieldsV1, which the intern
+// table has more often than not.
 type jsonScratch struct{ buf []byte }
 
 // maxScratch is the largest scratch buffer an iterator keeps between
