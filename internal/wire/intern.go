@@ -61,19 +61,32 @@ const (
 // internBytes is intern for a byte string that nobody modifies afterwards
 // (the raw JSON of a FieldsV1).
 func (t *internTable) internBytes(b []byte) []byte {
+	kept, remember := t.lookupBytes(b)
+	if kept != nil {
+		return kept
+	}
+	if remember != nil {
+		c := b // boxed here: taking &b would move b to the heap on every call
+		remember.Store(&c)
+	}
+	return b
+}
+
+// lookupBytes returns the table's copy of the byte string b, or nil and the
+// slot that a copy should take (nil too if b is empty, too long to keep or
+// the table nil).
+func (t *internTable) lookupBytes(b []byte) (kept []byte, remember *atomic.Pointer[[]byte]) {
 	if t == nil || len(b) == 0 || len(b) > maxBlobLen {
-		return b
+		return nil, nil
 	}
 	h := maphash.Bytes(t.seed, b)
 	bucket := t.blobs[h%(blobSlots/2)*2:][:2]
 	for i := range bucket {
 		if p := bucket[i].Load(); p != nil && bytes.Equal(*p, b) {
-			return *p
+			return *p, nil
 		}
 	}
-	c := b // boxed here: taking &b would move b to the heap on every call
-	victim(bucket, h).Store(&c)
-	return b
+	return nil, victim(bucket, h)
 }
 
 // victim returns the slot of a two-slot bucket that a new value of hash h
@@ -141,37 +154,18 @@ func (t *internTable) internPointer(b []byte) *string {
 	return p
 }
 
-// blob returns the table's copy of the byte string b, if it has one.
-func (t *internTable) blob(b []byte) ([]byte, bool) {
-	if t == nil || len(b) == 0 || len(b) > maxBlobLen {
-		return nil, false
-	}
-	h := maphash.Bytes(t.seed, b)
-	bucket := t.blobs[h%(blobSlots/2)*2:][:2]
-	for i := range bucket {
-		if p := bucket[i].Load(); p != nil && bytes.Equal(*p, b) {
-			return *p, true
-		}
-	}
-	return nil, false
-}
-
 // internBytesFrom is internBytes for bytes of the read buffer: they are
 // copied unless the table has them. The result is never nil.
 func (t *internTable) internBytesFrom(b []byte) []byte {
-	if t != nil && len(b) > 0 && len(b) <= maxBlobLen {
-		h := maphash.Bytes(t.seed, b)
-		bucket := t.blobs[h%(blobSlots/2)*2:][:2]
-		for i := range bucket {
-			if p := bucket[i].Load(); p != nil && bytes.Equal(*p, b) {
-				return *p
-			}
-		}
-		c := bytes.Clone(b)
-		victim(bucket, h).Store(&c)
-		return c
+	kept, remember := t.lookupBytes(b)
+	if kept != nil {
+		return kept
 	}
-	return append(make([]byte, 0, len(b)), b...)
+	c := append(make([]byte, 0, len(b)), b...)
+	if remember != nil {
+		remember.Store(&c)
+	}
+	return c
 }
 
 // stringInterner decodes every string-kind value (string and named string

@@ -109,35 +109,3 @@ func valueInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
 	}
 	return nil, false
 }
-
-// jsonScratch is an iterator's Attachment: a buffer that values are read
-// into (readRaw) when they are only looked at, not kept, and do not lie
-// whole in the read buffer: managedFields' FieldsV1, which the intern
-// table has more often than not.
-type jsonScratch struct{ buf []byte }
-
-// maxScratch is the largest scratch buffer an iterator keeps between
-// values; a larger one is left to the garbage collector after its use.
-const maxScratch = 64 << 10
-
-// readRaw reads the next JSON value as its raw bytes (a string with its
-// quotes and escapes), validated as json-iterator's Skip validates. The
-// bytes are the iterator's scratch buffer, valid until the next readRaw on
-// it.
-func readRaw(it *jsoniter.Iterator) []byte {
-	sc, ok := it.Attachment.(*jsonScratch)
-	if !ok {
-		sc = new(jsonScratch)
-		it.Attachment = sc
-	}
-	if sc.buf == nil { // json-iterator takes a nil buffer for no capture
-		sc.buf = make([]byte, 0, 1<<10)
-	}
-	raw := it.SkipAndAppendBytes(sc.buf[:0])
-	if cap(raw) <= maxScratch {
-		sc.buf = raw
-	} else {
-		sc.buf = nil
-	}
-	return raw
-}

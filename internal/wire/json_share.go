@@ -89,7 +89,6 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	}
 	sub := it.Pool().BorrowIterator(raw)
 	defer it.Pool().ReturnIterator(sub)
-	sub.Attachment = it.Attachment // its scratch buffer (readRaw): free, raw is not in it
 	d.inner.Decode(p, sub)
 	if sub.Error != nil {
 		it.ReportError("decode "+d.typ.String(), sub.Error.Error())

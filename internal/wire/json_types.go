@@ -70,25 +70,24 @@ func (d fieldsV1Decoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 		return
 	}
 	raw, inBuffer := valueInBuffer(it)
-	switch {
-	case !inBuffer:
-		raw = readRaw(it) // validated, into the scratch buffer
-		if it.Error != nil {
-			return
+	if !inBuffer {
+		raw = it.SkipAndReturnBytes() // a fresh copy, validated
+		if it.Error == nil {
+			f.Raw = d.table.internBytes(raw)
 		}
-	default:
-		if kept, ok := d.table.blob(raw); ok {
-			f.Raw = kept
-			return
-		}
-		sub := it.Pool().BorrowIterator(raw)
-		sub.Skip() // validated as readRaw would
-		err := sub.Error
-		it.Pool().ReturnIterator(sub)
-		if err != nil {
-			it.ReportError("decode FieldsV1", err.Error())
-			return
-		}
+		return
+	}
+	if kept, _ := d.table.lookupBytes(raw); kept != nil {
+		f.Raw = kept
+		return
+	}
+	sub := it.Pool().BorrowIterator(raw)
+	sub.Skip() // validated as SkipAndReturnBytes would
+	err := sub.Error
+	it.Pool().ReturnIterator(sub)
+	if err != nil {
+		it.ReportError("decode FieldsV1", err.Error())
+		return
 	}
 	f.Raw = d.table.internBytesFrom(raw)
 }
