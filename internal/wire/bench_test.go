@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	goruntime "runtime"
 	"testing"
@@ -313,4 +314,43 @@ func BenchmarkListDecode(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchEvents), "ns/item")
 		})
 	}
+}
+
+// BenchmarkJSONLargeStrings decodes ConfigMaps holding 100 KB of text in
+// three values, longer than the read buffer and full of escapes (\n), as
+// kube-apiserver writes configuration files. One op is one event.
+func BenchmarkJSONLargeStrings(b *testing.B) {
+	const n = 20
+	evs := make([]event, n)
+	for i := range evs {
+		cm := testConfigMap(i)
+		cm.Data = map[string]string{
+			"application.yaml": configText(i, 50<<10),
+			"routes.yaml":      configText(i+n, 25<<10),
+			"features.yaml":    configText(i+2*n, 25<<10),
+		}
+		evs[i] = event{"ADDED", cm}
+	}
+	stream := jsonStream(b, evs...)
+	c := mustCodec[*corev1.ConfigMap](b, configMapGVK)
+	b.SetBytes(int64(len(stream) / n))
+	b.ReportAllocs()
+	var next func() (Event[*corev1.ConfigMap], error)
+	for i := 0; b.Loop(); i++ {
+		if i%n == 0 {
+			next = NewJSONWatchDecoder(bytes.NewReader(stream), c, 0).Next
+		}
+		if _, err := next(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// configText returns about size bytes of YAML-like lines.
+func configText(seed, size int) string {
+	var s []byte
+	for line := 0; len(s) < size; line++ {
+		s = fmt.Appendf(s, "setting_%05d: value-%08x-%d\n", line, seed*7919+line, seed)
+	}
+	return string(s)
 }

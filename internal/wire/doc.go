@@ -14,11 +14,13 @@
 // decode, from JSON and from protobuf (WithoutStringInterning turns this
 // off). A JSON string, managedFields value or shared part is looked up by
 // its bytes where they lie in json-iterator's read buffer, and copied only
-// when the table does not have it (json_buffer.go). WithSharedParts makes
-// them share identical maps, slices and pointed-to values too, by the
-// bytes of those parts while decoding, skipping the parts seen before
-// (proto_share.go, json_share.go); unstructured objects by internal/share's
-// walk after decoding.
+// when the table does not have it (json_buffer.go); a string with escapes,
+// or longer than that buffer, is copied out in runs and allocated once at
+// its size (json_string.go), where json-iterator appends it byte by byte.
+// WithSharedParts makes them share identical maps, slices and pointed-to
+// values too, by the bytes of those parts while decoding, skipping the
+// parts seen before (proto_share.go, json_share.go); unstructured objects
+// by internal/share's walk after decoding.
 //
 // Watch streams are read event by event:
 //

@@ -225,12 +225,15 @@ func (d internDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 // readInterned reads a JSON string (null reads as "") through table t.
 // A string the table has is not copied out of the stream at all when it
 // lies whole in the read buffer (stringInBuffer): it is looked up by its
-// bytes there. Any other string is read by json-iterator, then interned.
-// A nil table copies every string.
+// bytes there. Any other string is read (readString), then interned. A nil
+// table copies every string.
 func readInterned(it *jsoniter.Iterator, t *internTable) string {
-	if t != nil && it.WhatIsNext() == jsoniter.StringValue {
+	if it.WhatIsNext() == jsoniter.StringValue {
 		if b, ok := stringInBuffer(it); ok {
 			return t.internFrom(b)
+		}
+		if s, ok := readString(it); ok {
+			return t.intern(s)
 		}
 	}
 	return t.intern(it.ReadString())

@@ -139,7 +139,7 @@ func readMap(it *jsoniter.Iterator, skip string) map[string]any {
 func readAny(it *jsoniter.Iterator) any {
 	switch it.WhatIsNext() {
 	case jsoniter.StringValue:
-		return it.ReadString()
+		return readStringValue(it)
 	case jsoniter.NumberValue:
 		n := it.ReadNumber()
 		v, err := convertNumber(string(n))

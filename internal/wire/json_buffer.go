@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"io"
 	"reflect"
 	"unsafe"
 
@@ -21,20 +22,26 @@ import (
 // program starts; if json-iterator's layout ever differs, iterFields.ok is
 // false, the helpers below find nothing in place, and every value is read
 // by json-iterator as before (TestStringInBuffer fails, to say so).
+//
+// refill also needs the reader the buffer is filled from and the bytes
+// being captured (SkipAndReturnBytes); without them, canRefill is false.
 var iterFields = func() (f struct {
-	ok              bool
-	buf, head, tail uintptr
+	ok, refill                        bool
+	buf, head, tail, reader, captured uintptr
 }) {
 	t := reflect.TypeFor[jsoniter.Iterator]()
 	offset := func(name string, typ reflect.Type) (uintptr, bool) {
 		sf, ok := t.FieldByName(name)
 		return sf.Offset, ok && sf.Type == typ
 	}
-	var okBuf, okHead, okTail bool
+	var okBuf, okHead, okTail, okReader, okCaptured bool
 	f.buf, okBuf = offset("buf", reflect.TypeFor[[]byte]())
 	f.head, okHead = offset("head", reflect.TypeFor[int]())
 	f.tail, okTail = offset("tail", reflect.TypeFor[int]())
+	f.reader, okReader = offset("reader", reflect.TypeFor[io.Reader]())
+	f.captured, okCaptured = offset("captured", reflect.TypeFor[[]byte]())
 	f.ok = okBuf && okHead && okTail
+	f.refill = f.ok && okReader && okCaptured
 	return f
 }()
 
@@ -55,6 +62,49 @@ func unread(it *jsoniter.Iterator) (buf []byte, head *int) {
 	return all[*head:tail], head
 }
 
+// canRefill reports whether refill may read the iterator's next chunk: it
+// reads from a stream (not from a byte slice, whose bytes are all in the
+// buffer already) and is not capturing what it reads.
+func canRefill(it *jsoniter.Iterator) bool {
+	if !iterFields.refill {
+		return false
+	}
+	p := unsafe.Pointer(it)
+	return *(*io.Reader)(unsafe.Add(p, iterFields.reader)) != nil &&
+		*(*[]byte)(unsafe.Add(p, iterFields.captured)) == nil
+}
+
+// refill reads the next chunk of the stream into the iterator's buffer,
+// once the caller has consumed all of it, as the iterator itself does then
+// (its loadMore): it reports whether it read anything, and at the end of
+// the stream, or on an error, sets the iterator's Error to the reader's.
+// Callers check canRefill first. A reader that keeps returning nothing
+// and no error is given up on (io.ErrNoProgress), as bufio does.
+func refill(it *jsoniter.Iterator) bool {
+	p := unsafe.Pointer(it)
+	r := *(*io.Reader)(unsafe.Add(p, iterFields.reader))
+	buf := *(*[]byte)(unsafe.Add(p, iterFields.buf))
+	err := io.ErrNoProgress
+	for range 100 {
+		var n int
+		if n, err = r.Read(buf); n > 0 {
+			*(*int)(unsafe.Add(p, iterFields.head)) = 0
+			*(*int)(unsafe.Add(p, iterFields.tail)) = n
+			return true
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	if it.Error == nil {
+		it.Error = err
+	}
+	return false
+}
+
 // stringInBuffer reads the JSON string at the iterator's position if it
 // lies whole in the read buffer and has no escapes and no control
 // characters (which json-iterator would refuse), and returns its bytes:
@@ -66,16 +116,12 @@ func stringInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
 	if len(buf) == 0 || buf[0] != '"' {
 		return nil, false
 	}
-	for i := 1; i < len(buf); i++ {
-		switch c := buf[i]; {
-		case c == '"':
-			*head += i + 1
-			return buf[1:i], true
-		case c == '\\' || c < ' ':
-			return nil, false
-		}
+	n := 1 + plainRun(buf[1:])
+	if n == len(buf) || buf[n] != '"' {
+		return nil, false
 	}
-	return nil, false
+	*head += n + 1
+	return buf[1:n], true
 }
 
 // valueInBuffer reads the JSON object or array at the iterator's position
