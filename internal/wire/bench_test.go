@@ -318,24 +318,41 @@ func BenchmarkListDecode(b *testing.B) {
 
 // BenchmarkJSONLargeStrings decodes ConfigMaps holding 100 KB of text in
 // three values, longer than the read buffer and full of escapes (\n), as
-// kube-apiserver writes configuration files. One op is one event.
+// kube-apiserver writes configuration files, and Secrets holding the same
+// text as bytes (base64). One op is one event.
 func BenchmarkJSONLargeStrings(b *testing.B) {
 	const n = 20
-	evs := make([]event, n)
-	for i := range evs {
-		cm := testConfigMap(i)
-		cm.Data = map[string]string{
+	data := func(i int) map[string]string {
+		return map[string]string{
 			"application.yaml": configText(i, 50<<10),
 			"routes.yaml":      configText(i+n, 25<<10),
 			"features.yaml":    configText(i+2*n, 25<<10),
 		}
-		evs[i] = event{"ADDED", cm}
 	}
-	stream := jsonStream(b, evs...)
-	c := mustCodec[*corev1.ConfigMap](b, configMapGVK)
+	configMaps, secrets := make([]event, n), make([]event, n)
+	for i := range n {
+		cm := testConfigMap(i)
+		cm.Data, cm.BinaryData = data(i), nil
+		configMaps[i] = event{"ADDED", cm}
+		s := &corev1.Secret{TypeMeta: metav1.TypeMeta{Kind: "Secret", APIVersion: "v1"}, ObjectMeta: cm.ObjectMeta, Data: map[string][]byte{}}
+		for k, v := range data(i) {
+			s.Data[k] = []byte(v)
+		}
+		secrets[i] = event{"ADDED", s}
+	}
+	b.Run("configmaps", func(b *testing.B) {
+		benchStream(b, jsonStream(b, configMaps...), n, mustCodec[*corev1.ConfigMap](b, configMapGVK))
+	})
+	b.Run("secrets", func(b *testing.B) {
+		benchStream(b, jsonStream(b, secrets...), n, mustCodec[*corev1.Secret](b, corev1.SchemeGroupVersion.WithKind("Secret")))
+	})
+}
+
+// benchStream decodes the n events of stream again and again.
+func benchStream[T any](b *testing.B, stream []byte, n int, c *Codec[T]) {
 	b.SetBytes(int64(len(stream) / n))
 	b.ReportAllocs()
-	var next func() (Event[*corev1.ConfigMap], error)
+	var next func() (Event[T], error)
 	for i := 0; b.Loop(); i++ {
 		if i%n == 0 {
 			next = NewJSONWatchDecoder(bytes.NewReader(stream), c, 0).Next

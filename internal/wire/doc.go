@@ -16,7 +16,8 @@
 // its bytes where they lie in json-iterator's read buffer, and copied only
 // when the table does not have it (json_buffer.go); a string with escapes,
 // or longer than that buffer, is copied out in runs and allocated once at
-// its size (json_string.go), where json-iterator appends it byte by byte.
+// its size (json_string.go), where json-iterator appends it byte by byte;
+// base64 []byte values (Secret data) are decoded from the same bytes.
 // WithSharedParts makes them share identical maps, slices and pointed-to
 // values too, by the bytes of those parts while decoding, skipping the
 // parts seen before (proto_share.go, json_share.go); unstructured objects

@@ -147,3 +147,45 @@ func FuzzReadString(f *testing.F) {
 		}
 	})
 }
+
+// []byte values are decoded from their base64 strings as encoding/json
+// decodes them, whether the string lies in the read buffer, runs past it
+// or has escapes; null and arrays of numbers too.
+func TestBase64BytesMatchEncodingJSON(t *testing.T) {
+	type secretLike struct {
+		Data map[string][]byte `json:"data"`
+		One  []byte            `json:"one"`
+	}
+	big := make([]byte, 90<<10)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	bigB64, _ := json.Marshal(big)
+	docs := []string{
+		`{"data":{"a":"aGVsbG8=","b":"","c":null},"one":"AAEC/w=="}`,
+		`{"data":{"big":` + string(bigB64) + `},"one":[1,2,255]}`,
+		`{"one":"AAEC\/w=="}`,
+		`{"one":"aGVs\nbG8="}`,
+		`{"one":null}`,
+	}
+	bad := []string{`{"one":"not base64!"}`, `{"one":"aGVsbG8"}`, `{"data":{"x":"` + strings.Repeat("A", 40000) + `*"}}`}
+	for _, table := range []*internTable{nil, newInternTable()} {
+		api := newJSONAPI(false, table, nil)
+		for _, size := range []int{64, 32 << 10} {
+			for _, doc := range docs {
+				var want, got secretLike
+				require.NoError(t, json.Unmarshal([]byte(doc), &want), short(doc))
+				it := jsoniter.Parse(api, strings.NewReader(doc), size)
+				it.ReadVal(&got)
+				require.NoError(t, it.Error, short(doc))
+				require.Equal(t, want, got, short(doc))
+			}
+			for _, doc := range bad {
+				require.Error(t, json.Unmarshal([]byte(doc), new(secretLike)), short(doc))
+				it := jsoniter.Parse(api, strings.NewReader(doc), size)
+				it.ReadVal(new(secretLike))
+				require.ErrorContains(t, it.Error, "base64", short(doc))
+			}
+		}
+	}
+}

@@ -22,7 +22,8 @@ import (
 //
 // Each decoder gives the result the type's own UnmarshalJSON gives for
 // every input that UnmarshalJSON accepts (FuzzJSONMatchesApimachinery
-// checks this against sigs.k8s.io/json).
+// checks this against sigs.k8s.io/json). It also decodes []byte's base64
+// strings where they lie (base64Bytes, json_string.go).
 type valueTypes struct {
 	jsoniter.DummyExtension
 	table *internTable // interns map[string]string keys and values, and parsed quantities; nil: copy
@@ -55,7 +56,18 @@ func (v *valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 	return nil
 }
 
-var fieldsV1Type = reflect.TypeFor[metav1.FieldsV1]()
+// DecorateDecoder implements jsoniter.Extension.
+func (*valueTypes) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDecoder) jsoniter.ValDecoder {
+	if typ.Type1() == bytesType {
+		return base64Bytes{inner: dec}
+	}
+	return dec
+}
+
+var (
+	fieldsV1Type = reflect.TypeFor[metav1.FieldsV1]()
+	bytesType    = reflect.TypeFor[[]byte]()
+)
 
 // fieldsV1Decoder is metav1.FieldsV1.UnmarshalJSON (the raw JSON kept as
 // is; null leaves it empty), with the bytes interned: identical managed
