@@ -11,7 +11,7 @@
 //
 // With -profile DIR, every scenario that misses a target gets one more
 // listwatch run with CPU and allocation profiles, summarised with
-// `go tool pprof -top` into DIR.
+// `go tool pprof -top` into DIR; with -profile-all too, every scenario.
 package main
 
 import (
@@ -40,6 +40,7 @@ func main() {
 		only       = flag.String("only", "", "run only the scenarios whose name matches this regular expression")
 		extra      = flag.Bool("extra", true, "also run the scenarios beyond the issue's list (configmaps)")
 		profileDir = flag.String("profile", "", "profile listwatch where a target is missed, into this directory")
+		profileAll = flag.Bool("profile-all", false, "with -profile, profile every scenario, its targets met or not")
 		gogc       = flag.String("gogc", "", "GOGC for every client (default: unset, Go's default)")
 		gomaxprocs = flag.String("gomaxprocs", "", "GOMAXPROCS for every client (default: unset, the number of CPUs)")
 		lwArgs     = flag.String("listwatch-args", "", "extra benchclient flags for listwatch's runs, such as -sharing (the issue's ratios are for defaults)")
@@ -78,7 +79,7 @@ func main() {
 		if !filter.MatchString(sc.name) || (sc.extra && !*extra) {
 			continue
 		}
-		sr, err := runScenario(ctx, *bin, e, sc, sz.rounds, *profileDir)
+		sr, err := runScenario(ctx, *bin, e, sc, sz.rounds, *profileDir, *profileAll)
 		if err != nil {
 			log.Printf("%s: %v", sc.name, err)
 			failed = true
@@ -108,7 +109,7 @@ func main() {
 }
 
 // runScenario starts the scenario's server and alternates its arms.
-func runScenario(ctx context.Context, bin string, e *env, sc scenario, rounds int, profileDir string) (scenarioReport, error) {
+func runScenario(ctx context.Context, bin string, e *env, sc scenario, rounds int, profileDir string, profileAll bool) (scenarioReport, error) {
 	log.Printf("%s: starting the server (%d %s, %d events)", sc.name, sc.server.objects, sc.server.resource, sc.server.events)
 	srv, err := startServer(ctx, bin, sc.server)
 	if err != nil {
@@ -130,7 +131,7 @@ func runScenario(ctx context.Context, bin string, e *env, sc scenario, rounds in
 	for _, k := range sr.missed() {
 		log.Printf("%s: %s = %.3f misses its target %s", sc.name, k, sr.Ratio[k], sr.Targets[k])
 	}
-	if profileDir != "" && len(sr.missed()) > 0 {
+	if profileDir != "" && (profileAll || len(sr.missed()) > 0) {
 		files, err := profileListwatch(ctx, bin, e, srv.url, sc, profileDir)
 		if err != nil {
 			return sr, err
