@@ -343,6 +343,9 @@ func BenchmarkJSONLargeStrings(b *testing.B) {
 	b.Run("configmaps", func(b *testing.B) {
 		benchStream(b, jsonStream(b, configMaps...), n, mustCodec[*corev1.ConfigMap](b, configMapGVK))
 	})
+	b.Run("configmaps-shared-parts", func(b *testing.B) {
+		benchStream(b, jsonStream(b, configMaps...), n, mustCodec[*corev1.ConfigMap](b, configMapGVK, WithSharedParts()))
+	})
 	b.Run("secrets", func(b *testing.B) {
 		benchStream(b, jsonStream(b, secrets...), n, mustCodec[*corev1.Secret](b, corev1.SchemeGroupVersion.WithKind("Secret")))
 	})

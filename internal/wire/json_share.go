@@ -70,10 +70,15 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	}
 	// A part is looked up by its bytes where they lie in the read buffer;
 	// a hit has the bytes of a part decoded before, so they need no
-	// parsing. Only a part that does not lie whole in the buffer is
-	// copied out first.
+	// parsing. A part that does not lie whole in the buffer is copied out
+	// first, unless the buffer holds more than maxPartLen of it: then it
+	// is too long to be remembered, and is decoded from the stream.
 	raw, inBuffer := valueInBuffer(it)
 	if !inBuffer {
+		if buf, _ := unread(it); len(buf) > maxPartLen {
+			d.inner.Decode(p, it)
+			return
+		}
 		if raw = it.SkipAndReturnBytes(); it.Error != nil {
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	jsoniter "github.com/json-iterator/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -248,5 +249,39 @@ func forEachSlice(v reflect.Value, f func(string, reflect.Value), path string) {
 		for it := v.MapRange(); it.Next(); {
 			forEachSlice(it.Value(), f, fmt.Sprintf("%s[%v]", path, it.Key()))
 		}
+	}
+}
+
+// Read from a stream, parts that lie across the read buffer's end decode
+// as they do without sharing: those too long to remember (a ConfigMap's
+// data) straight from the stream, shorter ones from a copy.
+func TestJSONSharedPartsStreamed(t *testing.T) {
+	cm := testConfigMap(1)
+	cm.Data["long"] = configText(1, 20<<10)
+	var stream []byte
+	for i := range 6 {
+		for _, obj := range []any{cm, realisticPod(i)} {
+			js, err := json.Marshal(obj)
+			require.NoError(t, err)
+			stream = append(append(stream, js...), '\n')
+		}
+	}
+	parts := newPartTable()
+	for _, size := range []int{64, 4096, 8192} {
+		plain := jsoniter.Parse(plainJSON, bytes.NewReader(stream), size)
+		shared := jsoniter.Parse(jsonAPIFor(parts).(jsoniter.API), bytes.NewReader(stream), size)
+		i := 0
+		for ; plain.WhatIsNext() != jsoniter.InvalidValue; i++ {
+			var want, got any = new(corev1.ConfigMap), new(corev1.ConfigMap)
+			if i%2 == 1 {
+				want, got = new(corev1.Pod), new(corev1.Pod)
+			}
+			plain.ReadVal(want)
+			shared.ReadVal(got)
+			require.NoError(t, plain.Error)
+			require.NoError(t, shared.Error, "buffer %d, object %d", size, i)
+			require.Equal(t, want, got, "buffer %d, object %d", size, i)
+		}
+		require.Equal(t, 12, i)
 	}
 }
