@@ -86,18 +86,16 @@ func refill(it *jsoniter.Iterator) bool {
 	buf := *(*[]byte)(unsafe.Add(p, iterFields.buf))
 	err := io.ErrNoProgress
 	for range 100 {
-		var n int
-		if n, err = r.Read(buf); n > 0 {
+		n, rerr := r.Read(buf)
+		if n > 0 {
 			*(*int)(unsafe.Add(p, iterFields.head)) = 0
 			*(*int)(unsafe.Add(p, iterFields.tail)) = n
 			return true
 		}
-		if err != nil {
+		if rerr != nil {
+			err = rerr
 			break
 		}
-	}
-	if err == nil {
-		err = io.ErrNoProgress
 	}
 	if it.Error == nil {
 		it.Error = err
