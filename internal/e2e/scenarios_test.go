@@ -43,6 +43,7 @@ var scenarios = []scenario{
 	{name: "stall-http1", run: scenarioStall(true)},
 	{name: "restart", dedicated: true, run: scenarioRestart},
 	{name: "forbidden", run: scenarioForbidden},
+	{name: "large-values", run: scenarioLargeValues},
 }
 
 // TestScenariosReal runs every scenario against kube-apiserver: on one
