@@ -139,7 +139,7 @@ func readMap(it *jsoniter.Iterator, skip string) map[string]any {
 func readAny(it *jsoniter.Iterator) any {
 	switch it.WhatIsNext() {
 	case jsoniter.StringValue:
-		return readStringValue(it)
+		return readInterned(it, nil) // a nil table copies
 	case jsoniter.NumberValue:
 		n := it.ReadNumber()
 		v, err := convertNumber(string(n))

@@ -85,18 +85,6 @@ func readStringBytes(it *jsoniter.Iterator) (b []byte, sp *[]byte, ok bool) {
 	return raw, sp, true
 }
 
-// readStringValue reads a JSON string (WhatIsNext has reported a
-// StringValue) the cheapest way it can.
-func readStringValue(it *jsoniter.Iterator) string {
-	if b, ok := stringInBuffer(it); ok {
-		return string(b)
-	}
-	if s, ok := readString(it); ok {
-		return s
-	}
-	return it.ReadString()
-}
-
 // stringScratch holds the buffers readString collects raw strings in; one
 // grown past maxStringScratch by a huge string is dropped after use rather
 // than kept.
