@@ -122,21 +122,44 @@ func (r *recorder) custom(step, method, path, accept string, resp response) {
 	})
 }
 
-// collapseBookmarks records a run of identical BOOKMARK events once: how
-// many the server sends in a row depends on timing (a watch near its
-// timeout may get two).
+// collapseBookmarks records a run of BOOKMARK events as its first event
+// and those after it that say more than a resourceVersion: how many plain
+// bookmarks the server sends in a row depends on timing. A watch near its
+// timeout may get two; a streaming list may get a plain one right after
+// the bookmark annotated k8s.io/initial-events-end, because until a watcher
+// has queued a bookmark at or past the version it waits for, kube-apiserver's
+// cacher schedules one for it every second, and two can be queued
+// (nextBookmarkTime in the apiserver's cache_watcher.go).
 func collapseBookmarks(events []any) []any {
 	var out []any
 	var last []byte
+	lastWasBookmark := false
 	for _, ev := range events {
 		b, _ := json.Marshal(ev)
-		if m, ok := ev.(map[string]any); ok && m["type"] == "BOOKMARK" && bytes.Equal(b, last) {
-			continue
+		isBookmark := false
+		if m, ok := ev.(map[string]any); ok && m["type"] == "BOOKMARK" {
+			isBookmark = true
+			if lastWasBookmark && (bytes.Equal(b, last) || isPlainBookmark(m)) {
+				continue
+			}
 		}
 		out = append(out, ev)
-		last = b
+		last, lastWasBookmark = b, isBookmark
 	}
 	return out
+}
+
+// isPlainBookmark reports whether a recorded BOOKMARK carries nothing in
+// its metadata but a resourceVersion.
+func isPlainBookmark(ev map[string]any) bool {
+	obj, _ := ev["object"].(map[string]any)
+	meta, _ := obj["metadata"].(map[string]any)
+	for k := range meta {
+		if k != "resourceVersion" {
+			return false
+		}
+	}
+	return true
 }
 
 // fact records something the test established from raw values.
@@ -342,4 +365,26 @@ func writeTimings() error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func TestCollapseBookmarks(t *testing.T) {
+	bookmark := func(annotated bool) any {
+		meta := map[string]any{"resourceVersion": "<rv>"}
+		if annotated {
+			meta["annotations"] = map[string]any{initialEventsEnd: "true"}
+		}
+		return map[string]any{"type": "BOOKMARK", "object": map[string]any{"metadata": meta}}
+	}
+	added := map[string]any{"type": "ADDED", "object": map[string]any{"metadata": map[string]any{"name": "a"}}}
+	for _, c := range []struct {
+		name     string
+		in, want []any
+	}{
+		{"a run of plain bookmarks", []any{bookmark(false), bookmark(false), bookmark(false)}, []any{bookmark(false)}},
+		{"a plain bookmark after the annotated one", []any{added, bookmark(true), bookmark(false)}, []any{added, bookmark(true)}},
+		{"the annotated bookmark after a plain one", []any{bookmark(false), bookmark(true)}, []any{bookmark(false), bookmark(true)}},
+		{"bookmarks apart", []any{bookmark(false), added, bookmark(false)}, []any{bookmark(false), added, bookmark(false)}},
+	} {
+		require.Equal(t, c.want, collapseBookmarks(c.in), c.name)
+	}
 }
