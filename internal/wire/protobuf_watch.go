@@ -124,7 +124,7 @@ func (d protobufEvent[T]) decode(frame []byte) (Event[T], error) {
 	if !typeSeen {
 		return Event[T]{}, fmt.Errorf("%w: %s has no type", ErrMalformed, d.what())
 	}
-	t, ok := eventTypeOf(typ)
+	t, ok := parseEventType(string(typ)) // inlined: the bytes are not copied
 	if !ok {
 		return Event[T]{}, fmt.Errorf("%s: %w %q", d.what(), ErrUnknownEventType, typ)
 	}
@@ -166,24 +166,6 @@ func rawExtension(b []byte) (raw []byte, err error) {
 		}
 	}
 	return raw, nil
-}
-
-// eventTypeOf is parseEventType for bytes, without converting them to a
-// string.
-func eventTypeOf(b []byte) (EventType, bool) {
-	switch string(b) {
-	case "ADDED":
-		return Added, true
-	case "MODIFIED":
-		return Modified, true
-	case "DELETED":
-		return Deleted, true
-	case "BOOKMARK":
-		return Bookmark, true
-	case "ERROR":
-		return Error, true
-	}
-	return "", false
 }
 
 func (d protobufEvent[T]) malformed(part string, err error) error {
