@@ -24,8 +24,9 @@
 // breaks the rule with sharing on changes other objects too, so sharing is
 // opt-in (reflector.WithSharing).
 //
-// The Table is a bounded cache, not a set: it remembers a fixed number of
-// values, and a value that finds its bucket full replaces one of the two it
-// holds. An object whose parts were forgotten keeps its own copies: sharing
-// is lost, never correctness.
+// The Table is a bounded cache, not a set: it remembers up to a fixed
+// number of values, and once it has all its slots, a value that finds its
+// bucket full replaces one of the four it holds, at random. An object whose
+// parts were forgotten keeps its own copies: sharing is lost, never
+// correctness.
 package share

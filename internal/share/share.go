@@ -2,6 +2,7 @@ package share
 
 import (
 	"hash/maphash"
+	"math/rand/v2"
 	"reflect"
 	"unsafe"
 )
@@ -10,7 +11,9 @@ import (
 // most: enough for the distinct parts of a few hundred pods, so that the
 // pods of one ReplicaSet, listed one after the other, share theirs. A slot
 // takes 40 bytes, so a full Table takes 640 KiB. It starts with firstSlots
-// and grows as it fills: an informer of a few objects keeps a small one.
+// and grows as it fills, or when a bucket is full before the Table is: an
+// informer of a few objects keeps a small one, and a Table forgets values
+// only once it has all its slots.
 const DefaultSlots = 1 << 14
 
 const firstSlots = 1 << 10
@@ -19,7 +22,7 @@ const firstSlots = 1 << 10
 // use: a Reflector owns one and shares objects from its own goroutine.
 type Table struct {
 	n      int    // the most slots
-	slots  []slot // in buckets of two; allocated on first use
+	slots  []slot // in buckets of ways; allocated on first use
 	misses int    // values remembered since slots last grew
 	h      hasher
 	entry  hasher // for one map entry; entries are summed in any order
@@ -31,6 +34,13 @@ type Table struct {
 	// value collides and only the comparison tells values apart.
 	hashMask uint64
 }
+
+// ways is the number of slots in a bucket: a value is remembered in one of
+// the four slots its hash picks, so that the few dozen parts of a pod
+// rarely fill a bucket (which makes a Table grow early or, at its full
+// size, push a value out) before the next pod of its ReplicaSet looks for
+// them.
+const ways = 4
 
 // slot is one remembered value: a node's words as its parent holds them.
 type slot struct {
@@ -49,7 +59,7 @@ type node struct {
 // New returns a Table that remembers up to slots values (rounded up to a
 // power of two; DefaultSlots if slots ≤ 0).
 func New(slots int) *Table {
-	n := 2
+	n := ways
 	for n < slots {
 		n *= 2
 	}
@@ -194,12 +204,18 @@ func (t *Table) lookup(np *nodePlan, n node) (shared node, ok bool, remembered *
 			return s.node, true, nil
 		}
 	}
-	victim := &bucket[h>>63]
-	switch {
-	case bucket[0].plan == nil:
-		victim = &bucket[0]
-	case bucket[1].plan == nil:
-		victim = &bucket[1]
+	victim := free(bucket)
+	for victim == nil && len(t.slots) < t.n {
+		// A table that may still grow forgets nothing: a bucket that
+		// fills before then makes it grow.
+		t.grow()
+		bucket = t.bucket(h)
+		victim = free(bucket)
+	}
+	if victim == nil {
+		// At random, not by the hash: two values that keep coming
+		// back to a full bucket would push each other out every time.
+		victim = &bucket[rand.IntN(ways)]
 	}
 	*victim = slot{hash: h, plan: np, node: n}
 	if t.misses++; t.misses > len(t.slots) && len(t.slots) < t.n {
@@ -209,25 +225,30 @@ func (t *Table) lookup(np *nodePlan, n node) (shared node, ok bool, remembered *
 	return node{}, false, victim
 }
 
-// bucket returns the two slots where a value of hash h is remembered.
+// bucket returns the slots where a value of hash h is remembered.
 func (t *Table) bucket(h uint64) []slot {
-	return t.slots[h&uint64(len(t.slots)-1)&^1:][:2]
+	return t.slots[h&uint64(len(t.slots)-1)&^(ways-1):][:ways]
 }
 
-// grow makes the table four times larger (at most n slots), keeping what
-// it remembers where the larger table has room for it.
+// free returns an empty slot of bucket, nil if it has none.
+func free(bucket []slot) *slot {
+	for i := range bucket {
+		if bucket[i].plan == nil {
+			return &bucket[i]
+		}
+	}
+	return nil
+}
+
+// grow makes the table four times larger (at most n slots), keeping all it
+// remembers: the values in a bucket of the larger table all come from one
+// bucket of the smaller.
 func (t *Table) grow() {
 	old := t.slots
 	t.slots, t.misses = make([]slot, min(4*len(old), t.n)), 0
 	for _, s := range old {
-		if s.plan == nil {
-			continue
-		}
-		for i, b := 0, t.bucket(s.hash); i < len(b); i++ {
-			if b[i].plan == nil {
-				b[i] = s
-				break
-			}
+		if s.plan != nil {
+			*free(t.bucket(s.hash)) = s
 		}
 	}
 }

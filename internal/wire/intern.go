@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"hash/maphash"
+	"math/rand/v2"
 	"reflect"
 	"sync/atomic"
 	"unsafe"
@@ -38,7 +39,7 @@ const internSlots = 4096
 
 // internTable remembers short strings in buckets of two slots, the bucket
 // chosen by hash. It is a bounded cache, not a set: a string that finds its
-// bucket full replaces one of the two. It holds at most internSlots strings
+// bucket full replaces one of the two, at random. It holds at most internSlots strings
 // of at most maxInternLen bytes (under 700 KiB). It is safe for concurrent
 // use without locks: a slot is swapped atomically and a string never
 // changes. A nil table interns nothing.
@@ -86,19 +87,20 @@ func (t *internTable) lookupBytes(b []byte) (kept []byte, remember *atomic.Point
 			return *p, nil
 		}
 	}
-	return nil, victim(bucket, h)
+	return nil, victim(bucket)
 }
 
-// victim returns the slot of a two-slot bucket that a new value of hash h
-// takes: an empty one, else the one the hash's top bit picks.
-func victim[T any](bucket []atomic.Pointer[T], h uint64) *atomic.Pointer[T] {
-	switch {
-	case bucket[0].Load() == nil:
-		return &bucket[0]
-	case bucket[1].Load() == nil:
-		return &bucket[1]
+// victim returns the slot of a bucket that a new value takes: an empty
+// one, else one at random. Not one that the value's hash picks: two values
+// that keep coming back to one full bucket would then push each other out
+// every time, where at random they soon both stay.
+func victim[T any](bucket []atomic.Pointer[T]) *atomic.Pointer[T] {
+	for i := range bucket {
+		if bucket[i].Load() == nil {
+			return &bucket[i]
+		}
 	}
-	return &bucket[h>>63]
+	return &bucket[rand.IntN(len(bucket))]
 }
 
 func newInternTable() *internTable { return &internTable{seed: maphash.MakeSeed()} }
@@ -130,7 +132,7 @@ func (t *internTable) lookup(b []byte) (p *string, remember *atomic.Pointer[stri
 			return p, nil
 		}
 	}
-	return nil, victim(bucket, h)
+	return nil, victim(bucket)
 }
 
 // internFrom is intern for the string b holds: b is copied only when the

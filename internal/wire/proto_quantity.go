@@ -70,5 +70,5 @@ func (t *internTable) rememberQuantity(p unsafe.Pointer, data []byte) {
 	}
 	h := maphash.Bytes(t.seed, data)
 	bucket := t.quantities[h%(quantitySlots/2)*2:][:2]
-	victim(bucket, h).Store(&parsedQuantity{raw: string(data), q: *q})
+	victim(bucket).Store(&parsedQuantity{raw: string(data), q: *q})
 }

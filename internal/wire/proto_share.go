@@ -27,16 +27,22 @@ import (
 // (unshare), and a shared slice has no spare capacity, so appending copies
 // it.
 
-// partSlots is the number of parts a partTable remembers; maxPartLen the
-// longest run of bytes remembered (at most 4 MiB of keys in all).
+// partSlots is the number of parts a partTable remembers, in buckets of
+// partWays; maxPartLen the longest run of bytes remembered (at most 4 MiB
+// of keys in all).
 const (
 	partSlots  = 2048
+	partWays   = 4
 	maxPartLen = 2 << 10
 )
 
-// partTable is a bounded cache of decoded parts in buckets of two slots,
-// like internTable, and like it safe for concurrent use without locks: a
-// slot is swapped atomically and a part never changes.
+// partTable is a bounded cache of decoded parts, like internTable, and
+// like it safe for concurrent use without locks: a slot is swapped
+// atomically and a part never changes. Its buckets have four slots, not
+// two: a pod brings a few dozen parts, and the next pod of its ReplicaSet
+// is to find them still there (with two, reflector's
+// TestSharingSharesParts found a part of two identical pods not shared in
+// about one run in a thousand).
 type partTable struct {
 	seed  maphash.Seed
 	slots [partSlots]atomic.Pointer[sharedPart]
@@ -154,14 +160,14 @@ func (t *partTable) share(f *protoStructField, p unsafe.Pointer, b, run []byte, 
 // it.
 func (t *partTable) lookup(id uint32, typ reflect.Type, raw []byte) (v sliceHeader, ok bool, slot *atomic.Pointer[sharedPart]) {
 	h := maphash.Bytes(t.seed, raw)
-	bucket := t.slots[h%(partSlots/2)*2:][:2]
+	bucket := t.slots[h%(partSlots/partWays)*partWays:][:partWays]
 	for i := range bucket {
 		if e := bucket[i].Load(); e != nil && e.typ == typ && e.raw == string(raw) {
 			t.stats[id%statSlots].hits.Add(1)
 			return e.val, true, nil
 		}
 	}
-	return sliceHeader{}, false, victim(bucket, h)
+	return sliceHeader{}, false, victim(bucket)
 }
 
 // spanRun returns the run of fields with this tag at the start of b (the
