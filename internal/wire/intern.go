@@ -39,10 +39,10 @@ const internSlots = 4096
 
 // internTable remembers short strings in buckets of two slots, the bucket
 // chosen by hash. It is a bounded cache, not a set: a string that finds its
-// bucket full replaces one of the two, at random. It holds at most internSlots strings
-// of at most maxInternLen bytes (under 700 KiB). It is safe for concurrent
-// use without locks: a slot is swapped atomically and a string never
-// changes. A nil table interns nothing.
+// bucket full replaces one of the two, at random. It holds at most
+// internSlots strings of at most maxInternLen bytes (under 700 KiB). It is
+// safe for concurrent use without locks: a slot is swapped atomically and a
+// string never changes. A nil table interns nothing.
 type internTable struct {
 	seed       maphash.Seed
 	slots      [internSlots]atomic.Pointer[string]
