@@ -37,14 +37,20 @@ func benchPodEvents() []event {
 	return evs
 }
 
-// benchWatch runs next over the stream again and again, b.N events in all.
+// benchWatch runs next over the stream of benchEvents events again and
+// again, b.N events in all.
 func benchWatch[T any](b *testing.B, stream []byte, open func(io.Reader) func() (T, error)) {
-	b.SetBytes(int64(len(stream) / benchEvents))
+	benchWatchN(b, stream, benchEvents, open)
+}
+
+// benchWatchN is benchWatch for a stream of n events.
+func benchWatchN[T any](b *testing.B, stream []byte, n int, open func(io.Reader) func() (T, error)) {
+	b.SetBytes(int64(len(stream) / n))
 	b.ReportAllocs()
 	b.ResetTimer()
 	var next func() (T, error)
 	for i := range b.N {
-		if i%benchEvents == 0 {
+		if i%n == 0 {
 			next = open(bytes.NewReader(stream))
 		}
 		if _, err := next(); err != nil {
@@ -341,29 +347,21 @@ func BenchmarkJSONLargeStrings(b *testing.B) {
 		secrets[i] = event{"ADDED", s}
 	}
 	b.Run("configmaps", func(b *testing.B) {
-		benchStream(b, jsonStream(b, configMaps...), n, mustCodec[*corev1.ConfigMap](b, configMapGVK))
+		benchJSONEvents(b, configMaps, mustCodec[*corev1.ConfigMap](b, configMapGVK))
 	})
 	b.Run("configmaps-shared-parts", func(b *testing.B) {
-		benchStream(b, jsonStream(b, configMaps...), n, mustCodec[*corev1.ConfigMap](b, configMapGVK, WithSharedParts()))
+		benchJSONEvents(b, configMaps, mustCodec[*corev1.ConfigMap](b, configMapGVK, WithSharedParts()))
 	})
 	b.Run("secrets", func(b *testing.B) {
-		benchStream(b, jsonStream(b, secrets...), n, mustCodec[*corev1.Secret](b, corev1.SchemeGroupVersion.WithKind("Secret")))
+		benchJSONEvents(b, secrets, mustCodec[*corev1.Secret](b, corev1.SchemeGroupVersion.WithKind("Secret")))
 	})
 }
 
-// benchStream decodes the n events of stream again and again.
-func benchStream[T any](b *testing.B, stream []byte, n int, c *Codec[T]) {
-	b.SetBytes(int64(len(stream) / n))
-	b.ReportAllocs()
-	var next func() (Event[T], error)
-	for i := 0; b.Loop(); i++ {
-		if i%n == 0 {
-			next = NewJSONWatchDecoder(bytes.NewReader(stream), c, 0).Next
-		}
-		if _, err := next(); err != nil {
-			b.Fatal(err)
-		}
-	}
+// benchJSONEvents decodes a JSON watch stream of events with c.
+func benchJSONEvents[T any](b *testing.B, events []event, c *Codec[T]) {
+	benchWatchN(b, jsonStream(b, events...), len(events), func(r io.Reader) func() (Event[T], error) {
+		return NewJSONWatchDecoder(r, c, 0).Next
+	})
 }
 
 // configText returns about size bytes of YAML-like lines.
