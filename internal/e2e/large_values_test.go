@@ -46,8 +46,9 @@ func scenarioLargeValues(t *testing.T, srv server, ns string) {
 		inf   *informer.SharedIndexInformer[*corev1.ConfigMap]
 	}
 	var caches []cache
-	for label, ct := range map[string]reflector.ContentType{"json": reflector.JSON, "protobuf": reflector.Protobuf} {
+	for name, ct := range map[string]reflector.ContentType{"json": reflector.JSON, "protobuf": reflector.Protobuf} {
 		for _, sharing := range []bool{false, true} {
+			label := name
 			opts := []informer.FactoryOption{informer.WithHTTPOptions(reflector.WithContentType(ct))}
 			if sharing {
 				opts = append(opts, informer.WithSharing())
