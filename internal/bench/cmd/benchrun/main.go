@@ -12,6 +12,13 @@
 // With -profile DIR, every scenario that misses a target gets one more
 // listwatch run with CPU and allocation profiles, summarised with
 // `go tool pprof -top` into DIR; with -profile-all too, every scenario.
+//
+// With -baseline NAME, another build of listwatch (BIN/benchclient-baseline)
+// takes client-go's place, so that two versions of listwatch are compared
+// the same way, A B A B against the same server: the ratios are this
+// build ÷ that one. internal/bench/run -baseline REV builds it from a git
+// revision. A change's effect on the whole pipeline shows there, where a
+// microbenchmark of one stage can mislead.
 package main
 
 import (
@@ -45,6 +52,7 @@ func main() {
 		gomaxprocs = flag.String("gomaxprocs", "", "GOMAXPROCS for every client (default: unset, the number of CPUs)")
 		lwArgs     = flag.String("listwatch-args", "", "extra benchclient flags for listwatch's runs, such as -sharing (the issue's ratios are for defaults)")
 		cmdline    = flag.String("command", "", "how the run was asked for, as the report quotes it (default: from the arguments)")
+		baseline   = flag.String("baseline", "", "compare with another build of listwatch, BIN/benchclient-baseline, in client-go's place; the value names it in the report")
 	)
 	flag.Parse()
 	log.SetFlags(0)
@@ -72,10 +80,17 @@ func main() {
 	if rep.Command == "" {
 		rep.Command = command()
 	}
-	e := &env{gogc: *gogc, gomaxprocs: *gomaxprocs, listwatchArgs: strings.Fields(*lwArgs)}
+	if *baseline != "" {
+		rep.ClientGo, rep.Baseline = "", *baseline
+	}
+	e := &env{gogc: *gogc, gomaxprocs: *gomaxprocs, listwatchArgs: strings.Fields(*lwArgs), baseline: *baseline != ""}
 	started := time.Now()
 	failed := false
-	for _, sc := range scenarios(sz) {
+	scs := scenarios(sz)
+	if *baseline != "" {
+		dropClientGoTargets(scs)
+	}
+	for _, sc := range scs {
 		if !filter.MatchString(sc.name) || (sc.extra && !*extra) {
 			continue
 		}

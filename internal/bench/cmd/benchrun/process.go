@@ -81,6 +81,7 @@ func (s *server) stop() {
 type env struct {
 	gogc, gomaxprocs string
 	listwatchArgs    []string // appended to listwatch's benchclient flags
+	baseline         bool     // client-go's arms run benchclient-baseline, a listwatch
 }
 
 // clientEnv returns the environment for a child process.
@@ -103,13 +104,16 @@ func clientEnv(e *env) []string {
 
 // runClient runs one benchclient and parses its result line.
 func runClient(ctx context.Context, bin string, e *env, url string, a arm, extra ...string) (result.Run, error) {
-	exe := "benchclient-listwatch"
+	exe, lib := "benchclient-listwatch", a.lib
 	if a.lib == "client-go" {
 		exe = "benchclient-client-go"
+		if e != nil && e.baseline {
+			exe, lib = "benchclient-baseline", "listwatch"
+		}
 	}
-	args := append([]string{"-lib=" + a.lib, "-server=" + url}, a.args...)
+	args := append([]string{"-lib=" + lib, "-server=" + url}, a.args...)
 	args = append(args, extra...)
-	if a.lib == "listwatch" && e != nil {
+	if lib == "listwatch" && e != nil {
 		args = append(args, e.listwatchArgs...)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)

@@ -14,7 +14,10 @@ import (
 
 // report is the JSON that -out writes.
 type report struct {
-	ClientGo string  `json:"client_go"`
+	ClientGo string `json:"client_go,omitempty"`
+	// Baseline names the build of listwatch that ran in client-go's place
+	// (benchrun -baseline); the "client_go" figures are then its.
+	Baseline string  `json:"baseline,omitempty"`
 	Go       string  `json:"go"`
 	Quick    bool    `json:"quick"`
 	Date     string  `json:"date"`
@@ -204,8 +207,12 @@ func (rep *report) add(sc scenario, sr scenarioReport) {
 // markdown is the table the README carries.
 func (rep *report) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listwatch vs client-go %s — %s, %s, %d CPUs (%s), GOMAXPROCS=%d GOGC=%s, %d rounds, medians\n",
-		rep.ClientGo, rep.Date[:10], rep.Go, rep.Machine.CPUs, rep.Machine.CPU, rep.GOMAXPROCS, rep.GOGC, rep.Rounds)
+	against := "client-go " + rep.ClientGo
+	if rep.Baseline != "" {
+		against = "listwatch " + rep.Baseline + " (in client-go's place: the ratios are this build ÷ that one)"
+	}
+	fmt.Fprintf(&b, "listwatch vs %s — %s, %s, %d CPUs (%s), GOMAXPROCS=%d GOGC=%s, %d rounds, medians\n",
+		against, rep.Date[:10], rep.Go, rep.Machine.CPUs, rep.Machine.CPU, rep.GOMAXPROCS, rep.GOGC, rep.Rounds)
 	fmt.Fprintf(&b, "command: `%s`; load average before %s, after %s\n\n", rep.Command, rep.Machine.LoadBefore, rep.Machine.LoadAfter)
 	b.WriteString("| scenario | ratio | listwatch | compared with | ratio | target | |\n")
 	b.WriteString("|---|---|---:|---:|---:|---|---|\n")

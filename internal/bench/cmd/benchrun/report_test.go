@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,6 +45,47 @@ func TestSummarizeRatios(t *testing.T) {
 	rep.add(sc, sr)
 	md := rep.markdown()
 	if !strings.Contains(md, "| initial-sync/pods/json (10 objects) | time | 2.00 s | 5.00 s | 0.40 | ≤ 0.5 | ✅ |") {
+		t.Errorf("table:\n%s", md)
+	}
+}
+
+// TestBaselineTakesClientGosPlace runs client-go's arm with -baseline set
+// against a stand-in benchclient-baseline that reports its arguments: it
+// must be the baseline binary, asked for listwatch, with listwatch's extra
+// flags; and the report must say what it compared with.
+func TestBaselineTakesClientGosPlace(t *testing.T) {
+	bin := t.TempDir()
+	script := "#!/bin/sh\necho '{\"scenario\":\"'\"$0 $*\"'\"}'\n"
+	if err := os.WriteFile(filepath.Join(bin, "benchclient-baseline"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{listwatchArgs: []string{"-sharing"}, baseline: true}
+	r, err := runClient(t.Context(), bin, e, "http://127.0.0.1:1", arm{name: "client_go", lib: "client-go", args: []string{"-scenario=initial-sync"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(bin, "benchclient-baseline") + " -lib=listwatch -server=http://127.0.0.1:1 -scenario=initial-sync -sharing"
+	if r.Scenario != want {
+		t.Errorf("ran %q, want %q", r.Scenario, want)
+	}
+	scs := scenarios(sizesFor(true))
+	dropClientGoTargets(scs)
+	kept := 0
+	for _, sc := range scs {
+		for _, rt := range sc.ratios {
+			if strings.HasPrefix(rt.den, "client_go") && rt.target != 0 {
+				t.Errorf("%s %s: target %v against the baseline", sc.name, rt.key, rt.target)
+			}
+			if rt.target != 0 {
+				kept++
+			}
+		}
+	}
+	if kept != 3 { // of_limit (JSON and protobuf), fast_p99_slowdown
+		t.Errorf("%d targets kept, want 3", kept)
+	}
+	rep := &report{Baseline: "4b1930e", Date: "2026-11-30T00:00:00Z"}
+	if md := rep.markdown(); !strings.HasPrefix(md, "listwatch vs listwatch 4b1930e (in client-go's place") {
 		t.Errorf("table:\n%s", md)
 	}
 }
