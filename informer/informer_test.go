@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -302,6 +303,38 @@ func TestResyncRedeliversToDueHandlersOnly(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, []string{"add a@1 initial=true", "update a@1->1", "update a@1->1"}, fast.calls())
 		assert.Equal(t, []string{"add a@1 initial=true"}, never.calls())
+	})
+}
+
+// TestResyncReachesEveryObjectWhenDrainingIsSlow: a resync's Syncs reach the
+// due handler however long the informer takes to pop them. Here every
+// object takes a second to index, so the resync drains over three seconds,
+// past the informer's one-second check for due handlers: a check that
+// found no handler due used to end the resync, and the handler got one
+// object of three.
+func TestResyncReachesEveryObjectWhenDrainingIsSlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		for _, name := range []string{"a", "b", "c"} {
+			src.Create(pod("ns", name))
+		}
+		slow := func(p *corev1.Pod) ([]string, error) {
+			time.Sleep(time.Second)
+			return []string{p.Namespace}, nil
+		}
+		inf := informer.New[*corev1.Pod](src, informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"slow": slow}))
+		v := newView(t)
+		inf.AddEventHandler(v, informer.WithHandlerResync(30*time.Second))
+		defer start(t, inf)()
+		time.Sleep(45 * time.Second)
+		synctest.Wait()
+		var syncs []string
+		for _, c := range v.calls() {
+			if strings.HasPrefix(c, "update ") {
+				syncs = append(syncs, c)
+			}
+		}
+		assert.ElementsMatch(t, []string{"update a@1->1", "update b@2->2", "update c@3->3"}, syncs)
 	})
 }
 

@@ -25,7 +25,7 @@ type Processor[T metav1.Object] struct {
 	// listeners and syncing are copied on write, never changed in place, so
 	// Distribute can range over them after releasing mu.
 	listeners []*Listener[T]
-	syncing   []*Listener[T] // the listeners picked by the last ShouldResync
+	syncing   []*Listener[T] // the listeners picked by the last ShouldResync that picked any
 	added     int            // listeners added so far, to number them
 
 	wg sync.WaitGroup // every goroutine of every started listener
@@ -139,7 +139,7 @@ func (p *Processor[T]) Run(ctx context.Context) {
 }
 
 // Distribute hands n to every listener, or, if isSync, only to the listeners
-// picked by the last call to ShouldResync. It does not wait for any handler:
+// picked by the last call to ShouldResync that picked any. It does not wait for any handler:
 // each listener takes n into its own buffer. Listeners added or removed while
 // Distribute runs may or may not get n.
 func (p *Processor[T]) Distribute(n Notification[T], isSync bool) {
@@ -160,9 +160,14 @@ func (p *Processor[T]) Distribute(n Notification[T], isSync bool) {
 
 // ShouldResync picks the listeners whose resync is due at now, schedules
 // their next resync at now plus their period, and reports whether it picked
-// any. The following calls to Distribute with isSync set reach only the
-// picked listeners. A listener's first resync is due one period after
-// AddListener (by time.Now).
+// any. From then on, calls to Distribute with isSync set reach only the
+// picked listeners, until a later call picks others: a call that picks
+// none leaves them be, so a resync whose Syncs take longer to hand out
+// than the caller's interval between checks reaches its listeners whole.
+// (Syncs still queued from one resync when the next picks other listeners
+// go to those; as in client-go, resyncs are not meant to overlap.) A
+// listener's first resync is due one period after AddListener (by
+// time.Now).
 func (p *Processor[T]) ShouldResync(now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -173,12 +178,16 @@ func (p *Processor[T]) ShouldResync(now time.Time) bool {
 			l.nextResync = now.Add(l.resyncPeriod)
 		}
 	}
+	if len(due) == 0 {
+		return false
+	}
 	p.syncing = due
-	return len(due) > 0
+	return true
 }
 
 // MinResyncPeriod returns the smallest resync period among the listeners, 0
-// if none resyncs. The informer calls ShouldResync at that rate.
+// if none resyncs. (The informer checks ShouldResync once a second, so
+// that a handler added later with a shorter period is not kept waiting.)
 func (p *Processor[T]) MinResyncPeriod() time.Duration {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
