@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 
 	"k8s.io/apimachinery/pkg/version"
 
@@ -77,3 +79,23 @@ func (c *Client) ServerVersion(ctx context.Context) (*version.Info, error) {
 // CloseIdleConnections closes the connections the Client keeps open for
 // reuse and is not using.
 func (c *Client) CloseIdleConnections() { c.rest.CloseIdleConnections() }
+
+// get sends a GET and returns the response if it is a 2xx, or the
+// server's answer as an error.
+func (c *Client) get(ctx context.Context, path string, q url.Values, accept string) (*http.Response, error) {
+	u := c.rest.URL(path, q)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := c.rest.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := rest.CheckResponse(resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return resp, nil
+}

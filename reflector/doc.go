@@ -13,12 +13,20 @@
 //   - BOOKMARK events only advance the resourceVersion.
 //   - 410 Gone (the resourceVersion was compacted away) means list again,
 //     then watch again.
-//   - "Too large resource version" (the server is behind us) means wait
-//     and retry, never a tight loop.
+//   - "Too large resource version" (the server is behind us) means wait at
+//     least a second; on a watch, then list at a state at least as new as
+//     the Store's, which the server waits for. Never a tight loop. (client-go
+//     relists too, and then takes the server's newest state even if it is
+//     older than its cache.)
 //   - 429 and 5xx answers, dropped connections and malformed streams back
 //     off with jitter (honouring Retry-After) and resume without relisting.
 //   - A server whose resourceVersions go backwards is relisted, and a relist
-//     is never allowed to take the Store back in time.
+//     is never allowed to take the Store back in time. (A server restored
+//     from a backup without a jump in its resourceVersions is followed once
+//     its resourceVersion passes the Store's; restoring etcd with
+//     --bump-revision and --mark-compacted makes it a 410, and a relist, at
+//     once.)
+//   - An event the Store refuses is reported and skipped; the watch goes on.
 //
 // With streaming lists (WatchList mode) the initial state arrives as ADDED
 // events on a watch that ends its initial part with a BOOKMARK annotated

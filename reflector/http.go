@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +57,8 @@ const (
 	// JSON asks for JSON always.
 	JSON
 	// Protobuf asks for protobuf and fails for types without a protobuf
-	// form (custom resources).
+	// form (custom resources) and for metadata-only ListerWatchers, which
+	// read JSON.
 	Protobuf
 )
 
@@ -93,7 +91,9 @@ func NewListerWatcher[T Object](c *Client, target Target, opts ...HTTPOption) (*
 		idleTimeout: 90 * time.Second,
 	}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	lw := &HTTPListerWatcher[T]{client: c, opt: o, query: url.Values{}, target: target}
 	if err := lw.resolve(target); err != nil {
@@ -133,6 +133,9 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 	case *metav1.PartialObjectMetadata:
 		if t.Resource.Resource == "" {
 			return errors.New("a metadata ListerWatcher needs Target.Resource")
+		}
+		if lw.opt.contentType == Protobuf {
+			return errors.New("a metadata ListerWatcher reads JSON; use AutoContentType or JSON")
 		}
 		lw.gvr = t.Resource
 		codec = wire.MetadataCodec(t.Resource.GroupVersion().WithKind(t.Kind), codecOpts...)
@@ -325,194 +328,4 @@ func (lw *HTTPListerWatcher[T]) values() url.Values {
 func isProtobuf(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == mediaProtobuf
-}
-
-// httpWatcher is one open watch stream.
-type httpWatcher[T Object] struct {
-	body   *watchdog
-	cancel context.CancelFunc
-	next   func() (wire.Event[T], error)
-	stop   func() // stops a parallel decoder's goroutines; nil for a sequential one
-	once   sync.Once
-}
-
-func (w *httpWatcher[T]) Next() (Event[T], error) {
-	ev, err := w.next()
-	if err != nil {
-		switch {
-		case errors.Is(err, wire.ErrWrongKind):
-			return Event[T]{}, fmt.Errorf("%w: %w", ErrSkipped, err)
-		case w.body.idle():
-			return Event[T]{}, fmt.Errorf("%w: no data for %s", ErrStalled, w.body.timeout)
-		}
-		return Event[T]{}, err
-	}
-	return Event[T]{Type: EventType(ev.Type), Object: ev.Object, Status: ev.Status}, nil
-}
-
-func (w *httpWatcher[T]) Close() error {
-	w.once.Do(func() {
-		w.cancel()
-		w.body.Close() // first: it unblocks a parallel decoder's reader
-		if w.stop != nil {
-			w.stop()
-		}
-	})
-	return nil
-}
-
-// ErrStalled marks a watch stream closed by the client's watchdog because
-// nothing arrived for too long: the server or the network stopped sending
-// without closing the connection. The Reflector reopens the watch.
-var ErrStalled = errors.New("watch stream stalled")
-
-// watchdog closes a stream that delivers no bytes for timeout.
-type watchdog struct {
-	r       io.ReadCloser
-	timeout time.Duration
-	timer   *time.Timer
-	mu      sync.Mutex
-	fired   bool
-}
-
-func newWatchdog(r io.ReadCloser, timeout time.Duration, cancel context.CancelFunc) *watchdog {
-	w := &watchdog{r: r, timeout: timeout}
-	if timeout > 0 {
-		w.timer = time.AfterFunc(timeout, func() {
-			w.mu.Lock()
-			w.fired = true
-			w.mu.Unlock()
-			cancel()
-			r.Close()
-		})
-	}
-	return w
-}
-
-func (w *watchdog) Read(p []byte) (int, error) {
-	n, err := w.r.Read(p)
-	if n > 0 && w.timer != nil {
-		w.timer.Reset(w.timeout)
-	}
-	return n, err
-}
-
-func (w *watchdog) Close() error {
-	if w.timer != nil {
-		w.timer.Stop()
-	}
-	return w.r.Close()
-}
-
-func (w *watchdog) idle() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.fired
-}
-
-// HTTPOption configures an HTTPListerWatcher.
-type HTTPOption func(*httpOptions)
-
-type httpOptions struct {
-	contentType       ContentType
-	sharedParts       bool // set by the Reflector, see sharingParts
-	listTimeout       time.Duration
-	idleTimeout       time.Duration
-	maxFrameBytes     int
-	maxItemBytes      int
-	dropManagedFields bool
-	internProtobuf    bool
-	decodeWorkers     int
-}
-
-// workers is how many goroutines decode a watch stream.
-func (o httpOptions) workers() int { return max(o.decodeWorkers, 1) }
-
-// WithContentType chooses JSON or protobuf; the default picks protobuf for
-// built-in types.
-func WithContentType(ct ContentType) HTTPOption {
-	return func(o *httpOptions) { o.contentType = ct }
-}
-
-// WithListTimeout bounds one LIST page request, body included. The default
-// is one minute.
-func WithListTimeout(d time.Duration) HTTPOption {
-	return func(o *httpOptions) {
-		if d > 0 {
-			o.listTimeout = d
-		}
-	}
-}
-
-// WithWatchIdleTimeout sets the watchdog: a watch stream that delivers no
-// byte for d is closed and reopened. With bookmarks on, kube-apiserver sends
-// something about once a minute even on a quiet resource; the default is 90
-// seconds. 0 turns the watchdog off.
-func WithWatchIdleTimeout(d time.Duration) HTTPOption {
-	return func(o *httpOptions) { o.idleTimeout = max(d, 0) }
-}
-
-// WithMaxFrameBytes bounds one watch event; the default is 64 MiB.
-func WithMaxFrameBytes(n int) HTTPOption {
-	return func(o *httpOptions) { o.maxFrameBytes = n }
-}
-
-// WithMaxItemBytes bounds one item of a list page (JSON or protobuf, both
-// decoded as they stream in); the default is 64 MiB.
-func WithMaxItemBytes(n int) HTTPOption {
-	return func(o *httpOptions) { o.maxItemBytes = n }
-}
-
-// WithDecodeWorkers decodes each watch stream's events on n goroutines
-// instead of the Reflector's own (the stream is still read by one goroutine
-// and the events reach the Reflector in order). Decoding is most of a
-// watch's CPU, so on a client with idle CPUs this raises the rate at which
-// one stream can be followed, the initial events of a streaming list
-// included. It costs goroutine hand-offs and, for JSON, a pass that cuts
-// the stream into events, so on a busy machine it only spends more CPU:
-// on 2 CPUs, the internal/wire benchmarks decode a pod in 12.4–13.3 µs
-// instead of 14.8 (protobuf) and 35–36 µs instead of 41 (JSON), but in the
-// side-by-side benchmarks, whose server shares those 2 CPUs, it made no
-// difference to watch throughput or to a protobuf sync of 100k pods, and
-// JSON used 23% more CPU. The default, 1, decodes on the Reflector's
-// goroutine.
-func WithDecodeWorkers(n int) HTTPOption {
-	return func(o *httpOptions) { o.decodeWorkers = max(n, 0) }
-}
-
-// WithProtobufInterning is kept for the types whose protobuf objects are
-// decoded by their own Unmarshal (see wire.WithProtobufInterning): objects
-// of every k8s.io/api type are decoded by a decoder compiled from their Go
-// type, which shares repeated strings while decoding, as for JSON, so for
-// them this option changes nothing.
-//
-// Deprecated: protobuf objects of API types are interned by default.
-func WithProtobufInterning() HTTPOption {
-	return func(o *httpOptions) { o.internProtobuf = true }
-}
-
-// WithoutManagedFields skips metadata.managedFields while decoding, so they
-// are never allocated: the cheapest way to keep them out of the cache.
-func WithoutManagedFields() HTTPOption {
-	return func(o *httpOptions) { o.dropManagedFields = true }
-}
-
-// get sends a GET and returns the response if it is a 2xx, or the
-// server's answer as an error.
-func (c *Client) get(ctx context.Context, path string, q url.Values, accept string) (*http.Response, error) {
-	u := c.rest.URL(path, q)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", accept)
-	resp, err := c.rest.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := rest.CheckResponse(resp); err != nil {
-		resp.Body.Close()
-		return nil, err
-	}
-	return resp, nil
 }

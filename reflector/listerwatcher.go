@@ -7,6 +7,10 @@ import (
 )
 
 // Store is what a Reflector writes to. deltafifo.FIFO implements it.
+//
+// An error from Add, Update or Delete is reported (wrapping ErrSkipped) and
+// the event skipped: the watch goes on. An error from Replace fails the
+// list, which is tried again after a backoff.
 type Store[T metav1.Object] interface {
 	Add(obj T) error
 	Update(obj T) error

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +19,8 @@ import (
 )
 
 // Reflector keeps a Store in step with one resource on the apiserver. Create
-// it with New and start it with Run. Its methods are safe for concurrent use.
+// it with New and start it with Run, once. Its other methods are safe for
+// concurrent use, also while Run goes on.
 type Reflector[T metav1.Object] struct {
 	lw    ListerWatcher[T]
 	store Store[T]
@@ -27,14 +29,16 @@ type Reflector[T metav1.Object] struct {
 
 	mu        sync.Mutex
 	lastRV    string // the resourceVersion the Store is synced to
-	lastError error  // the last list or watch error, nil after a good list
+	lastError error  // the last error reported, nil after a good list or an accepted watch
 }
 
 // New returns a Reflector that lists and watches through lw into store.
 func New[T metav1.Object](lw ListerWatcher[T], store Store[T], opts ...Option[T]) *Reflector[T] {
 	r := &Reflector[T]{lw: lw, store: store, opt: defaultOptions[T]()}
 	for _, o := range opts {
-		o(&r.opt)
+		if o != nil {
+			o(&r.opt)
+		}
 	}
 	if r.opt.sharing {
 		r.parts = share.New(share.DefaultSlots)
@@ -63,17 +67,19 @@ type partForgetter interface {
 }
 
 // LastSyncResourceVersion returns the resourceVersion the Store has been
-// synced to: that of the last list, event or bookmark handed to it. It is ""
-// until the first list is, and set before the Store is given that list, so
-// an informer that has synced always reports one.
+// synced to: that of the last list it took, or of the last event or
+// bookmark after that list. It is "" until the first list is taken, and set
+// just before the Store is given a list (and taken back if the Store
+// refuses it), so an informer that has synced always reports one.
 func (r *Reflector[T]) LastSyncResourceVersion() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastRV
 }
 
-// LastError returns the error of the last failed list or watch, or nil if
-// the last attempt succeeded.
+// LastError returns the last error reported to the error handler: a failed
+// list or watch, or an event or item skipped (ErrSkipped, ErrRejected). It
+// is nil after a good list and once the server accepts a watch.
 func (r *Reflector[T]) LastError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -99,8 +105,7 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		case s.needList:
 			err = r.list(ctx)
 			if err == nil {
-				s.needList, s.listedAt = false, time.Now()
-				s.backoff.reset()
+				s.refilled()
 				continue
 			}
 		default:
@@ -109,7 +114,7 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		wait := r.recover(&s, err)
+		wait := r.nextAttempt(&s, err)
 		if wait > 0 && !sleep(ctx, wait) {
 			return
 		}
@@ -125,9 +130,15 @@ type runState struct {
 	backoff   *backoff
 }
 
-// recover decides, after a list or a watch ended with err, what the next
-// attempt is and how long to wait before it.
-func (r *Reflector[T]) recover(s *runState, err error) time.Duration {
+// refilled records a Store refilled by a list.
+func (s *runState) refilled() {
+	s.needList, s.listedAt = false, time.Now()
+	s.backoff.reset()
+}
+
+// nextAttempt decides, after a list or a watch ended with err, what the
+// next attempt is and how long to wait before it.
+func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	now := time.Now()
 	switch {
 	case err == nil:
@@ -139,6 +150,7 @@ func (r *Reflector[T]) recover(s *runState, err error) time.Duration {
 		return 0
 	}
 	r.report(err)
+	refill := s.needList // the attempt that failed was a list
 
 	var fallback *streamingUnsupportedError
 	switch {
@@ -150,12 +162,20 @@ func (r *Reflector[T]) recover(s *runState, err error) time.Duration {
 			"resource", r.opt.name, "reason", fallback.reason)
 		s.streaming = false
 		return 0
+	case (isExpired(err) || isTooLargeResourceVersion(err)) && refill:
+		// A list at least as new as the Store refused: the server is
+		// behind the Store (too large: an apiserver whose cache lags, or
+		// one restored from a backup), or says the Store's version is
+		// compacted away (410). Only a state older than the Store's could
+		// be had at once, and the cache never goes back in time: ask
+		// again after a wait.
+		return max(s.backoff.next(now), time.Second)
 	case isExpired(err):
-		// Our resourceVersion is too old for the server: list again, at
-		// once unless we just did (a server that answers every fresh
-		// watch with 410 must not get a storm of LISTs).
+		// The watch's resourceVersion is too old for the server: list
+		// again, at once unless we just did (a server that answers every
+		// fresh watch with 410 must not get a storm of LISTs).
 		s.needList = true
-		if time.Since(s.listedAt) < minWatchDuration {
+		if time.Since(s.listedAt) < minRelistGap {
 			return s.backoff.next(now)
 		}
 		return 0
@@ -163,7 +183,13 @@ func (r *Reflector[T]) recover(s *runState, err error) time.Duration {
 		s.needList = true
 		return s.backoff.next(now)
 	case isTooLargeResourceVersion(err):
-		// The server has not caught up with us yet: it will.
+		// A watch from where the Store is that the server cannot serve:
+		// after a short wait, a list at least as new as the Store (the
+		// server waits for that). Retrying the watch until the server
+		// reached that resourceVersion would, on a server restored from
+		// a backup, resume past every change it made before it got
+		// there; the list takes them all.
+		s.needList = true
 		return max(s.backoff.next(now), time.Second)
 	}
 	wait := s.backoff.next(now)
@@ -171,140 +197,6 @@ func (r *Reflector[T]) recover(s *runState, err error) time.Duration {
 		wait = min(ra, r.opt.backoffMax)
 	}
 	return wait
-}
-
-// list refills the Store with a paged LIST: every page is decoded item by
-// item into one slice, which replaces the Store's contents in one call.
-func (r *Reflector[T]) list(ctx context.Context) error {
-	since := r.LastSyncResourceVersion()
-	opts := ListOptions{Limit: r.opt.pageSize}
-	if since != "" {
-		// Never go back in time: ask for a state at least as new as the
-		// one the Store already has.
-		opts.ResourceVersion, opts.ResourceVersionMatch = since, metav1.ResourceVersionMatchNotOlderThan
-	}
-	first := opts
-
-	var items []T
-	add := func(obj T) error {
-		obj, err := r.admit(obj)
-		if err != nil {
-			r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
-			return nil // skip this item, keep the rest of the page
-		}
-		items = append(items, obj)
-		return nil
-	}
-
-	var listRV string
-	for restarts := 0; ; {
-		meta, err := r.lw.List(ctx, opts, add)
-		if err != nil {
-			if opts.Continue != "" && isExpired(err) && restarts < maxListRestarts {
-				// The continue token expired between pages: the pages
-				// so far are from a state we can no longer complete.
-				restarts++
-				items, listRV, opts = items[:0], "", first
-				continue
-			}
-			return fmt.Errorf("listing %s: %w", r.opt.name, err)
-		}
-		if listRV == "" {
-			listRV = meta.ResourceVersion
-		}
-		if meta.Continue == "" {
-			break
-		}
-		opts = ListOptions{Limit: r.opt.pageSize, Continue: meta.Continue}
-	}
-
-	if olderThan(listRV, since) {
-		return fmt.Errorf("listing %s: %w: listed resourceVersion %s, cache already at %s",
-			r.opt.name, errWentBackwards, listRV, since)
-	}
-	// Recorded first: the Store's consumer may have processed the whole
-	// list (and reported HasSynced) before Replace returns.
-	r.synced(listRV)
-	if err := r.store.Replace(items, listRV); err != nil {
-		return fmt.Errorf("listing %s: storing the list: %w", r.opt.name, err)
-	}
-	return nil
-}
-
-// maxListRestarts bounds how often one list restarts because its continue
-// token expired, so a server that expires every token cannot keep us listing.
-const maxListRestarts = 3
-
-// watchList refills the Store with a streaming list: a watch that first
-// sends the current state as ADDED events and marks its end with a bookmark.
-// The events are buffered and replace the Store's contents at that bookmark;
-// then the same stream goes on as an ordinary watch.
-func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
-	w, err := r.lw.Watch(ctx, WatchOptions{
-		ResourceVersion:      r.LastSyncResourceVersion(),
-		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-		AllowBookmarks:       true,
-		SendInitialEvents:    true,
-		TimeoutSeconds:       r.watchTimeout(),
-	})
-	if err != nil {
-		if refusesStreaming(err) {
-			return &streamingUnsupportedError{reason: err.Error()}
-		}
-		return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)
-	}
-	defer w.Close()
-
-	since := r.LastSyncResourceVersion()
-	var initial []T
-	for {
-		ev, err := w.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return &streamingUnsupportedError{reason: "the stream ended before the initial-events-end bookmark"}
-			}
-			if errors.Is(err, ErrStalled) {
-				// A server that serves streaming lists sends the bookmark
-				// right after the initial events; one that goes quiet
-				// instead would do so again on every attempt.
-				return &streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark"}
-			}
-			if errors.Is(err, ErrSkipped) {
-				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
-				continue
-			}
-			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)
-		}
-		switch ev.Type {
-		case Added:
-			obj, err := r.admit(ev.Object)
-			if err != nil {
-				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
-				continue
-			}
-			initial = append(initial, obj)
-		case Bookmark:
-			if ev.Object.GetAnnotations()[InitialEventsEndAnnotation] != "true" {
-				return &streamingUnsupportedError{reason: "a BOOKMARK came before the initial-events-end bookmark"}
-			}
-			rv := ev.Object.GetResourceVersion()
-			if olderThan(rv, since) {
-				return fmt.Errorf("listing %s (streaming): %w: initial events end at %s, cache already at %s",
-					r.opt.name, errWentBackwards, rv, since)
-			}
-			r.synced(rv) // first, as in list
-			if err := r.store.Replace(initial, rv); err != nil {
-				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
-			}
-			s.needList, s.listedAt = false, time.Now()
-			s.backoff.reset()
-			return r.follow(ctx, s, w, time.Now())
-		case Error:
-			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, statusError(ev.Status))
-		default:
-			return &streamingUnsupportedError{reason: fmt.Sprintf("a %s event came before the initial-events-end bookmark", ev.Type)}
-		}
-	}
 }
 
 // watch opens a watch from the last synced resourceVersion and applies its
@@ -321,14 +213,14 @@ func (r *Reflector[T]) watch(ctx context.Context, s *runState) error {
 	}
 	defer w.Close()
 	r.watching()
-	return r.follow(ctx, s, w, started)
+	return r.follow(s, w, started)
 }
 
 // follow applies the events of an open watch to the Store until the stream
 // ends. A clean end returns nil, unless the stream ended at once without a
 // single event, which is counted as a failure so that a server that keeps
 // doing that is not asked again in a tight loop.
-func (r *Reflector[T]) follow(ctx context.Context, s *runState, w Watcher[T], started time.Time) error {
+func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) error {
 	var relistDue atomic.Bool
 	if r.opt.relistInterval > 0 {
 		// Due one interval after the last refill, however many watches
@@ -367,12 +259,20 @@ func (r *Reflector[T]) follow(ctx context.Context, s *runState, w Watcher[T], st
 // nothing, for its clean end not to count as a failure.
 const minWatchDuration = time.Second
 
+// minRelistGap is how long after a list a 410 Gone relists at once; one
+// sooner backs off first.
+const minRelistGap = time.Second
+
 // apply hands one watch event to the Store.
 func (r *Reflector[T]) apply(ev Event[T]) error {
 	switch ev.Type {
 	case Error:
 		return statusError(ev.Status)
 	case Bookmark:
+		if any(ev.Object) == nil || isNilPointer(ev.Object) {
+			r.report(fmt.Errorf("watching %s: %w: BOOKMARK without an object", r.opt.name, ErrSkipped))
+			return nil
+		}
 		rv := ev.Object.GetResourceVersion()
 		if rv != "" && !olderThan(rv, r.LastSyncResourceVersion()) {
 			r.advance(rv)
@@ -403,7 +303,11 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 		err = r.store.Delete(obj)
 	}
 	if err != nil {
-		return fmt.Errorf("storing %s event for %s: %w", ev.Type, objkey.Key(obj), err)
+		// The Store refused this one event: reported and skipped, as
+		// client-go does. Ending the watch instead would bring the same
+		// event back from the same resourceVersion, for ever, with every
+		// later event held up behind it.
+		r.report(fmt.Errorf("watching %s: %w: storing %s event for %s: %w", r.opt.name, ErrSkipped, ev.Type, objkey.Key(obj), err))
 	}
 	r.advance(rv)
 	return nil
@@ -436,10 +340,24 @@ func (r *Reflector[T]) admit(obj T) (T, error) {
 	return obj, nil
 }
 
+// isNilPointer reports a typed nil, on which metadata getters would panic.
+func isNilPointer(obj any) bool {
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
 // synced records a state fully applied to the Store.
 func (r *Reflector[T]) synced(rv string) {
 	r.mu.Lock()
 	r.lastRV, r.lastError = rv, nil
+	r.mu.Unlock()
+}
+
+// unsynced takes back synced(rv) when the Store refused the list: it is
+// still at since.
+func (r *Reflector[T]) unsynced(since string) {
+	r.mu.Lock()
+	r.lastRV = since
 	r.mu.Unlock()
 }
 
@@ -493,7 +411,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // apimachinery errors helpers (and this package) can classify.
 func statusError(st *metav1.Status) error {
 	if st == nil {
-		return fmt.Errorf("%w: ERROR event without a Status", ErrSkipped)
+		return errors.New("ERROR event without a Status")
 	}
 	return rest.FromStatus(st)
 }

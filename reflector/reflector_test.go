@@ -304,6 +304,190 @@ func TestRelistNeverGoesBackInTime(t *testing.T) {
 	})
 }
 
+// TestRestoredServerIsFollowedBack: a server whose storage is restored
+// from a backup goes back to an older state and resourceVersion. The
+// reflector's watch is refused ("too large resource version": the server
+// has not reached it), and so is a list at least as new as the cache; the
+// cache never goes back in time, so it waits. Once the server's
+// resourceVersion passes the cache's, the list it then takes is the
+// server's state, changes made before that included; resuming the watch
+// there instead would have skipped them.
+func TestRestoredServerIsFollowedBack(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				src.Create(pod("b"))
+				backup := src.Snapshot()
+				r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](mode))
+				defer run(t, r)()
+				synctest.Wait()
+				src.Create(pod("c"))
+				src.Update(pod("a"))
+				synctest.Wait()
+				require.Equal(t, []string{"a@4", "b@2", "c@3"}, store.keys())
+
+				src.Restore(backup) // back to resourceVersion 2; the watch ends
+				src.Create(pod("d"))
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				assert.Equal(t, []string{"a@4", "b@2", "c@3"}, store.keys(), "never back in time")
+				assert.Equal(t, "4", r.LastSyncResourceVersion())
+
+				src.Create(pod("e"))
+				src.Create(pod("f")) // the server passes the cache's resourceVersion
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				assert.Equal(t, []string{"a@1", "b@2", "d@3", "e@4", "f@5"}, sourceKeys(src))
+				assert.Equal(t, sourceKeys(src), store.keys())
+			})
+		})
+	}
+}
+
+// TestRefusedListsDoNotLoop: lists refused with 410 or "too large" are
+// retried after a wait of at least a second, then with a growing backoff.
+func TestRefusedListsDoNotLoop(t *testing.T) {
+	for name, err := range map[string]error{
+		"gone":      fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version"),
+		"too large": fakelw.TooLarge(100, 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				src.FailList(err, err, err)
+				r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+				defer run(t, r)()
+				synctest.Wait()
+				assert.EqualValues(t, 1, src.Lists.Load(), "no list again at once")
+				time.Sleep(time.Second)
+				synctest.Wait()
+				assert.EqualValues(t, 2, src.Lists.Load(), "a list again after a second")
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				assert.EqualValues(t, 4, src.Lists.Load())
+				assert.Equal(t, []string{"a@1"}, store.keys())
+			})
+		})
+	}
+}
+
+// refusing is a recorder whose Add and Replace fail while refuse says so.
+type refusing struct {
+	*recorder
+	refuse func(op string, p *corev1.Pod) bool
+}
+
+var errRefused = errors.New("refused by the store")
+
+func (s refusing) Add(p *corev1.Pod) error {
+	if s.refuse("add", p) {
+		return errRefused
+	}
+	return s.recorder.Add(p)
+}
+
+func (s refusing) Replace(list []*corev1.Pod, rv string) error {
+	if s.refuse("replace", nil) {
+		return errRefused
+	}
+	return s.recorder.Replace(list, rv)
+}
+
+// errorLog collects what a Reflector reports.
+type errorLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorLog) add(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err)
+}
+
+func (l *errorLog) all() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]error(nil), l.errs...)
+}
+
+// TestStoreRefusingAnEventSkipsIt: an event the Store refuses is reported
+// and skipped, and the watch goes on; ending it would bring the same event
+// back from the same resourceVersion again and again.
+func TestStoreRefusingAnEventSkipsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, rec := newSource(), newRecorder()
+		src.Create(pod("a"))
+		store := refusing{rec, func(op string, p *corev1.Pod) bool { return op == "add" && p.Name == "b" }}
+		var log errorLog
+		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](log.add))
+		defer run(t, r)()
+		synctest.Wait()
+		src.Create(pod("b"))
+		src.Create(pod("c"))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"a@1", "c@3"}, rec.keys())
+		assert.EqualValues(t, 1, src.Watches.Load(), "the watch must go on")
+		assert.Equal(t, "3", r.LastSyncResourceVersion())
+		errs := log.all()
+		require.Len(t, errs, 1)
+		assert.ErrorIs(t, errs[0], reflector.ErrSkipped)
+		assert.ErrorIs(t, errs[0], errRefused)
+		assert.Contains(t, errs[0].Error(), "ns/b")
+	})
+}
+
+// TestStoreRefusingAListKeepsItsResourceVersion: until the Store took a
+// list, LastSyncResourceVersion does not claim it.
+func TestStoreRefusingAListKeepsItsResourceVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, rec := newSource(), newRecorder()
+		src.Create(pod("a"))
+		refused := 0
+		store := refusing{rec, func(op string, _ *corev1.Pod) bool {
+			if op == "replace" && refused < 1 {
+				refused++
+				return true
+			}
+			return false
+		}}
+		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait() // the first list refused; backing off
+		assert.Equal(t, "", r.LastSyncResourceVersion())
+		assert.ErrorIs(t, r.LastError(), errRefused)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, "1", r.LastSyncResourceVersion())
+		assert.Equal(t, []string{"a@1"}, rec.keys())
+	})
+}
+
+// TestBookmarkWithoutObjectIsSkipped: a ListerWatcher of one's own may send
+// a BOOKMARK with no object; it is reported, not a panic.
+func TestBookmarkWithoutObjectIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scripted{events: []reflector.Event[*corev1.Pod]{
+			{Type: reflector.Bookmark},
+			{Type: reflector.Added, Object: withRV(pod("a"), "12")},
+		}}
+		store := newRecorder()
+		var log errorLog
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](log.add))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 0@10", "add a@12"}, store.calls())
+		require.Len(t, log.all(), 1)
+		assert.ErrorIs(t, log.all()[0], reflector.ErrSkipped)
+	})
+}
+
 func TestRetryAfterIsHonoured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, store := newSource(), newRecorder()

@@ -1,9 +1,6 @@
 package reflector
 
-import (
-	"reflect"
-	"strconv"
-)
+import "strconv"
 
 // Resource versions are opaque, except that kube-apiserver's are decimal
 // integers that grow within one resource. The Reflector uses that only to
@@ -37,10 +34,4 @@ func parseRV(rv string) (uint64, bool) {
 	}
 	n, err := strconv.ParseUint(rv, 10, 64)
 	return n, err == nil
-}
-
-// isNilPointer reports a typed nil, on which metadata getters would panic.
-func isNilPointer(obj any) bool {
-	v := reflect.ValueOf(obj)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }

@@ -1,8 +1,9 @@
 // Package fakelw is an in-memory reflector.ListerWatcher for unit tests of
 // the reflector and the informer: a tiny apiserver for one resource with a
 // resourceVersion counter, an event history that can be compacted, paged
-// lists, streaming lists, and scripted failures. It runs no goroutines of
-// its own. Tests that need real HTTP use internal/apisim instead.
+// lists, streaming lists, a restore from a snapshot (its resourceVersion
+// going back), and scripted failures. It runs no goroutines of its own.
+// Tests that need real HTTP use internal/apisim instead.
 package fakelw
 
 import (
@@ -135,6 +136,48 @@ func (s *Source[T]) sortedLocked() []T {
 	return out
 }
 
+// Snapshot is the state of a Source at one resourceVersion, for Restore.
+type Snapshot[T reflector.Object] struct {
+	rv      uint64
+	objects map[string]T
+}
+
+// Snapshot returns the current state, as a backup of etcd would keep it.
+func (s *Source[T]) Snapshot() Snapshot[T] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	objs := make(map[string]T, len(s.objects))
+	for k, o := range s.objects {
+		objs[k] = o
+	}
+	return Snapshot[T]{rv: s.rv, objects: objs}
+}
+
+// Restore puts the Source back to snap, as restoring etcd from a backup
+// does: the objects, the resourceVersion (lower than clients have seen)
+// and the history are snap's, and every open watch ends, as the
+// apiserver restarts. A Compact between Snapshot and Restore is undone
+// only as far as the history goes.
+func (s *Source[T]) Restore(snap Snapshot[T]) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rv, s.objects = snap.rv, make(map[string]T, len(snap.objects))
+	for k, o := range snap.objects {
+		s.objects[k] = o
+	}
+	var kept []event[T]
+	for _, ev := range s.history {
+		if ev.rv <= snap.rv {
+			kept = append(kept, ev)
+		}
+	}
+	s.history, s.compact = kept, min(s.compact, snap.rv)
+	for w := range s.watchers {
+		w.end(io.EOF)
+		delete(s.watchers, w)
+	}
+}
+
 // Compact forgets the event history: a watch from an older resourceVersion
 // now gets 410 Gone.
 func (s *Source[T]) Compact() {
@@ -182,14 +225,38 @@ func Status(code int32, reason metav1.StatusReason, msg string) error {
 	return &rest.APIError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg}}
 }
 
+// TooLarge is kube-apiserver's answer to a read at a resourceVersion it has
+// not reached (after waiting for it): 504 Timeout, cause
+// ResourceVersionTooLarge.
+func TooLarge(requested, current uint64) error {
+	msg := fmt.Sprintf("Too large resource version: %d, current: %d", requested, current)
+	return &rest.APIError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusGatewayTimeout, Reason: metav1.StatusReasonTimeout, Message: msg,
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}},
+	}}
+}
+
+// tooLargeLocked reports a resourceVersion the Source has not reached.
+func (s *Source[T]) tooLargeLocked(rv string) error {
+	if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n > s.rv {
+		return TooLarge(n, s.rv)
+	}
+	return nil
+}
+
 // List serves one page of the current state (not of a snapshot: later pages
-// see later writes); the continue token is the key the page ended at.
+// see later writes); the continue token is the key the page ended at. A
+// resourceVersion the Source has not reached is TooLarge.
 func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
 	s.Lists.Add(1)
 	s.mu.Lock()
 	if len(s.listErrs) > 0 {
 		err := s.listErrs[0]
 		s.listErrs = s.listErrs[1:]
+		s.mu.Unlock()
+		return reflector.ListMeta{}, err
+	}
+	if err := s.tooLargeLocked(opts.ResourceVersion); err != nil && opts.Continue == "" {
 		s.mu.Unlock()
 		return reflector.ListMeta{}, err
 	}
@@ -234,7 +301,8 @@ func compare(a, b string) int {
 }
 
 // Watch opens a stream from opts.ResourceVersion: a 410 ERROR event if that
-// is compacted away; the current state first if opts.SendInitialEvents.
+// is compacted away, TooLarge if the Source has not reached it; the current
+// state first if opts.SendInitialEvents.
 func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
 	s.Watches.Add(1)
 	s.mu.Lock()
@@ -242,6 +310,9 @@ func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (ref
 	if len(s.watchErrs) > 0 {
 		err := s.watchErrs[0]
 		s.watchErrs = s.watchErrs[1:]
+		return nil, err
+	}
+	if err := s.tooLargeLocked(opts.ResourceVersion); err != nil {
 		return nil, err
 	}
 	w := newWatcher[T](ctx)

@@ -142,7 +142,11 @@ func tooLargeShapes() map[string]metav1.Status {
 
 // Row 11: "too large resource version", in each of its three forms, as an
 // HTTP answer and as an ERROR event: the Reflector waits at least a second
-// before asking again (no tight loop) and does not relist.
+// before asking again (no tight loop), then lists at least as new as its
+// cache before it watches again, as client-go does (a server restored from
+// a backup may never reach the resourceVersion it was asked for; see
+// reflector's TestRestoredServerIsFollowedBack). The fault is on watches
+// only, so every such list succeeds.
 func TestRow11TooLargeResourceVersion(t *testing.T) {
 	t.Parallel()
 	for shape, st := range tooLargeShapes() {
@@ -179,8 +183,8 @@ func TestRow11TooLargeResourceVersion(t *testing.T) {
 				if len(at) > 5 {
 					t.Errorf("%d WATCH requests in %s of too-large answers, want at most 5", len(at), period)
 				}
-				if got := lists(s); got != 1 {
-					t.Errorf("LIST requests = %d, want 1", got)
+				if got := lists(s); got < 2 || got > len(at) {
+					t.Errorf("LIST requests = %d, want one, then at most one per too-large answer (%d watches)", got, len(at))
 				}
 				if len(w.errs.matching(isTooLarge)) == 0 {
 					t.Errorf("too-large answers not reported: %v", w.errs)

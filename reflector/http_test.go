@@ -1,0 +1,36 @@
+package reflector_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// TestProtobufIsRefusedWhereItCannotBeRead: asking for protobuf is an error
+// for what is read as JSON (custom resources, metadata), never a silent
+// JSON.
+func TestProtobufIsRefusedWhereItCannotBeRead(t *testing.T) {
+	client, err := reflector.NewClient(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	pb := reflector.WithContentType(reflector.Protobuf)
+
+	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{}, pb)
+	assert.NoError(t, err, "pods have a protobuf form")
+
+	crd := reflector.Target{Resource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget"}
+	_, err = reflector.NewListerWatcher[*unstructured.Unstructured](client, crd, pb)
+	assert.ErrorContains(t, err, "protobuf")
+
+	pods := reflector.Target{Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Kind: "Pod"}
+	_, err = reflector.NewListerWatcher[*metav1.PartialObjectMetadata](client, pods, pb)
+	assert.ErrorContains(t, err, "reads JSON")
+	_, err = reflector.NewListerWatcher[*metav1.PartialObjectMetadata](client, pods)
+	assert.NoError(t, err)
+}

@@ -1,0 +1,151 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The two ways Run refills the Store, after which it watches: a paged LIST,
+// or a streaming list (a watch that sends the current state first). Both
+// hand the Store the whole state in one Replace, and neither takes a state
+// older than the Store's.
+
+// list refills the Store with a paged LIST: every page is decoded item by
+// item into one slice, which replaces the Store's contents in one call.
+func (r *Reflector[T]) list(ctx context.Context) error {
+	since := r.LastSyncResourceVersion()
+	opts := ListOptions{Limit: r.opt.pageSize}
+	if since != "" {
+		// Never go back in time: ask for a state at least as new as the
+		// one the Store already has.
+		opts.ResourceVersion, opts.ResourceVersionMatch = since, metav1.ResourceVersionMatchNotOlderThan
+	}
+	first := opts
+
+	var items []T
+	add := func(obj T) error {
+		obj, err := r.admit(obj)
+		if err != nil {
+			r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
+			return nil // skip this item, keep the rest of the page
+		}
+		items = append(items, obj)
+		return nil
+	}
+
+	var listRV string
+	for restarts := 0; ; {
+		meta, err := r.lw.List(ctx, opts, add)
+		if err != nil {
+			if opts.Continue != "" && isExpired(err) && restarts < maxListRestarts {
+				// The continue token expired between pages: the pages
+				// so far are from a state we can no longer complete.
+				restarts++
+				items, listRV, opts = items[:0], "", first
+				continue
+			}
+			return fmt.Errorf("listing %s: %w", r.opt.name, err)
+		}
+		if listRV == "" {
+			listRV = meta.ResourceVersion
+		}
+		if meta.Continue == "" {
+			break
+		}
+		opts = ListOptions{Limit: r.opt.pageSize, Continue: meta.Continue}
+	}
+
+	if olderThan(listRV, since) {
+		return fmt.Errorf("listing %s: %w: listed resourceVersion %s, cache already at %s",
+			r.opt.name, errWentBackwards, listRV, since)
+	}
+	// Recorded first: the Store's consumer may have processed the whole
+	// list (and reported HasSynced) before Replace returns.
+	r.synced(listRV)
+	if err := r.store.Replace(items, listRV); err != nil {
+		r.unsynced(since)
+		return fmt.Errorf("listing %s: storing the list: %w", r.opt.name, err)
+	}
+	return nil
+}
+
+// maxListRestarts bounds how often one list restarts because its continue
+// token expired, so a server that expires every token cannot keep us listing.
+const maxListRestarts = 3
+
+// watchList refills the Store with a streaming list: a watch that first
+// sends the current state as ADDED events and marks its end with a bookmark.
+// The events are buffered and replace the Store's contents at that bookmark;
+// then the same stream goes on as an ordinary watch.
+func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
+	since := r.LastSyncResourceVersion()
+	w, err := r.lw.Watch(ctx, WatchOptions{
+		ResourceVersion:      since,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowBookmarks:       true,
+		SendInitialEvents:    true,
+		TimeoutSeconds:       r.watchTimeout(),
+	})
+	if err != nil {
+		if refusesStreaming(err) {
+			return &streamingUnsupportedError{reason: err.Error()}
+		}
+		return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)
+	}
+	defer w.Close()
+
+	var initial []T
+	for {
+		ev, err := w.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return &streamingUnsupportedError{reason: "the stream ended before the initial-events-end bookmark"}
+			}
+			if errors.Is(err, ErrStalled) {
+				// A server that serves streaming lists sends the bookmark
+				// right after the initial events; one that goes quiet
+				// instead would do so again on every attempt.
+				return &streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark"}
+			}
+			if errors.Is(err, ErrSkipped) {
+				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
+				continue
+			}
+			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)
+		}
+		switch ev.Type {
+		case Added:
+			obj, err := r.admit(ev.Object)
+			if err != nil {
+				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
+				continue
+			}
+			initial = append(initial, obj)
+		case Bookmark:
+			if any(ev.Object) == nil || isNilPointer(ev.Object) || ev.Object.GetAnnotations()[InitialEventsEndAnnotation] != "true" {
+				return &streamingUnsupportedError{reason: "a BOOKMARK came before the initial-events-end bookmark"}
+			}
+			rv := ev.Object.GetResourceVersion()
+			if olderThan(rv, since) {
+				return fmt.Errorf("listing %s (streaming): %w: initial events end at %s, cache already at %s",
+					r.opt.name, errWentBackwards, rv, since)
+			}
+			r.synced(rv) // first, as in list
+			if err := r.store.Replace(initial, rv); err != nil {
+				r.unsynced(since)
+				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
+			}
+			s.refilled()
+			return r.follow(s, w, time.Now())
+		case Error:
+			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, statusError(ev.Status))
+		default:
+			return &streamingUnsupportedError{reason: fmt.Sprintf("a %s event came before the initial-events-end bookmark", ev.Type)}
+		}
+	}
+}

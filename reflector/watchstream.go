@@ -1,0 +1,99 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/listwatch/listwatch/internal/wire"
+)
+
+// An HTTP watch stream, as HTTPListerWatcher.Watch opens it: a decoder
+// over the response body, which a watchdog closes when no bytes arrive for
+// longer than the idle timeout (WithWatchIdleTimeout).
+
+// httpWatcher is one open watch stream.
+type httpWatcher[T Object] struct {
+	body   *watchdog
+	cancel context.CancelFunc
+	next   func() (wire.Event[T], error)
+	stop   func() // stops a parallel decoder's goroutines; nil for a sequential one
+	once   sync.Once
+}
+
+func (w *httpWatcher[T]) Next() (Event[T], error) {
+	ev, err := w.next()
+	if err != nil {
+		switch {
+		case errors.Is(err, wire.ErrWrongKind):
+			return Event[T]{}, fmt.Errorf("%w: %w", ErrSkipped, err)
+		case w.body.idle():
+			return Event[T]{}, fmt.Errorf("%w: no data for %s", ErrStalled, w.body.timeout)
+		}
+		return Event[T]{}, err
+	}
+	return Event[T]{Type: EventType(ev.Type), Object: ev.Object, Status: ev.Status}, nil
+}
+
+func (w *httpWatcher[T]) Close() error {
+	w.once.Do(func() {
+		w.cancel()
+		w.body.Close() // first: it unblocks a parallel decoder's reader
+		if w.stop != nil {
+			w.stop()
+		}
+	})
+	return nil
+}
+
+// ErrStalled marks a watch stream closed by the client's watchdog because
+// nothing arrived for too long: the server or the network stopped sending
+// without closing the connection. The Reflector reopens the watch.
+var ErrStalled = errors.New("watch stream stalled")
+
+// watchdog closes a stream that delivers no bytes for timeout.
+type watchdog struct {
+	r       io.ReadCloser
+	timeout time.Duration
+	timer   *time.Timer
+	mu      sync.Mutex
+	fired   bool
+}
+
+func newWatchdog(r io.ReadCloser, timeout time.Duration, cancel context.CancelFunc) *watchdog {
+	w := &watchdog{r: r, timeout: timeout}
+	if timeout > 0 {
+		w.timer = time.AfterFunc(timeout, func() {
+			w.mu.Lock()
+			w.fired = true
+			w.mu.Unlock()
+			cancel()
+			r.Close()
+		})
+	}
+	return w
+}
+
+func (w *watchdog) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n > 0 && w.timer != nil {
+		w.timer.Reset(w.timeout)
+	}
+	return n, err
+}
+
+func (w *watchdog) Close() error {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	return w.r.Close()
+}
+
+func (w *watchdog) idle() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fired
+}
