@@ -5,7 +5,8 @@
 //	reflector → deltafifo → informer → indexer / processor
 //
 // The reflector lists and watches the apiserver and calls Add, Update,
-// Delete, Replace (after every list) and Resync on a [FIFO]. The FIFO keeps,
+// Delete and Replace (after every list) on a [FIFO]; the informer calls
+// Resync when a handler's resync period is due. The FIFO keeps,
 // for every object key, the list of changes ([Delta]s) that happened to that
 // object since the consumer last looked at it. The informer calls [FIFO.Pop]
 // in a loop: each call hands out one key with all of its deltas, oldest

@@ -22,9 +22,9 @@ var ErrClosed = errors.New("deltafifo: queue is closed")
 var ErrInvalidObject = errors.New("invalid object")
 
 // FIFO is a queue of keys, each with the [Delta]s that happened to its
-// object since the consumer last popped it. Producers (the reflector) call
-// Add, Update, Delete, Replace and Resync; one consumer (the informer) calls
-// Pop in a loop.
+// object since the consumer last popped it. Producers call Add, Update,
+// Delete and Replace (the reflector) and Resync (the informer); one
+// consumer (the informer) calls Pop in a loop.
 //
 // The zero FIFO is not usable: use [New]. A FIFO is safe for concurrent use.
 type FIFO[T metav1.Object] struct {

@@ -191,7 +191,7 @@ func (x *Indexer[T]) Index(name string, obj T) ([]T, error) {
 	if !ok {
 		return nil, fmt.Errorf("indexer: Index: %w %q", ErrUnknownIndex, name)
 	}
-	values, err := indexes.valuesFor(i, MetaNamespaceKey(obj), obj)
+	values, err := indexes.valuesFor(i, x.keyFunc(obj), obj) // the key names obj in an error
 	if err != nil {
 		return nil, fmt.Errorf("indexer: Index: %w", err)
 	}

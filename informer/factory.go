@@ -55,9 +55,11 @@ type factoryKey struct {
 // fails if cfg cannot make a client (bad TLS material, a bearer token over
 // plain http without AllowBearerOverHTTP, ...).
 func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) {
-	o := factoryOptions{logger: discard}
+	o := factoryOptions{logger: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	client, err := reflector.NewClient(cfg)
 	if err != nil {

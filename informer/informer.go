@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -54,7 +53,9 @@ type SharedIndexInformer[T metav1.Object] struct {
 func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *SharedIndexInformer[T] {
 	o := defaultOptions[T]()
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	s := &SharedIndexInformer[T]{
 		name:     o.name,
@@ -129,7 +130,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 			s.fifo.Close()
 			return nil
 		case err != nil:
-			s.reportWatchError(err)
+			s.reportError(err)
 		}
 	}
 }
@@ -222,7 +223,7 @@ func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
 		case now := <-t.C:
 			if s.processor.ShouldResync(now) {
 				if err := s.fifo.Resync(); err != nil && !errors.Is(err, deltafifo.ErrClosed) {
-					s.reportWatchError(err)
+					s.reportError(err)
 				}
 			}
 		}
@@ -237,21 +238,29 @@ func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
 func (s *SharedIndexInformer[T]) AddEventHandler(h processor.Handler[T], opts ...HandlerOption) *Registration[T] {
 	lo := processor.ListenerOptions{ResyncPeriod: s.resync}
 	for _, o := range opts {
-		o(&lo)
+		if o != nil {
+			o(&lo)
+		}
 	}
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
 	objs := s.indexer.List()
 	replay := make([]processor.Notification[T], len(objs))
 	for i, obj := range objs {
+		// objkey.Key is the indexer's key too: New keeps its default.
 		replay[i] = processor.Notification[T]{Kind: processor.Add, Key: objkey.Key(obj), New: obj, IsInInitialList: true}
 	}
 	return &Registration[T]{listener: s.processor.AddListener(h, lo, replay...)}
 }
 
 // RemoveEventHandler stops delivering to the handler of reg and waits until
-// its goroutines have exited. Removing a registration twice is harmless.
+// its goroutines have exited. Removing a registration twice, or nil, is
+// harmless. It must not be called from that handler, which would wait for
+// itself.
 func (s *SharedIndexInformer[T]) RemoveEventHandler(reg *Registration[T]) {
+	if reg == nil {
+		return
+	}
 	s.processor.RemoveListener(reg.listener)
 }
 
@@ -304,9 +313,12 @@ func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 	return nil
 }
 
-// SetWatchErrorHandler sets a function called with every list or watch
-// error before the informer recovers from it. It runs on the informer's
-// goroutine and must not block. It must be called before Run.
+// SetWatchErrorHandler sets a function called with every error the
+// informer meets: a list or watch error, before the reflector recovers from
+// it; an event or item skipped; a change the cache could not apply (an
+// index function's error). It is called from the informer's goroutines,
+// possibly from two at once, so it must be safe for concurrent use, and
+// must not block. It must be called before Run.
 func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,7 +356,7 @@ func (s *SharedIndexInformer[T]) runningReflector() *reflector.Reflector[T] {
 	return s.reflector
 }
 
-func (s *SharedIndexInformer[T]) reportWatchError(err error) {
+func (s *SharedIndexInformer[T]) reportError(err error) {
 	s.logger.Warn("informer error", "resource", s.name, "err", err)
 	s.mu.Lock()
 	h := s.errorHandler
@@ -353,5 +365,3 @@ func (s *SharedIndexInformer[T]) reportWatchError(err error) {
 		h(err)
 	}
 }
-
-var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -359,6 +359,25 @@ func TestTransformAppliesBeforeCaching(t *testing.T) {
 	})
 }
 
+// TestNilOptionsAndRegistrationsAreIgnored: a nil option or a nil
+// registration is no reason to panic.
+func TestNilOptionsAndRegistrationsAreIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		inf := informer.New[*corev1.Pod](src, nil)
+		v := newView(t)
+		reg := inf.AddEventHandler(v, nil)
+		inf.RemoveEventHandler(nil)
+		defer start(t, inf)()
+		synctest.Wait()
+		assert.True(t, reg.HasSynced())
+		assert.Equal(t, []string{"add a@1 initial=true"}, v.calls())
+		_, err := informer.NewFactory(&reflector.Config{Host: "http://127.0.0.1:1"}, nil)
+		assert.NoError(t, err)
+	})
+}
+
 func TestPanickingHandlerDoesNotStopOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newSource()

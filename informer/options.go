@@ -25,7 +25,7 @@ type options[T metav1.Object] struct {
 }
 
 func defaultOptions[T metav1.Object]() options[T] {
-	return options[T]{name: "objects", logger: discard}
+	return options[T]{name: "objects", logger: slog.New(slog.DiscardHandler)}
 }
 
 // WithName sets what errors and logs call the resource, such as
