@@ -170,11 +170,20 @@ func (f *FIFO[T]) Replace(list []T, resourceVersion string) error {
 			f.deleteUnlistedLocked(key, deltas[len(deltas)-1])
 		}
 	}
+	// seen: the keys whose newest in-flight batch was looked at.
+	var seen map[string]struct{}
 	for i := len(f.inflight) - 1; i >= 0; i-- { // newest batch first
 		b := f.inflight[i]
 		if _, ok := listed[b.key]; ok {
 			continue
 		}
+		if _, ok := seen[b.key]; ok {
+			continue // an older batch (two Pops at once): the newest decides
+		}
+		if seen == nil {
+			seen = make(map[string]struct{})
+		}
+		seen[b.key] = struct{}{}
 		if _, queued := f.items[b.key]; !queued {
 			f.deleteUnlistedLocked(b.key, b.newest)
 		}

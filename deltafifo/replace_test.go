@@ -162,6 +162,24 @@ func TestFIFOInFlightKeyIsHeld(t *testing.T) {
 		})
 	}
 
+	t.Run("Replace adds nothing for a key whose newest in-flight batch ends with a delete", func(t *testing.T) {
+		// Two Pops at once (here one inside the other), both holding
+		// ns/a: the older batch still ends with the object, the newer
+		// with its deletion, which is the state that counts.
+		f := newFIFO(newKnown())
+		require.NoError(t, f.Add(pod("a", "1")))
+		err := f.Pop(context.Background(), func(string, []deltafifo.Delta[*corev1.Pod], bool) error {
+			if err := f.Delete(pod("a", "2")); err != nil {
+				return err
+			}
+			return f.Pop(context.Background(), func(string, []deltafifo.Delta[*corev1.Pod], bool) error {
+				return f.Replace(nil, "3")
+			})
+		})
+		require.NoError(t, err)
+		assert.Nil(t, snapshot(f))
+	})
+
 	t.Run("a finished key is no longer held", func(t *testing.T) {
 		k := newKnown()
 		f := newFIFO(k)
