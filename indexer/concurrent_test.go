@@ -2,8 +2,10 @@ package indexer_test
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -155,4 +157,48 @@ func TestIndexerWriteRacingAddIndexersIsRecomputed(t *testing.T) {
 			assert.Empty(t, x.ListIndexFuncValues(indexer.NamespaceIndex))
 		})
 	}
+}
+
+// AddIndexers calls index functions without the lock: one may read the
+// indexer, and a write of an object it already computed, made meanwhile,
+// is computed again before the index is installed.
+func TestIndexerAddIndexersComputesWithoutTheLock(t *testing.T) {
+	x := indexer.New[*corev1.Pod](nil)
+	require.NoError(t, x.Add(pod("ns", "a", "1", "", "team=red")))
+	require.NoError(t, x.Add(pod("ns", "b", "1", "", "team=red")))
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	byTeam := func(p *corev1.Pod) ([]string, error) {
+		_ = x.List()     // reads the indexer: no lock may be held here
+		once.Do(func() { // block the first computation only
+			close(entered)
+			<-release
+		})
+		return []string{p.Labels["team"]}, nil
+	}
+	done := make(chan error)
+	go func() { done <- x.AddIndexers(indexer.Indexers[*corev1.Pod]{"team": byTeam}) }()
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("AddIndexers returned %v before computing", err)
+	case <-time.After(time.Minute): // a guard, not a wait: the index function reads the indexer at once
+		t.Fatal("AddIndexers holds the indexer's lock while it calls an index function")
+	}
+	// Writes while AddIndexers computes: both pods move to team blue,
+	// whichever of them it computed already.
+	require.NoError(t, x.Update(pod("ns", "a", "2", "", "team=blue")))
+	require.NoError(t, x.Update(pod("ns", "b", "2", "", "team=blue")))
+	require.NoError(t, x.Add(pod("ns", "c", "1", "", "team=blue")))
+	close(release)
+	require.NoError(t, <-done)
+
+	blue, err := x.IndexKeys("team", "blue")
+	require.NoError(t, err)
+	slices.Sort(blue)
+	assert.Equal(t, []string{"ns/a", "ns/b", "ns/c"}, blue)
+	red, err := x.IndexKeys("team", "red")
+	require.NoError(t, err)
+	assert.Empty(t, red, "no stale value of an object updated while AddIndexers computed")
 }

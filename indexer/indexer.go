@@ -248,24 +248,81 @@ func (x *Indexer[T]) ListIndexFuncValues(name string) []string {
 // AddIndexers adds indexes, and indexes the objects already stored with
 // them. Adding a name that already exists is an error; so is a nil
 // function. If an index function fails on a stored object, AddIndexers
-// returns the error and changes nothing. It holds the write lock while it
-// indexes the stored objects, so on a large store it is best called early.
+// returns the error and changes nothing. The index functions run without
+// the lock, as they do for every write: readers and writers go on
+// meanwhile, and the objects they store or remove are indexed again before
+// the indexes are installed.
 func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 	names, funcs := sorted(indexers)
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	for i, name := range names {
-		if _, exists := x.s.indexes.pos[name]; exists {
-			return fmt.Errorf("indexer: AddIndexers: index %q already exists", name)
-		}
 		if funcs[i] == nil {
 			return fmt.Errorf("indexer: AddIndexers: index %q has a nil function", name)
 		}
 	}
-	if err := x.s.addIndexes(names, funcs); err != nil {
-		return fmt.Errorf("indexer: AddIndexers: %w", err)
+	added := (&indexSet[T]{}).with(names, funcs) // to compute with only
+	log := &changeLog{}
+	var (
+		st       *store[T]             // the store log is registered with
+		computed map[string][][]string // key → the added indexes' values
+		work     []keyed[T]            // what to compute next
+	)
+	x.mu.Lock()
+	defer func() {
+		if st != nil {
+			x.mu.Lock()
+			delete(st.changes, log)
+			x.mu.Unlock()
+		}
+	}()
+	for {
+		if err := x.s.indexes.free(names); err != nil {
+			x.mu.Unlock()
+			return fmt.Errorf("indexer: AddIndexers: %w", err)
+		}
+		switch {
+		case x.s != st: // the first pass, or Replace swapped the store
+			if st != nil {
+				delete(st.changes, log)
+			}
+			st, computed = x.s, map[string][][]string{}
+			st.register(log)
+			work = work[:0]
+			for key, e := range st.items {
+				work = append(work, keyed[T]{key, e.obj})
+			}
+		case len(log.keys) == 0: // every stored object computed
+			st.addIndexes(names, funcs, computed)
+			x.mu.Unlock()
+			return nil
+		default: // objects stored or removed while computing
+			work = work[:0]
+			for key := range log.keys {
+				if e, ok := st.items[key]; ok {
+					work = append(work, keyed[T]{key, e.obj})
+				} else {
+					delete(computed, key)
+				}
+			}
+		}
+		clear(log.keys)
+		x.mu.Unlock()
+
+		// Index functions are user code: run them without the lock.
+		for _, w := range work {
+			values, err := added.indexValues(w.key, w.obj)
+			if err != nil {
+				return fmt.Errorf("indexer: AddIndexers: %w", err)
+			}
+			computed[w.key] = values
+		}
+		x.mu.Lock()
 	}
-	return nil
+}
+
+// keyed is an object with its key.
+type keyed[T metav1.Object] struct {
+	key string
+	obj T
 }
 
 // indexes returns the current index set, which is immutable.

@@ -21,6 +21,29 @@ type store[T metav1.Object] struct {
 	items   map[string]entry[T]
 	// values[i] belongs to indexes.funcs[i].
 	values []valueIndex
+
+	// changes holds, for each AddIndexers computing its indexes without
+	// the lock, the keys stored or removed since it last looked.
+	changes map[*changeLog]struct{}
+}
+
+// changeLog is the keys one AddIndexers has yet to (re)compute.
+type changeLog struct{ keys map[string]struct{} }
+
+// register makes the store record its changes into log.
+func (s *store[T]) register(log *changeLog) {
+	if s.changes == nil {
+		s.changes = map[*changeLog]struct{}{}
+	}
+	log.keys = map[string]struct{}{}
+	s.changes[log] = struct{}{}
+}
+
+// touched records a change of key for every AddIndexers under way.
+func (s *store[T]) touched(key string) {
+	for c := range s.changes {
+		c.keys[key] = struct{}{}
+	}
 }
 
 // indexSet is an immutable, ordered set of named index functions.
@@ -83,6 +106,16 @@ func (x *indexSet[T]) valuesFor(i int, key string, obj T) ([]string, error) {
 	return v, nil
 }
 
+// free returns an error if one of names is an index of x already.
+func (x *indexSet[T]) free(names []string) error {
+	for _, name := range names {
+		if _, exists := x.pos[name]; exists {
+			return fmt.Errorf("index %q already exists", name)
+		}
+	}
+	return nil
+}
+
 // with returns a new set holding x's indexes followed by the given ones.
 func (x *indexSet[T]) with(names []string, funcs []IndexFunc[T]) *indexSet[T] {
 	y := &indexSet[T]{
@@ -99,6 +132,7 @@ func (x *indexSet[T]) with(names []string, funcs []IndexFunc[T]) *indexSet[T] {
 // put stores obj under key with its precomputed index values, replacing
 // the index entries of the object it replaces.
 func (s *store[T]) put(key string, obj T, values [][]string) {
+	s.touched(key)
 	old, exists := s.items[key]
 	for i := range s.values {
 		if exists {
@@ -118,6 +152,7 @@ func (s *store[T]) remove(key string) {
 	if !exists {
 		return
 	}
+	s.touched(key)
 	for i := range s.values {
 		s.unindex(i, key, old.values[i])
 	}
@@ -145,19 +180,9 @@ func (s *store[T]) unindex(i int, key string, values []string) {
 	}
 }
 
-// addIndexes adds indexes and indexes every stored object with them. If an
-// index function fails, it returns the error and changes nothing.
-func (s *store[T]) addIndexes(names []string, funcs []IndexFunc[T]) error {
-	added := &indexSet[T]{names: names, funcs: funcs}
-	computed := make(map[string][][]string, len(s.items))
-	for key, e := range s.items {
-		values, err := added.indexValues(key, e.obj)
-		if err != nil {
-			return err
-		}
-		computed[key] = values
-	}
-
+// addIndexes adds indexes, with computed[key] the values of the stored
+// object of key for them (the caller computed them without the lock).
+func (s *store[T]) addIndexes(names []string, funcs []IndexFunc[T], computed map[string][][]string) {
 	first := len(s.values)
 	s.indexes = s.indexes.with(names, funcs)
 	for range funcs {
@@ -171,7 +196,6 @@ func (s *store[T]) addIndexes(names []string, funcs []IndexFunc[T]) error {
 			s.index(first+j, key, e.values[first+j])
 		}
 	}
-	return nil
 }
 
 // lookup returns the position of the named index.
