@@ -93,8 +93,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, accept stri
 	if err != nil {
 		return nil, err
 	}
-	if err := rest.CheckResponse(resp); err != nil {
-		resp.Body.Close()
+	if err := rest.CheckResponse(resp); err != nil { // it closed the body
 		return nil, err
 	}
 	return resp, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,12 +138,14 @@ current-context: dev
 	fmt.Println(cfg.Host, cfg.Namespace)
 	fmt.Println("token shown:", strings.Contains(fmt.Sprint(cfg), "s3cr3t"))
 
+	// A file named but missing is an error of its own, not ErrNoKubeconfig
+	// (which says that no default kubeconfig exists at all).
 	_, err = reflector.LoadKubeconfig(filepath.Join(dir, "missing"), "")
-	fmt.Println("no kubeconfig:", errors.Is(err, reflector.ErrNoKubeconfig))
+	fmt.Println("missing:", errors.Is(err, fs.ErrNotExist), "no kubeconfig:", errors.Is(err, reflector.ErrNoKubeconfig))
 	// Output:
 	// https://dev.example.com:6443 payments
 	// token shown: false
-	// no kubeconfig: true
+	// missing: true no kubeconfig: false
 }
 
 // startServer starts the apiserver simulator with the pods of default

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"time"
 )
 
@@ -58,7 +59,8 @@ func WithWrapTransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
 // load, or when the exec plugin is misconfigured. cfg is copied: later
 // changes to it do not affect the Client.
 //
-// The credentials used are, in order: BearerTokenFile, BearerToken,
+// The credentials used are, in order: BearerTokenFile (with BearerToken,
+// if set too, used while the file cannot be read), BearerToken,
 // Username/Password, then Exec (only when none of those nor a static client
 // certificate is set). A static client certificate combines with any of
 // them.
@@ -101,6 +103,9 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	switch {
 	case c.BearerTokenFile != "":
 		auth.tokenFile = newTokenFile(c.BearerTokenFile, o.logger)
+		// BearerToken, if set too, stands in while the file cannot be
+		// read, as client-go's does.
+		auth.tokenFile.token = c.BearerToken
 		if _, err := auth.tokenFile.get(); err != nil {
 			return nil, fmt.Errorf("rest: %w", err)
 		}
@@ -109,7 +114,9 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	case hasBasic:
 		auth.basic, auth.username, auth.password = true, c.Username, c.Password
 	case useExec:
-		auth.exec, err = newExecPlugin(*c.Exec, execCluster{
+		ex := *c.Exec // copied with its slices: cfg is the caller's
+		ex.Args, ex.Env = slices.Clone(ex.Args), slices.Clone(ex.Env)
+		auth.exec, err = newExecPlugin(ex, execCluster{
 			Server:                   c.Host,
 			TLSServerName:            c.TLS.ServerName,
 			InsecureSkipTLSVerify:    c.TLS.Insecure,

@@ -283,6 +283,23 @@ func TestTokenFileMissingAtStart(t *testing.T) {
 	}
 }
 
+// With BearerToken set too, a token file that cannot be read is no error:
+// the static token stands in until the file can be read.
+func TestTokenFileMissingWithAStaticToken(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "token")
+	srv := newEchoServer(t, nil)
+	c := newClient(t, &Config{Host: srv.URL, BearerToken: "static", BearerTokenFile: path, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+	if _, body := get(t, c, "/"); body != "Bearer static" {
+		t.Errorf("file missing: %q, want the static token", body)
+	}
+	writeFile(t, path, "fromfile")
+	c.InvalidateCredentials()
+	if _, body := get(t, c, "/"); body != "Bearer fromfile" {
+		t.Errorf("file written: %q, want the file's token", body)
+	}
+}
+
 func TestUserAgent(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, r.Header.Get("User-Agent"))

@@ -36,7 +36,8 @@ type Config struct {
 	// path prefix ("https://rancher.example/k8s/clusters/c-x"). Required.
 	Host string
 	// Namespace is the namespace of the kubeconfig context or of the pod's
-	// service account. Informational: the client does not use it.
+	// service account, "default" when neither names one. Informational: the
+	// client does not use it.
 	Namespace string
 
 	// BearerToken is sent as "Authorization: Bearer <token>".
@@ -53,8 +54,8 @@ type Config struct {
 	// TLS configures server verification and the client certificate.
 	TLS TLSConfig
 	// Exec runs a credential plugin for a token or client certificate. It is
-	// ignored when BearerToken, BearerTokenFile, Username or a client
-	// certificate is set, as kubectl does.
+	// ignored when BearerToken, BearerTokenFile, Username, Password or a
+	// client certificate is set, as kubectl does.
 	Exec *ExecConfig
 	// AllowBearerOverHTTP lets NewClient accept credentials (bearer token,
 	// basic auth, exec plugin) with an "http://" Host. Without it that is an
@@ -79,7 +80,8 @@ type Config struct {
 	// Negative: no checks.
 	HTTP2ReadIdleTimeout time.Duration
 	// HTTP2PingTimeout: a PING unanswered for this long closes the
-	// connection. Zero: DefaultHTTP2PingTimeout.
+	// connection. Zero: DefaultHTTP2PingTimeout; negative: Go's own default
+	// (15 s).
 	HTTP2PingTimeout time.Duration
 	// DialTimeout bounds a TCP connect. Zero: DefaultDialTimeout.
 	DialTimeout time.Duration

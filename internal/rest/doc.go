@@ -30,9 +30,12 @@
 //     IsTooLargeResourceVersion (wait and retry), IsRetryable (back off and
 //     retry), RetryAfter (how long the server asked for).
 //
-// Credentials never appear in errors or logs: Config, TLSConfig and
-// ExecConfig redact themselves when formatted with fmt, marshalled to JSON or
-// logged with log/slog.
+// Credentials stay out of errors and logs: Config, TLSConfig and ExecConfig
+// redact themselves (exec arguments and environment values included) when
+// formatted with fmt, marshalled to JSON or logged with log/slog. The one
+// thing of a user's that an error quotes is an exec plugin's standard error
+// (up to 1 KiB) when the plugin fails, which is where plugins explain why;
+// one that prints credentials there has them shown.
 //
 // Dead connections are noticed on the client: over HTTP/2 a PING is sent
 // after Config.HTTP2ReadIdleTimeout without a frame and the connection is

@@ -128,5 +128,5 @@ func ExampleConfig_String() {
 	}
 	fmt.Printf("%v\n", cfg)
 	// Output:
-	// {Host: "https://k.example:6443", BearerToken: [redacted], Exec: {Command: "aws", Args: ["eks" "get-token"], Env: {AWS_PROFILE: [redacted]}, APIVersion: "client.authentication.k8s.io/v1"}}
+	// {Host: "https://k.example:6443", BearerToken: [redacted], Exec: {Command: "aws", Args: [redacted], Env: {AWS_PROFILE: [redacted]}, APIVersion: "client.authentication.k8s.io/v1"}}
 }

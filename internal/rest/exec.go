@@ -65,7 +65,10 @@ type ExecConfig struct {
 	// InstallHint is shown when the command is not found.
 	InstallHint string
 	// ProvideClusterInfo passes the cluster's server, CA data, TLS server
-	// name and proxy to the plugin in KUBERNETES_EXEC_INFO.
+	// name and proxy to the plugin in KUBERNETES_EXEC_INFO. The cluster's
+	// per-plugin configuration (spec.cluster.config, from the kubeconfig
+	// cluster extension client.authentication.k8s.io/exec) is not read
+	// nor passed: a plugin that needs it fails as it would without it.
 	ProvideClusterInfo bool
 	// InteractiveMode is Never, IfAvailable (the default when empty) or
 	// Always, which is refused: plugins get no terminal here.

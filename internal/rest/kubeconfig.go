@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -25,8 +26,10 @@ const maxKubeconfigSize = 16 << 20
 // files separated by ':' (';' on Windows) of which the missing ones are
 // skipped and the others merged, the first file that defines a cluster,
 // user, context or current-context winning. When $KUBECONFIG is empty too,
-// ~/.kube/config is read. An error wrapping ErrNoKubeconfig means no file
-// exists, so the caller may fall back to InClusterConfig.
+// ~/.kube/config is read. An error wrapping ErrNoKubeconfig means none of
+// those exists, so the caller may fall back to InClusterConfig; a path
+// named but missing is an error wrapping fs.ErrNotExist, as for kubectl
+// (a mistyped path must not send the caller to another cluster).
 //
 // contextName picks the context; empty means the current-context. Relative
 // file paths inside a kubeconfig are relative to that file's directory.
@@ -44,9 +47,6 @@ func LoadKubeconfig(path, contextName string) (*Config, error) {
 func kubeconfigFiles(path string, getenv func(string) string, home func() (string, error)) ([]string, error) {
 	if path != "" {
 		if _, err := os.Stat(path); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%w: %w", ErrNoKubeconfig, err)
-			}
 			return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 		}
 		return []string{path}, nil
@@ -96,7 +96,11 @@ func loadKubeconfigFiles(files []string, contextName string) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", name, err)
 		}
-		kc, err := parseKubeconfig(data, filepath.Dir(name))
+		dir, err := filepath.Abs(filepath.Dir(name)) // a later chdir must not move the files it names
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", name, err)
+		}
+		kc, err := parseKubeconfig(data, dir)
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", name, err)
 		}
@@ -198,7 +202,8 @@ type kubeconfig struct {
 var yamlQuoted = regexp.MustCompile("`[^`]*`")
 
 // parseKubeconfig parses one file's bytes; dir resolves relative paths.
-// Within one file the first entry of a name wins, as across files.
+// A name defined twice within one file is an error, as for kubectl (across
+// files, the first file wins).
 func parseKubeconfig(data []byte, dir string) (*kubeconfig, error) {
 	var f kubeconfigFile
 	if err := yaml.Unmarshal(data, &f); err != nil {
@@ -212,14 +217,14 @@ func parseKubeconfig(data []byte, dir string) (*kubeconfig, error) {
 	}
 	for _, c := range f.Clusters {
 		if _, dup := kc.clusters[c.Name]; dup {
-			continue
+			return nil, fmt.Errorf("cluster %q is defined twice", c.Name)
 		}
 		c.Cluster.CertificateAuthority = resolvePath(dir, c.Cluster.CertificateAuthority)
 		kc.clusters[c.Name] = c.Cluster
 	}
 	for _, u := range f.Users {
 		if _, dup := kc.users[u.Name]; dup {
-			continue
+			return nil, fmt.Errorf("user %q is defined twice", u.Name)
 		}
 		u.User.TokenFile = resolvePath(dir, u.User.TokenFile)
 		u.User.ClientCertificate = resolvePath(dir, u.User.ClientCertificate)
@@ -232,9 +237,10 @@ func parseKubeconfig(data []byte, dir string) (*kubeconfig, error) {
 		kc.users[u.Name] = u.User
 	}
 	for _, c := range f.Contexts {
-		if _, dup := kc.contexts[c.Name]; !dup {
-			kc.contexts[c.Name] = c.Context
+		if _, dup := kc.contexts[c.Name]; dup {
+			return nil, fmt.Errorf("context %q is defined twice", c.Name)
 		}
+		kc.contexts[c.Name] = c.Context
 	}
 	return kc, nil
 }
@@ -294,7 +300,7 @@ func (kc *kubeconfig) config(contextName string) (*Config, error) {
 		}
 	}
 
-	cfg := &Config{Namespace: ctx.Namespace}
+	cfg := &Config{Namespace: cmp.Or(ctx.Namespace, "default")} // as kubectl, and as in a pod
 	if err := cluster.apply(cfg); err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", ctx.Cluster, err)
 	}

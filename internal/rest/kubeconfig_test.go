@@ -82,15 +82,15 @@ func TestLoadKubeconfigContexts(t *testing.T) {
 			TLS:      TLSConfig{CAData: []byte("CA DATA"), ServerName: "kubernetes.default"},
 			ProxyURL: "socks5://proxy.example:1080", DisableCompression: true,
 		}},
-		{"dev", Config{
-			Host: "https://dev.example:6443",
-			TLS:  TLSConfig{Insecure: true, CertData: []byte("CERT"), KeyData: []byte("KEY")},
+		{"dev", Config{ // no namespace: "default"
+			Host: "https://dev.example:6443", Namespace: "default",
+			TLS: TLSConfig{Insecure: true, CertData: []byte("CERT"), KeyData: []byte("KEY")},
 		}},
 		{"dev-basic", Config{
-			Host: "https://dev.example:6443", Username: "admin", Password: "hunter2",
+			Host: "https://dev.example:6443", Namespace: "default", Username: "admin", Password: "hunter2",
 			TLS: TLSConfig{Insecure: true},
 		}},
-		{"anonymous", Config{Host: "https://dev.example:6443", TLS: TLSConfig{Insecure: true}}},
+		{"anonymous", Config{Host: "https://dev.example:6443", Namespace: "default", TLS: TLSConfig{Insecure: true}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.context, func(t *testing.T) {
@@ -331,8 +331,43 @@ contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"impersona
 func TestLoadKubeconfigMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope")
 	_, err := LoadKubeconfig(path, "")
-	if !errors.Is(err, ErrNoKubeconfig) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
-		t.Errorf("err = %v, want ErrNoKubeconfig and fs.ErrNotExist naming the file", err)
+	if errors.Is(err, ErrNoKubeconfig) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Errorf("err = %v, want fs.ErrNotExist naming the file, and not ErrNoKubeconfig: a file named but missing is no reason to fall back", err)
+	}
+}
+
+// A name defined twice in one file is an error that names it, as for
+// kubectl, and shows none of the entries (they hold credentials).
+func TestLoadKubeconfigDuplicateNames(t *testing.T) {
+	for kind, doc := range map[string]string{
+		"cluster": `{"clusters": [{"name": "k", "cluster": {"server": "https://a"}}, {"name": "k", "cluster": {"server": "https://b"}}]}`,
+		"user":    `{"users": [{"name": "u", "user": {"token": "s3cr3t-1"}}, {"name": "u", "user": {"token": "s3cr3t-2"}}]}`,
+		"context": `{"contexts": [{"name": "c", "context": {"cluster": "k"}}, {"name": "c", "context": {"cluster": "j"}}]}`,
+	} {
+		path := writeFile(t, filepath.Join(t.TempDir(), "config"), doc)
+		_, err := LoadKubeconfig(path, "")
+		if err == nil || !strings.Contains(err.Error(), kind+" \"") || !strings.Contains(err.Error(), "defined twice") || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%s defined twice: err = %v", kind, err)
+		}
+	}
+}
+
+// Relative paths in a kubeconfig named by a relative path stay right after
+// the program changes directory.
+func TestLoadKubeconfigRelativePathsAreAbsolute(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "config"), `{
+  "current-context": "c",
+  "clusters": [{"name": "k", "cluster": {"server": "https://k.example", "certificate-authority": "ca.crt"}}],
+  "contexts": [{"name": "c", "context": {"cluster": "k"}}]
+}`)
+	t.Chdir(dir)
+	cfg, err := LoadKubeconfig("config", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "ca.crt"); cfg.TLS.CAFile != want {
+		t.Errorf("CAFile = %q, want %q", cfg.TLS.CAFile, want)
 	}
 }
 

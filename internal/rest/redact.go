@@ -123,9 +123,9 @@ func (t TLSConfig) fields() fieldList {
 func (e ExecConfig) fields() fieldList {
 	var l fieldList
 	l.str("Command", e.Command)
-	if len(e.Args) > 0 {
-		l = append(l, field{"Args", e.Args})
-	}
+	// Arguments may hold secrets (an OIDC client secret, say): redacted,
+	// as client-go does.
+	l.secret("Args", len(e.Args) > 0)
 	if len(e.Env) > 0 {
 		var env fieldList
 		for _, v := range e.Env {

@@ -162,7 +162,7 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	}
 	// Ask for one byte more than allowed: getting it proves the body is
 	// too large without waiting for another Read.
-	if int64(len(p)) > l.left+1 {
+	if int64(len(p))-1 > l.left { // not l.left+1, which overflows at math.MaxInt64
 		p = p[:l.left+1]
 	}
 	n, err := l.r.Read(p)

@@ -3,6 +3,7 @@ package rest
 import (
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -42,6 +43,7 @@ func TestLimitReader(t *testing.T) {
 		{"zero limit, empty", "", 0, "", false},
 		{"zero limit, one byte", "x", 0, "", true},
 		{"negative limit", "x", -5, "", true},
+		{"no limit to speak of", "hello", math.MaxInt64, "hello", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

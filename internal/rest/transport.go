@@ -17,13 +17,13 @@ import (
 // The transport under the auth layer: TLS, HTTP/2 with PING health checks,
 // and a dialer whose TCP settings notice a dead peer on HTTP/1.1.
 
-// newTransport builds the *http.Transport for cfg, whose timeouts have their
-// defaults applied. tracker, when not nil, records every connection so that
-// they can all be closed when an exec plugin rotates the client certificate.
 // readBufferSize is the Transport's read buffer per connection (net/http's
 // default is 4 KiB).
 const readBufferSize = 64 << 10
 
+// newTransport builds the *http.Transport for cfg, whose timeouts have their
+// defaults applied. tracker, when not nil, records every connection so that
+// they can all be closed when an exec plugin rotates the client certificate.
 func newTransport(cfg *Config, tlsConfig *tls.Config, tracker *connTracker) (*http.Transport, error) {
 	proxy := http.ProxyFromEnvironment
 	if cfg.ProxyURL != "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -43,12 +44,13 @@ type Cluster struct {
 func Connect(ctx context.Context, f Flags, out io.Writer, workloads ...Workload) (*Cluster, error) {
 	if !f.Sim {
 		cfg, err := reflector.LoadKubeconfig(f.Kubeconfig, f.Context)
+		missing := errors.Is(err, reflector.ErrNoKubeconfig) || errors.Is(err, fs.ErrNotExist)
 		switch {
 		case err == nil:
 			return connectReal(ctx, f, cfg, out)
-		case !errors.Is(err, reflector.ErrNoKubeconfig):
+		case !missing:
 			return nil, err
-		case f.Kubeconfig != "" || f.Context != "":
+		case f.Kubeconfig != "" || f.Context != "" || !errors.Is(err, reflector.ErrNoKubeconfig):
 			return nil, fmt.Errorf("%w (use -sim for the simulator)", err)
 		}
 	}
