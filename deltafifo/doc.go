@@ -27,7 +27,8 @@
 //     consumer knows, or the queue holds, that the list lacks. That delete
 //     carries the newest state of the object we had, typed: there is no
 //     tombstone wrapper to type-assert.
-//   - Resync queues a Sync delta for every known key that is not queued.
+//   - Resync queues a Sync delta for every known key that is neither queued
+//     nor being processed.
 //   - Pop runs the caller's process function with the queue unlocked, so
 //     producers are never blocked by a slow consumer. A key queued again
 //     while its previous batch is being processed is a new entry.

@@ -24,7 +24,7 @@
 // so none of them may change it (change a DeepCopy instead);
 // WithMutationDetector finds code that does, in tests.
 //
-// A Factory shares one informer per resource, namespace and selector among
-// everyone who asks, talks to the apiserver over HTTP with the reflector
+// A Factory shares one informer per Go type and Target (resource, kind,
+// namespace and selectors) among everyone who asks, talks to the apiserver over HTTP with the reflector
 // package's ListerWatcher, and can wait for all of its caches to sync.
 package informer

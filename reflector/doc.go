@@ -19,7 +19,8 @@
 //     relists too, and then takes the server's newest state even if it is
 //     older than its cache.)
 //   - 429 and 5xx answers, dropped connections and malformed streams back
-//     off with jitter (honouring Retry-After) and resume without relisting.
+//     off with jitter (honouring Retry-After, up to the backoff's maximum)
+//     and resume without relisting.
 //   - A server whose resourceVersions go backwards is relisted, and a relist
 //     is never allowed to take the Store back in time. (A server restored
 //     from a backup without a jump in its resourceVersions is followed once

@@ -7,8 +7,8 @@
 //
 // # Place in the flow
 //
-// apisim stands where kube-apiserver stands at the top of the flow in
-// DESIGN.md: the HTTP ListerWatcher sends it LIST and WATCH requests; tests
+// apisim stands where kube-apiserver stands at the top of the flow (see
+// README.md, "How an object flows"): the HTTP ListerWatcher sends it LIST and WATCH requests; tests
 // change objects through its Go API (Of) and watch the reflector, FIFO,
 // indexer and handlers react.
 //
