@@ -101,7 +101,8 @@ type execPlugin struct {
 	// authenticated with the old one must go.
 	onCertRotation func()
 
-	mu       sync.Mutex // held while the plugin runs: one run at a time
+	mu       sync.Mutex // guards what follows; never held while the plugin runs
+	running  *execRun   // the run in progress, which other callers wait for
 	cached   *execCredential
 	lastCert *tls.Certificate // the last certificate handed out, even if invalidated since
 }
@@ -167,29 +168,69 @@ func newExecPlugin(cfg ExecConfig, cluster execCluster) (*execPlugin, error) {
 	return &execPlugin{cfg: cfg, info: info, environ: os.Environ, now: time.Now, log: slog.New(slog.DiscardHandler)}, nil
 }
 
+// execRun is one run of the plugin, shared by the callers that wait for it.
+type execRun struct {
+	done chan struct{} // closed when the run has ended and the fields are set
+	cred *execCredential
+	err  error
+	// abandoned: the run failed because the caller that started it gave
+	// up (its context ended), which says nothing to the others.
+	abandoned bool
+}
+
 // credential returns the cached credential if it has not expired, else runs
-// the plugin.
+// the plugin, or waits for the run another caller started. A caller waits
+// only as long as its own context lets it.
 func (p *execPlugin) credential(ctx context.Context) (*execCredential, error) {
-	p.mu.Lock()
-	if c := p.cached; c != nil && (c.expiry.IsZero() || p.now().Before(c.expiry)) {
+	for {
+		p.mu.Lock()
+		if c := p.cached; c != nil && (c.expiry.IsZero() || p.now().Before(c.expiry)) {
+			p.mu.Unlock()
+			return c, nil
+		}
+		r := p.running
+		if r == nil {
+			r = &execRun{done: make(chan struct{})}
+			p.running = r
+			p.mu.Unlock()
+			return p.runFor(ctx, r)
+		}
 		p.mu.Unlock()
-		return c, nil
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !r.abandoned {
+			return r.cred, r.err
+		}
 	}
+}
+
+// runFor runs the plugin for the run r it registered, and hands the result
+// to the callers waiting for it.
+func (p *execPlugin) runFor(ctx context.Context, r *execRun) (*execCredential, error) {
 	c, err := p.run(ctx)
+	p.mu.Lock()
+	p.running = nil
+	r.cred, r.err, r.abandoned = c, err, err != nil && ctx.Err() != nil
+	rotated := false
+	if err == nil {
+		p.cached = c
+		rotated = p.lastCert != nil && !sameCertificate(p.lastCert, c.cert)
+		if c.cert != nil {
+			p.lastCert = c.cert
+		}
+	}
+	p.mu.Unlock()
+	close(r.done)
+
 	if err != nil {
-		p.mu.Unlock()
 		p.log.Debug("exec plugin failed", "command", p.cfg.Command, "error", err)
 		return nil, err
 	}
 	p.log.Debug("exec plugin returned credentials", "command", p.cfg.Command,
 		"token", c.token != "", "certificate", c.cert != nil, "expiry", c.expiry)
-	p.cached = c
-	rotated := p.lastCert != nil && !sameCertificate(p.lastCert, c.cert)
-	if c.cert != nil {
-		p.lastCert = c.cert
-	}
-	p.mu.Unlock()
-
 	if rotated && p.onCertRotation != nil {
 		p.onCertRotation()
 	}

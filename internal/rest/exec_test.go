@@ -3,13 +3,16 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // newEchoServer starts a TLS server that answers with the request's
@@ -75,6 +78,66 @@ func TestExecPluginToken(t *testing.T) {
 				t.Errorf("the plugin ran %d times, want 1: a token without expiry is cached", n)
 			}
 		})
+	}
+}
+
+// While the plugin runs for one request, another waits for that run, not
+// for a lock: it gives up when its own context ends, and one that waits to
+// the end gets the same credential, from the one run.
+func TestExecPluginWaitersFollowTheirContext(t *testing.T) {
+	dir := t.TempDir()
+	fifo, count := filepath.Join(dir, "fifo"), filepath.Join(dir, "count")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testPlugin(t, ExecAPIVersionV1, map[string]string{
+		"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_COUNT_FILE": count, "LW_PLUGIN_WAIT_FIFO": fifo,
+	})
+	p, err := newExecPlugin(*cfg, execCluster{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		c   *execCredential
+		err error
+	}
+	first, patient := make(chan result, 1), make(chan result, 1)
+	go func() {
+		c, err := p.credential(context.Background())
+		first <- result{c, err}
+	}()
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // returns once the plugin runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c, err := p.credential(context.Background())
+		patient <- result{c, err}
+	}()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	impatient := make(chan error, 1)
+	go func() {
+		_, err := p.credential(ctx)
+		impatient <- err
+	}()
+	select {
+	case err := <-impatient:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("a caller whose context ended: err = %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute): // a guard: it returns at once, or waits for the lock
+		t.Fatal("a caller whose context ended waits for another caller's plugin run")
+	}
+
+	w.Close() // the plugin answers
+	a, b := <-first, <-patient
+	if a.err != nil || b.err != nil || a.c == nil || a.c != b.c || a.c.token != "tok-1" {
+		t.Errorf("first %+v, patient %+v: want one credential, tok-1, for both", a, b)
+	}
+	if n := countLines(t, count); n != 1 {
+		t.Errorf("the plugin ran %d times, want 1", n)
 	}
 }
 

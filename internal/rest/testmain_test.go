@@ -29,7 +29,19 @@ func TestMain(m *testing.M) {
 //	LW_PLUGIN_CERT_FILE   cert mode: the certificate and key to return
 //	LW_PLUGIN_KEY_FILE
 //	LW_PLUGIN_INFO_FILE   where to save KUBERNETES_EXEC_INFO and whether stdin was empty
+//	LW_PLUGIN_WAIT_FIFO   a named pipe to read to its end before answering
 func runTestPlugin() int {
+	if fifo := os.Getenv("LW_PLUGIN_WAIT_FIFO"); fifo != "" {
+		f, err := os.Open(fifo) // blocks until the test opens it to write
+		if err == nil {
+			_, err = io.Copy(io.Discard, f)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	runs := 1
 	if f := os.Getenv("LW_PLUGIN_COUNT_FILE"); f != "" {
 		old, _ := os.ReadFile(f)
