@@ -61,7 +61,7 @@ func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) 
 			opt(&o)
 		}
 	}
-	client, err := reflector.NewClient(cfg)
+	client, err := reflector.NewClient(cfg, reflector.WithClientLogger(o.logger))
 	if err != nil {
 		return nil, err
 	}

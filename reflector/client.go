@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 
@@ -50,15 +51,35 @@ type Client struct {
 // NewClient returns a Client for the apiserver that cfg describes. It fails
 // on a malformed URL, unreadable TLS material, or credentials that would be
 // sent over plain http without cfg.AllowBearerOverHTTP.
-func NewClient(cfg *Config) (*Client, error) {
+func NewClient(cfg *Config, opts ...ClientOption) (*Client, error) {
 	if cfg == nil {
 		return nil, errors.New("reflector.NewClient: nil Config")
 	}
-	rc, err := rest.NewClient(cfg)
+	var o clientOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	rc, err := rest.NewClient(cfg, rest.WithLogger(o.logger))
 	if err != nil {
 		return nil, err
 	}
 	return &Client{rest: rc}, nil
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*clientOptions)
+
+type clientOptions struct {
+	logger *slog.Logger // nil: discard
+}
+
+// WithClientLogger sets where the Client reports what it does on its own:
+// bearer token file re-reads, exec plugin runs, client certificate
+// rotations. The default discards everything. Credentials are never logged.
+func WithClientLogger(l *slog.Logger) ClientOption {
+	return func(o *clientOptions) { o.logger = l }
 }
 
 // ServerVersion asks the apiserver for its version (GET /version): a cheap

@@ -1,6 +1,9 @@
 package reflector_test
 
 import (
+	"bytes"
+	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,4 +36,16 @@ func TestProtobufIsRefusedWhereItCannotBeRead(t *testing.T) {
 	assert.ErrorContains(t, err, "reads JSON")
 	_, err = reflector.NewListerWatcher[*metav1.PartialObjectMetadata](client, pods)
 	assert.NoError(t, err)
+}
+
+// TestClientLoggerGetsTheClientsOwnReports: what the HTTP client does on its
+// own (here: a token file it cannot read, with a static token standing in)
+// reaches WithClientLogger, without the credential.
+func TestClientLoggerGetsTheClientsOwnReports(t *testing.T) {
+	var buf bytes.Buffer
+	cfg := &reflector.Config{Host: "https://127.0.0.1:1", BearerToken: "s3cr3t", BearerTokenFile: filepath.Join(t.TempDir(), "missing")}
+	_, err := reflector.NewClient(cfg, reflector.WithClientLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	require.NoError(t, err)
+	assert.Contains(t, buf.String(), "bearer token file")
+	assert.NotContains(t, buf.String(), "s3cr3t")
 }
