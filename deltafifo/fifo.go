@@ -111,7 +111,7 @@ func (f *FIFO[T]) write(op string, typ DeltaType, obj T) error {
 	if f.closed {
 		return ErrClosed
 	}
-	f.populateLocked(f.initialPending)
+	f.markPopulatedLocked()
 	if typ == Deleted && f.known != nil && !f.heldLocked(key) {
 		if _, ok := f.known.GetByKey(key); !ok {
 			return nil
@@ -206,7 +206,7 @@ func (f *FIFO[T]) Replace(list []T, resourceVersion string) error {
 		f.initialQueued = f.queue.len()
 		f.initialPending = f.initialQueued
 	}
-	f.populateLocked(f.initialPending)
+	f.markPopulatedLocked()
 	return nil
 }
 
@@ -320,7 +320,7 @@ func (f *FIFO[T]) finish(b inflightBatch[T], initial bool) {
 	}
 	if initial {
 		f.initialPending--
-		f.populateLocked(f.initialPending)
+		f.markPopulatedLocked()
 	}
 }
 
@@ -430,11 +430,11 @@ func (f *FIFO[T]) heldLocked(key string) bool {
 	return false
 }
 
-// populateLocked marks the FIFO populated and closes the synced channel if
-// nothing from the initial list is pending.
-func (f *FIFO[T]) populateLocked(pending int) {
+// markPopulatedLocked marks the FIFO populated and, once nothing of the
+// initial list is pending, closes the synced channel.
+func (f *FIFO[T]) markPopulatedLocked() {
 	f.populated = true
-	if pending == 0 && !f.syncedClosed {
+	if f.initialPending == 0 && !f.syncedClosed {
 		f.syncedClosed = true
 		close(f.synced)
 	}
