@@ -216,6 +216,44 @@ func TestLateHandlerGetsCacheThenChanges(t *testing.T) {
 // A registration's Synced channel closes once the informer has synced and
 // the handler has handled its initial list: for a handler added before Run
 // and for one added later, whose initial list is the cache.
+// TestHandlerAddedDuringTheInitialList: a handler added while the informer
+// applies its first list gets each object once, as an add from the initial
+// list (the cached ones first, then the rest as they are applied), and
+// syncs with the informer. The informer applies one key at a time and the
+// handler is added between two of them; which two varies from run to run,
+// the outcome may not.
+func TestHandlerAddedDuringTheInitialList(t *testing.T) {
+	src := newSource()
+	for i := range 200 {
+		src.Create(pod("ns", fmt.Sprintf("p%03d", i)))
+	}
+	halfway := make(chan struct{})
+	var once sync.Once
+	signal := func(p *corev1.Pod) ([]string, error) {
+		if p.Name == "p100" {
+			once.Do(func() { close(halfway) })
+		}
+		return nil, nil
+	}
+	inf := informer.New[*corev1.Pod](src, informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"signal": signal}))
+	defer start(t, inf)()
+	<-halfway
+	v := newView(t)
+	reg := inf.AddEventHandler(v)
+	select {
+	case <-reg.Synced():
+	case <-time.After(time.Minute): // a guard, not a wait
+		t.Fatal("the handler added during the initial list never synced")
+	}
+	assert.True(t, inf.HasSynced())
+	calls := v.calls()
+	assert.Len(t, calls, 200)
+	for _, c := range calls {
+		assert.True(t, strings.HasSuffix(c, " initial=true") && strings.HasPrefix(c, "add "), c)
+	}
+	assert.Equal(t, sourceKeys(src), v.keys())
+}
+
 func TestRegistrationSynced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newSource()
