@@ -316,8 +316,9 @@ func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 // SetWatchErrorHandler sets a function called with every error the
 // informer meets: a list or watch error, before the reflector recovers from
 // it; an event or item skipped; a change the cache could not apply (an
-// index function's error). It is called from the informer's goroutines,
-// possibly from two at once, so it must be safe for concurrent use, and
+// index function's error). It is called from several of the informer's
+// goroutines (the reflector's, the one applying changes, the resync
+// timer's), possibly at once, so it must be safe for concurrent use, and
 // must not block. It must be called before Run.
 func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(error)) error {
 	s.mu.Lock()
