@@ -43,32 +43,33 @@ func (f *protobufFramer) next(dst []byte) ([]byte, int, error) {
 	if uint64(size) > uint64(f.max) {
 		return nil, f.frames, fmt.Errorf("%s: %w: %d bytes (limit %d)", f.what(), ErrFrameTooLarge, size, f.max)
 	}
-	frame, err := f.readFrame(dst[:0], int(size))
+	frame, err := readN(f.r, dst, int(size))
 	if err != nil {
 		return nil, f.frames, f.readFailure("frame", err)
 	}
 	return frame, f.frames, nil
 }
 
-// readFrame reads an n-byte frame into dst. Up to maxRetainedFrame, or if
-// dst is already large enough, it reads in one go; above, it grows the
-// buffer as the bytes arrive, so that a length prefix that lies costs
-// memory only for bytes actually received.
-func (f *protobufFramer) readFrame(dst []byte, n int) ([]byte, error) {
+// readN reads n bytes from r into dst's array (grown if need be) and
+// returns them, or what it read before an error. Past maxRetainedFrame, or
+// dst's capacity, it grows as the bytes arrive: a length that a peer only
+// claims costs no memory until its bytes come.
+func readN(r io.Reader, dst []byte, n int) ([]byte, error) {
+	dst = dst[:0]
 	if n <= cap(dst) || n <= maxRetainedFrame {
 		dst = slices.Grow(dst, n)[:n]
-		_, err := io.ReadFull(f.r, dst)
-		return dst, err
+		m, err := io.ReadFull(r, dst)
+		return dst[:m], err
 	}
 	dst = slices.Grow(dst, maxRetainedFrame)
 	for len(dst) < n {
 		if len(dst) == cap(dst) {
 			dst = slices.Grow(dst, min(cap(dst), n-len(dst)))
 		}
-		m, err := io.ReadFull(f.r, dst[len(dst):min(cap(dst), n)])
+		m, err := io.ReadFull(r, dst[len(dst):min(cap(dst), n)])
 		dst = dst[:len(dst)+m]
 		if err != nil {
-			return nil, err
+			return dst, err
 		}
 	}
 	return dst, nil

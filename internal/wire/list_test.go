@@ -3,9 +3,11 @@ package wire
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -446,5 +448,30 @@ func TestListBrokenBodies(t *testing.T) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestProtobufListItemLengthIsNotTrusted: an item that claims 60 MiB (under
+// the limit) and then ends costs memory as its bytes arrive, not as claimed.
+func TestProtobufListItemLengthIsNotTrusted(t *testing.T) {
+	const claimed = 60 << 20
+	item := binary.AppendUvarint(nil, 2<<3|wireBytes) // PodList.items
+	item = binary.AppendUvarint(item, claimed)
+	item = append(item, "only a few bytes"...)
+	body := append([]byte("k8s\x00"), tagged(1, append(tagged(1, []byte("v1")), tagged(2, []byte("PodList"))...))...)
+	body = binary.AppendUvarint(body, 2<<3|wireBytes) // Unknown.raw, as long as the item claims
+	body = binary.AppendUvarint(body, uint64(claimed+len(item)))
+	body = append(body, item...)
+
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := DecodeProtobufList(bytes.NewReader(body), c, 64<<20, func(*corev1.Pod) error { return nil })
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("err = %v, want one wrapping io.ErrUnexpectedEOF", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Errorf("allocated %d MiB for an item of a few bytes that claimed 60 MiB", got>>20)
 	}
 }

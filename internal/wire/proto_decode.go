@@ -176,8 +176,16 @@ func (f *protoStructField) growSlice(p unsafe.Pointer, n int) {
 	if h.cap-h.len >= n {
 		return
 	}
-	grown := *(*sliceHeader)(f.slice.UnsafeMakeSlice(h.len, h.len+n))
-	for i := range h.len { // a field seen again: rare
+	size := h.len + n
+	if h.len > 0 {
+		// A field seen again, its elements interleaved with other fields
+		// (which no marshaler writes, but a hostile frame may): growing
+		// by doubling keeps that linear, where growing to the exact size
+		// copied every element again for each new one.
+		size = max(size, 2*h.cap)
+	}
+	grown := *(*sliceHeader)(f.slice.UnsafeMakeSlice(h.len, size))
+	for i := range h.len {
 		f.slice.UnsafeSetIndex(unsafe.Pointer(&grown), i, f.slice.UnsafeGetIndex(p, i))
 	}
 	*h = grown

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -264,4 +265,39 @@ func FuzzProtoDecodeMatchesGenerated(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestProtoDecodeInterleavedRepeatedFieldGrowsByDoubling: a repeated field
+// whose elements come between other fields (no marshaler writes that, a
+// hostile frame may) must not cost a new array per element: growing to the
+// exact size each time made such a frame quadratic to decode.
+func TestProtoDecodeInterleavedRepeatedFieldGrowsByDoubling(t *testing.T) {
+	const n = 4000
+	var meta []byte // ObjectMeta: finalizers (14) and name (1), alternating
+	for range n {
+		meta = append(meta, tagged(14, []byte("x"))...)
+		meta = append(meta, tagged(1, nil)...)
+	}
+	data := tagged(1, meta) // PartialObjectMetadata: metadata (1)
+
+	typ := reflect.TypeFor[metav1.PartialObjectMetadata]()
+	generated, compiled, genErr, compErr := decodeBoth(typ, data, nil, nil)
+	require.NoError(t, genErr)
+	require.NoError(t, compErr)
+	require.Equal(t, generated, compiled)
+	require.Len(t, compiled.(*metav1.PartialObjectMetadata).Finalizers, n)
+
+	m := protoMessageFor(typ)
+	allocs := testing.AllocsPerRun(3, func() {
+		var obj metav1.PartialObjectMetadata
+		d := protoDecoder{}
+		if err := m.decode(unsafe.Pointer(&obj), data, &d); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// One-byte strings cost no allocation; the arrays, about log2(n) of
+	// them. The exact growth made one array per element.
+	if allocs > 100 {
+		t.Errorf("%v allocations for %d interleaved elements, want about 20", allocs, n)
+	}
 }

@@ -79,20 +79,18 @@ func (s *protoStream) read(name string, n uint64) ([]byte, error) {
 	if n > uint64(s.limit) {
 		return nil, fmt.Errorf("%w: %s of %d bytes (limit %d)", ErrListTooLarge, name, n, s.limit)
 	}
-	var b []byte
-	switch {
-	case n > maxRetainedFrame:
-		b = make([]byte, n)
-	case uint64(cap(s.buf)) < n:
-		s.buf = make([]byte, n)
-		b = s.buf
-	default:
-		b = s.buf[:n]
+	keep := n <= maxRetainedFrame // else not kept for the next read
+	dst := s.buf
+	if !keep {
+		dst = nil
 	}
-	m, err := io.ReadFull(s.r, b)
-	s.off += int64(m)
+	b, err := readN(s.r, dst, int(n))
+	s.off += int64(len(b))
 	if err != nil {
 		return nil, eofIsUnexpected(err)
+	}
+	if keep {
+		s.buf = b
 	}
 	return b, nil
 }
