@@ -49,3 +49,35 @@ func TestClientLoggerGetsTheClientsOwnReports(t *testing.T) {
 	assert.Contains(t, buf.String(), "bearer token file")
 	assert.NotContains(t, buf.String(), "s3cr3t")
 }
+
+// TestPanickingTransformOverHTTP: over HTTP the transform runs inside the
+// list decoder; its panic is still the transform's (skipped, reported),
+// not malformed data from the server, and the LIST is not retried for it.
+func TestPanickingTransformOverHTTP(t *testing.T) {
+	for _, ct := range []reflector.ContentType{reflector.JSON, reflector.Protobuf} {
+		server, _ := startServer("good", "bad")
+		client, err := reflector.NewClient(&reflector.Config{Host: server.URL()})
+		require.NoError(t, err)
+		lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "default"}, reflector.WithContentType(ct))
+		require.NoError(t, err)
+		errs := make(chan error, 10)
+		store := chanStore{objs: make(chan *corev1.Pod, 10)}
+		r := reflector.New(lw, reflector.Store[*corev1.Pod](store),
+			reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](func(err error) { errs <- err }),
+			reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+				if p.Name == "bad" {
+					panic("transform bug")
+				}
+				return p, nil
+			}))
+		stop := run(t, r)
+		err = <-errs
+		assert.ErrorIs(t, err, reflector.ErrSkipped, ct)
+		assert.ErrorContains(t, err, "transform bug")
+		assert.Equal(t, "good", (<-store.objs).Name)
+		stop()
+		server.Close()
+		assert.Empty(t, errs, "one error only: the list was not retried")
+	}
+}

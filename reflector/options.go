@@ -70,7 +70,7 @@ func WithPageSize[T metav1.Object](n int64) Option[T] {
 
 // WithTransform applies f to every object as it is decoded, before it reaches
 // the Store: dropping managedFields there keeps them out of memory. An object
-// whose transform fails is skipped and the error reported.
+// whose transform fails, or panics, is skipped and the error reported.
 func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
 	return func(o *options[T]) { o.transform = f }
 }

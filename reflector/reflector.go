@@ -328,7 +328,7 @@ func (r *Reflector[T]) admit(obj T) (T, error) {
 		return zero, fmt.Errorf("%w: %s has no metadata.resourceVersion", ErrRejected, objkey.Key(obj))
 	}
 	if r.opt.transform != nil {
-		out, err := r.opt.transform(obj)
+		out, err := r.transform(obj)
 		if err != nil {
 			return zero, fmt.Errorf("transforming %s: %w", objkey.Key(obj), err)
 		}
@@ -338,6 +338,17 @@ func (r *Reflector[T]) admit(obj T) (T, error) {
 		share.Share(r.parts, obj)
 	}
 	return obj, nil
+}
+
+// transform calls the transform; a panic in it is an error about this
+// object, which is skipped, as a handler's panic is recovered.
+func (r *Reflector[T]) transform(obj T) (out T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: the transform panicked: %v", ErrSkipped, p)
+		}
+	}()
+	return r.opt.transform(obj)
 }
 
 // isNilPointer reports a typed nil, on which metadata getters would panic.

@@ -374,6 +374,42 @@ func TestRefusedListsDoNotLoop(t *testing.T) {
 	}
 }
 
+// TestPanickingTransformSkipsTheObject: a transform that panics on one
+// object costs that object (reported), in a list and in a watch, not the
+// reflector; over HTTP the decoder must not take it for bad server data.
+func TestPanickingTransformSkipsTheObject(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				src.Create(pod("bad"))
+				var log errorLog
+				r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](mode),
+					reflector.WithErrorHandler[*corev1.Pod](log.add),
+					reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+						if strings.HasPrefix(p.Name, "bad") {
+							panic("transform bug")
+						}
+						return p, nil
+					}))
+				defer run(t, r)()
+				synctest.Wait()
+				src.Create(pod("bad2"))
+				src.Create(pod("c"))
+				synctest.Wait()
+				assert.Equal(t, []string{"a@1", "c@4"}, store.keys())
+				errs := log.all()
+				require.Len(t, errs, 2)
+				for _, err := range errs {
+					assert.ErrorIs(t, err, reflector.ErrSkipped)
+					assert.ErrorContains(t, err, "transform bug")
+				}
+			})
+		})
+	}
+}
+
 // refusing is a recorder whose Add and Replace fail while refuse says so.
 type refusing struct {
 	*recorder

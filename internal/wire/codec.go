@@ -369,8 +369,8 @@ func (c *Codec[T]) shareWalk(obj T) {
 		return
 	}
 	c.walkMu.Lock()
+	defer c.walkMu.Unlock() // a panic in the walk is recovered by the decoders
 	share.Share(c.walk, obj)
-	c.walkMu.Unlock()
 }
 
 // SharesParts reports whether the codec was built WithSharedParts.

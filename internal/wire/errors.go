@@ -99,3 +99,29 @@ func (e *StatusError) Error() string {
 	}
 	return msg
 }
+
+// The list decoders turn a panic while decoding into ErrMalformed: bytes
+// the generated code chokes on are the server's fault. A panic in the
+// caller's add is not, and goes on up as it was: callAdd marks it, and the
+// decoders' recover hands it back (rethrowCallerPanic).
+
+// callerPanic is a panic raised by the caller's own code.
+type callerPanic struct{ value any }
+
+// callAdd calls add, marking a panic in it as the caller's.
+func callAdd[T any](add func(T) error, obj T) error {
+	defer func() {
+		if r := recover(); r != nil {
+			panic(callerPanic{r})
+		}
+	}()
+	return add(obj)
+}
+
+// rethrowCallerPanic panics again with the caller's value if r, a
+// recovered panic, was the caller's.
+func rethrowCallerPanic(r any) {
+	if p, ok := r.(callerPanic); ok {
+		panic(p.value)
+	}
+}

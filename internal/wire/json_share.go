@@ -104,24 +104,66 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	}
 }
 
-// unshare gives the value at p, which may be shared, a copy of its own:
-// a map's entries, a slice's elements or a pointed-to struct, copied.
+// unshare gives the value at p, which may be shared, a deep copy of its
+// own, before a key met again merges into it. One level would not do:
+// merging decodes into the parts below too, and a type that decodes itself
+// may write into the memory it holds (runtime.RawExtension appends into
+// Raw[:0]), which the objects sharing the part would see change.
 func (d *sharedJSONDecoder) unshare(p unsafe.Pointer) {
 	v := reflect.NewAt(d.typ, p).Elem()
-	switch d.typ.Kind() {
+	v.Set(deepCopy(v))
+}
+
+// deepCopy returns a copy of v that shares no map, slice or pointed-to
+// value with it. Unexported fields are copied as they are: nothing decodes
+// into them in place.
+func deepCopy(v reflect.Value) reflect.Value {
+	switch v.Kind() {
 	case reflect.Map:
-		c := reflect.MakeMapWithSize(d.typ, v.Len())
-		for it := v.MapRange(); it.Next(); {
-			c.SetMapIndex(it.Key(), it.Value())
+		if v.IsNil() {
+			return v
 		}
-		v.Set(c)
+		c := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			c.SetMapIndex(it.Key(), deepCopy(it.Value()))
+		}
+		return c
 	case reflect.Slice:
-		c := reflect.MakeSlice(d.typ, v.Len(), v.Len())
-		reflect.Copy(c, v)
-		v.Set(c)
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			reflect.Copy(c, v)
+			return c
+		}
+		for i := range v.Len() {
+			c.Index(i).Set(deepCopy(v.Index(i)))
+		}
+		return c
 	case reflect.Pointer:
-		c := reflect.New(d.typ.Elem())
-		c.Elem().Set(v.Elem())
-		v.Set(c)
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.New(v.Type().Elem())
+		c.Elem().Set(deepCopy(v.Elem()))
+		return c
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.New(v.Type()).Elem()
+		c.Set(deepCopy(v.Elem()))
+		return c
+	case reflect.Struct:
+		c := reflect.New(v.Type()).Elem()
+		c.Set(v)
+		for i := range c.NumField() {
+			if f := c.Field(i); f.CanSet() {
+				f.Set(deepCopy(v.Field(i)))
+			}
+		}
+		return c
 	}
+	return v
 }

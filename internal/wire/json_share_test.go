@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // jsonBoth decodes data as a typ with a codec's JSON configuration without
@@ -284,4 +285,27 @@ func TestJSONSharedPartsStreamed(t *testing.T) {
 		}
 		require.Equal(t, 12, i)
 	}
+}
+
+// TestJSONSharedPartMetAgainIsCopiedDeep: a key met twice in one object
+// merges into a part that may be shared with objects decoded before; the
+// copy it merges into must share nothing with them, down to the bytes of a
+// runtime.RawExtension, which decodes itself by appending into Raw[:0].
+func TestJSONSharedPartMetAgainIsCopiedDeep(t *testing.T) {
+	config := func(x string) string {
+		return `[{"opaque":{"driver":"d","parameters":{"x":"` + x + `"}}}]`
+	}
+	a := `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"a"},` +
+		`"spec":{"devices":{"config":` + config("AAAA") + `}}}`
+	b := `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"b"},` +
+		`"spec":{"devices":{"config":` + config("AAAA") + `,"config":` + config("BBBB") + `}}}`
+	api := jsonAPIFor(newPartTable())
+	var first, second resourcev1.ResourceClaim
+	require.NoError(t, api.Unmarshal([]byte(a), &first))
+	require.NoError(t, api.Unmarshal([]byte(b), &second))
+	assert.JSONEq(t, `{"x":"AAAA"}`, string(first.Spec.Devices.Config[0].Opaque.Parameters.Raw), "the first object changed")
+	assert.JSONEq(t, `{"x":"BBBB"}`, string(second.Spec.Devices.Config[0].Opaque.Parameters.Raw))
+	var third resourcev1.ResourceClaim // the part remembered is still the first's
+	require.NoError(t, api.Unmarshal([]byte(a), &third))
+	assert.JSONEq(t, `{"x":"AAAA"}`, string(third.Spec.Devices.Config[0].Opaque.Parameters.Raw))
 }

@@ -47,6 +47,7 @@ func DecodeJSONList[T any](r io.Reader, codec *Codec[T], maxItem int, add func(T
 	l := &jsonList[T]{codec: codec, src: src, it: src.it, add: add}
 	defer func() {
 		if r := recover(); r != nil {
+			rethrowCallerPanic(r)
 			meta, err = ListMeta{}, fmt.Errorf("%w: %s: decoder panicked: %v", ErrMalformed, l.what(), r)
 		}
 	}()
@@ -129,7 +130,7 @@ func (l *jsonList[T]) item(it *jsoniter.Iterator) bool {
 		l.stop = fmt.Errorf("%s: %w", l.what(), err)
 		return false
 	}
-	if err := l.add(obj); err != nil {
+	if err := callAdd(l.add, obj); err != nil {
 		l.stop = err
 		return false
 	}

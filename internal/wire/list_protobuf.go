@@ -35,6 +35,7 @@ func DecodeProtobufList[T any](r io.Reader, codec *Codec[T], maxItem int, add fu
 	l := &protoList[T]{codec: codec, s: protoStream{r: bufio.NewReaderSize(r, readBufferSize), limit: maxItem}, add: add}
 	defer func() {
 		if r := recover(); r != nil {
+			rethrowCallerPanic(r)
 			meta, err = ListMeta{}, fmt.Errorf("%w: %s: decoder panicked: %v", ErrMalformed, l.what(), r)
 		}
 	}()
@@ -152,7 +153,7 @@ func (l *protoList[T]) list(end int64) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", l.what(), err)
 			}
-			if err := l.add(obj); err != nil {
+			if err := callAdd(l.add, obj); err != nil {
 				return err
 			}
 			l.items++

@@ -285,6 +285,15 @@ func TestListAddError(t *testing.T) {
 			if err != stop || n != 2 {
 				t.Fatalf("got %v after %d items, want %v after 2", err, n, stop)
 			}
+			// A panic in add is the caller's: it goes on up as it was,
+			// not as an error blaming the server's bytes.
+			defer func() {
+				if r := recover(); r != "add's own panic" {
+					t.Errorf("recovered %v, want add's own panic", r)
+				}
+			}()
+			err = decode(bytes.NewReader(body), func(*corev1.Pod) error { panic("add's own panic") })
+			t.Errorf("decode returned %v", err)
 		})
 	}
 }
