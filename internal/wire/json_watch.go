@@ -19,8 +19,12 @@ const DefaultMaxFrameBytes = 64 << 20
 // decoder does not rely on.
 //
 // Each event is decoded in one pass: the object goes straight into a new T
-// (or, for ERROR, into a metav1.Status) as the bytes arrive; nothing is
-// buffered beyond a 32 KiB read buffer and the strings the object keeps.
+// (or, for ERROR, into a metav1.Status) as the bytes arrive, through a
+// 32 KiB read buffer. Beyond that buffer and what the object keeps, an
+// event holds more only when it must: an object sent before its "type" is
+// held whole until the type is known, a string longer than the buffer is
+// collected whole, and with shared parts a part that crosses the buffer's
+// end is copied out to be looked up.
 //
 // A JSONWatchDecoder is not safe for concurrent use. The zero value is not
 // usable; call NewJSONWatchDecoder.
@@ -105,21 +109,21 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 	d.events++
 
 	var (
-		ev       Event[T]
-		typeSeen bool
-		unknown  string // an unknown event type, reported after the object is read
-		objSeen  bool
-		raw      []byte // the object, when it came before "type"
-		kindErr  error  // the object is not ours: reported once the event is read
+		ev          Event[T]
+		typeSeen    bool
+		unknownType string // an unknown event type, reported after the object is read
+		objSeen     bool
+		raw         []byte // the object, when it came before "type"
+		kindErr     error  // the object is not ours: reported once the event is read
 	)
 	it.ReadObjectCB(func(it *jsoniter.Iterator, field string) bool {
 		switch field {
 		case "type":
 			s := it.ReadString()
 			if t, ok := parseEventType(s); ok {
-				ev.Type, typeSeen, unknown = t, true, ""
+				ev.Type, typeSeen, unknownType = t, true, ""
 			} else {
-				ev.Type, typeSeen, unknown = "", false, s
+				ev.Type, typeSeen, unknownType = "", false, s
 			}
 		case "object":
 			if it.ReadNil() {
@@ -155,8 +159,8 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 		return Event[T]{}, d.src.failure(it, d.what(), ErrFrameTooLarge)
 	}
 	switch {
-	case unknown != "":
-		return Event[T]{}, fmt.Errorf("%s: %w %q", d.what(), ErrUnknownEventType, unknown)
+	case unknownType != "":
+		return Event[T]{}, fmt.Errorf("%s: %w %q", d.what(), ErrUnknownEventType, unknownType)
 	case !typeSeen:
 		return Event[T]{}, fmt.Errorf("%w: %s has no \"type\"", ErrMalformed, d.what())
 	case !objSeen:

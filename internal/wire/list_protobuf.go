@@ -17,8 +17,9 @@ import (
 //
 // Although the list is one protobuf message, every field is length-prefixed,
 // so it is decoded as it streams in: each item is read into one reused
-// buffer, unmarshalled into a new T and handed to add before the next is
-// read. Memory is bounded by the largest item, not by the list.
+// buffer (an item over 1 MiB into its own, grown as its bytes arrive),
+// unmarshalled into a new T and handed to add before the next is read.
+// Memory is bounded by the largest item, not by the list.
 //
 // Limits and errors are those of DecodeJSONList: an item, or any other
 // field read into memory, larger than maxItem bytes (zero or less:

@@ -171,13 +171,13 @@ func (p *ParallelWatchDecoder[T]) readSequential(j *frameJob[T], next func() (Ev
 	}
 }
 
-// decode is a worker goroutine.
-func (p *ParallelWatchDecoder[T]) decode(decode func([]byte, int) (Event[T], error)) {
+// decode is a worker goroutine: it decodes frames with decodeFrame.
+func (p *ParallelWatchDecoder[T]) decode(decodeFrame func([]byte, int) (Event[T], error)) {
 	defer p.wg.Done()
 	for {
 		select {
 		case j := <-p.work:
-			j.ev, j.err = decode(j.frame, j.n)
+			j.ev, j.err = decodeFrame(j.frame, j.n)
 			j.done <- struct{}{}
 		case <-p.stop:
 			return
@@ -190,6 +190,12 @@ func (p *ParallelWatchDecoder[T]) decode(decode func([]byte, int) (Event[T], err
 func (p *ParallelWatchDecoder[T]) Next() (Event[T], error) {
 	if p.err != nil {
 		return Event[T]{}, p.err
+	}
+	select {
+	case <-p.stop: // first: a select would pick at random among ready cases
+		p.err = io.ErrClosedPipe
+		return Event[T]{}, p.err
+	default:
 	}
 	var j *frameJob[T]
 	select {

@@ -258,7 +258,9 @@ func (d *protoDecoder) str(b []byte, unique bool) string {
 }
 
 // str is d.str for a string field, trying first the string the field held
-// in the object decoded last: most fields repeat from object to object
+// in the object decoded last by any codec (f.last belongs to the compiled
+// type, which all codecs share; strings are immutable, so sharing one
+// across codecs is harmless): most fields repeat from object to object
 // (namespace, kind, image, node, ...), and one comparison with a string
 // still in the cache costs less than a lookup in the table.
 func (f *protoStructField) str(b []byte, d *protoDecoder) string {

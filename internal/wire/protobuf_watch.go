@@ -17,10 +17,11 @@ const maxRetainedFrame = 1 << 20
 // (RawExtension {raw = 1})}; the raw bytes are "k8s\x00" and a
 // runtime.Unknown {typeMeta = 1, raw = 2, ...} wrapping the object.
 //
-// Each frame is read into one reused buffer and parsed in place: the
-// envelopes are walked by hand, and only the object's own bytes go through
-// its generated Unmarshal, which copies what it keeps, so objects never
-// alias the buffer.
+// Each frame is read into one reused buffer (frames over 1 MiB into their
+// own) and parsed in place: the envelopes are walked by hand, and only the
+// object's own bytes go through its decoder (compiled from the type, or the
+// generated Unmarshal), which copies what it keeps, so objects never alias
+// the buffer.
 //
 // A ProtobufWatchDecoder is not safe for concurrent use. The zero value is
 // not usable; call NewProtobufWatchDecoder.

@@ -67,6 +67,7 @@ func (w *window) Read(p []byte) (int, error) {
 func (w *window) note(err error) error {
 	switch {
 	case err == nil || !w.clean():
+		// nothing to note, or a syntax error already is the news
 	case err == io.EOF:
 		w.eof = true
 	default:
