@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,6 +36,7 @@ type Fault struct {
 	after int
 
 	status   *metav1.Status // faultStatus
+	plain    bool           // faultStatus: as text/plain, not a Status object
 	interval time.Duration  // faultTrickle
 	size     int            // mutLarge
 	gate     *Gate          // faultHold
@@ -175,6 +177,15 @@ func LargeObject(size int) Fault { return Fault{kind: mutLarge, size: size} }
 func TooManyRequests(retryAfterSeconds int) Fault {
 	st := apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfterSeconds).ErrStatus
 	return Fault{kind: faultStatus, status: &st}
+}
+
+// TooManyRequestsPlain answers 429 exactly as API Priority and Fairness and
+// the max-in-flight filter do: "Too many requests, please try again
+// later." as text/plain, with the Retry-After header and no Status object.
+func TooManyRequestsPlain(retryAfterSeconds int) Fault {
+	f := TooManyRequests(retryAfterSeconds)
+	f.plain = true
+	return f
 }
 
 // TooManyRequestsWithoutRetryAfter answers 429 with neither a Retry-After
@@ -350,6 +361,13 @@ func (s *Server) takeFault(req request, r *http.Request) *Injection {
 func (f Fault) before(s *Server, w http.ResponseWriter, r *http.Request, req request) bool {
 	switch f.kind {
 	case faultStatus:
+		if f.plain {
+			if d := f.status.Details; d != nil && d.RetryAfterSeconds > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
+			}
+			http.Error(w, f.status.Message, int(f.status.Code))
+			return true
+		}
 		writeStatus(w, r, &apierrors.StatusError{ErrStatus: *f.status}, errorFormat(r))
 		return true
 	case faultHold:

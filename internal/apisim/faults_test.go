@@ -206,6 +206,13 @@ func TestStatusFaults(t *testing.T) {
 	assert.Equal(t, "3", resp.Header.Get("Retry-After"))
 	assert.Equal(t, int32(3), st.Details.RetryAfterSeconds)
 
+	s.Inject(m, apisim.TooManyRequestsPlain(2), 1)
+	resp, body = get(t, s, "/api/v1/pods")
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	assert.Equal(t, "text/plain; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Equal(t, "2", resp.Header.Get("Retry-After"))
+	assert.Equal(t, "Too many requests, please try again later.\n", string(body))
+
 	s.Inject(m, apisim.TooManyRequestsWithoutRetryAfter(), 1)
 	resp, body = get(t, s, "/api/v1/pods")
 	st = status(t, resp, body, http.StatusTooManyRequests)

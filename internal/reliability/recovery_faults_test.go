@@ -339,6 +339,9 @@ func TestRow14SustainedTooManyRequests(t *testing.T) {
 		// (6 was seen under -race on 2 CPUs); backing off instead would
 		// make about 10.
 		{"Retry-After 1s", apisim.TooManyRequests(1), 6},
+		// The same as API Priority and Fairness answers it: plain text,
+		// the Retry-After header only.
+		{"Retry-After 1s, plain text", apisim.TooManyRequestsPlain(1), 6},
 		// Backoff from 10ms doubling to 2s: about 10 requests in 3s.
 		{"no Retry-After", apisim.TooManyRequestsWithoutRetryAfter(), 14},
 	} {
