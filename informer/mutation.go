@@ -35,15 +35,18 @@ func (e *MutationError) Error() string {
 // objects it caches, which handlers and Lister callers share (see
 // MutationError). It keeps a deep copy of every object it caches and, every
 // period and once more when Run returns, compares each cached object, and
-// each object replaced or deleted in the last minute, with its copy
-// (semantically, as k8s.io/apimachinery/pkg/api/equality does, so a
-// Quantity that caches its string form is not a change). Each change found
+// each object replaced or deleted in the last minute (kept until the first
+// check after that minute), with its copy (semantically, as
+// k8s.io/apimachinery/pkg/api/equality does: a Quantity that caches its
+// string form is not a change, and neither is a nil map or slice made
+// empty, or a Quantity rewritten with the same value). Each change found
 // is passed to report as a *MutationError, once; report runs on the
 // detector's goroutine, or on Run's for the last check. A nil report logs
 // with the informer's logger instead; a period ≤ 0 means one second.
 //
-// It keeps a second copy of the cache, and of every object replaced in the
-// last minute, and compares them all every period: it is meant for tests
+// It keeps a second copy of the cache, and of every object replaced since
+// the last check more than a minute ago, and compares them all every
+// period: it is meant for tests
 // and CI, where it catches a handler that changes what it is given. It
 // matters most with WithSharing, where such a change also changes the
 // other objects that share the changed part.
@@ -59,8 +62,16 @@ type mutationOptions[T metav1.Object] struct {
 	deepCopy func(T) (T, error)
 }
 
-// deepCopy copies obj with its generated DeepCopyObject.
-func deepCopy[T reflector.Object](obj T) (T, error) {
+// deepCopy copies obj with its generated DeepCopyObject. A panic in it
+// (Unstructured.DeepCopy panics on a value that is not JSON, which a
+// transform may have put there) is an error: the detector must not bring
+// down an informer that works without it.
+func deepCopy[T reflector.Object](obj T) (c T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("DeepCopyObject of %T panicked: %v", obj, r)
+		}
+	}()
 	copied := obj.DeepCopyObject()
 	c, ok := copied.(T)
 	if !ok {

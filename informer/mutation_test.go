@@ -267,3 +267,33 @@ func TestMutationDetectorCachesWhatItCannotCopy(t *testing.T) {
 		assert.Contains(t, errs[0].Error(), "mutation detector cannot check ns/a: DeepCopyObject of *informer_test.oddPod returned a *v1.Pod")
 	})
 }
+
+// panickyPod's DeepCopyObject panics, as Unstructured.DeepCopy does on a
+// value that is not JSON.
+type panickyPod struct{ corev1.Pod }
+
+func (p *panickyPod) DeepCopyObject() runtime.Object { panic("cannot deep copy func()") }
+
+// A copy that panics is reported like one that fails; the informer goes on.
+func TestMutationDetectorSurvivesAPanickingCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *panickyPod { return &panickyPod{} })
+		src.Create(&panickyPod{Pod: *pod("ns", "a")})
+		var mu sync.Mutex
+		var errs []error
+		inf := informer.New[*panickyPod](src, informer.WithMutationDetector[*panickyPod](time.Hour, func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
+		}))
+		stop := start(t, inf)
+		synctest.Wait()
+		_, ok := inf.Indexer().GetByKey("ns/a")
+		assert.True(t, ok, "cached")
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, errs, 1)
+		assert.Contains(t, errs[0].Error(), "panicked: cannot deep copy func()")
+	})
+}

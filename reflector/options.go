@@ -127,18 +127,21 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 //   - Without a transform, and with the HTTPListerWatcher, while decoding:
 //     an object's parts are looked up by their bytes (protobuf or JSON)
 //     and not even decoded when they were seen before, which makes
-//     decoding cheaper than without sharing. (Unstructured objects are
-//     shared by the walk below, right after decoding.)
+//     decoding cheaper than without sharing. (Unstructured objects go
+//     through the walk below, which does not look inside their
+//     map[string]interface{} trees: they share nothing.)
 //   - Otherwise after the transform, by a walk over each object: 7–10 µs
 //     of CPU per pod on 2 CPUs. (To drop managedFields, use
 //     WithoutManagedFields rather than a transform: sharing then stays in
 //     the decoder.)
 //
-// The tables behind it remember a few thousand parts in a few MiB, and keep
-// them alive for a while after their objects leave the cache. Measured
-// with the side-by-side benchmarks (internal/bench/README.md), 100k pods
-// on 2 CPUs, while decoding: protobuf sync 2.2 → 1.7 s and peak RSS 781 →
-// 491 MiB; JSON sync 6.4 → 5.7 s of CPU and peak RSS 1,014 → 641 MiB.
+// The tables behind it remember a few thousand parts, and keep them alive
+// for a while after their objects leave the cache (the walk's table counts
+// parts, not bytes: large ones, such as a ConfigMap's data, count as one).
+// Measured with the side-by-side benchmarks (internal/bench/README.md),
+// full runs at e59fc4e, 100k pods on 2 CPUs, while decoding: protobuf sync
+// 2.15 → 1.62 s and peak RSS 780 → 489 MiB; JSON sync 5.07 → 3.86 s of
+// CPU and peak RSS 895 → 558 MiB.
 //
 // It is sound only if nothing modifies a cached object, which is already
 // the rule for informer caches: with sharing, a handler that modifies one

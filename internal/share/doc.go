@@ -16,8 +16,8 @@
 //
 // Without a transform, sharing moves into the decoder (internal/wire's
 // WithSharedParts): typed objects share their parts by their bytes while
-// they are decoded, and unstructured ones are shared by a Table right
-// after.
+// they are decoded. The walk does not look inside interface values, so an
+// unstructured object (nested map[string]interface{}) shares nothing.
 //
 // Sharing is sound only while nobody modifies a cached object: client-go's
 // rule and listwatch's (deep-copy before changing one). A handler that
@@ -28,5 +28,7 @@
 // number of values, and once it has all its slots, a value that finds its
 // bucket full replaces one of the four it holds, at random. An object whose
 // parts were forgotten keeps its own copies: sharing is lost, never
-// correctness.
+// correctness. The bound is on values, not bytes: a remembered value stays
+// in memory after the objects that held it left the cache, until it is
+// pushed out (a ConfigMap's data map of 1 MiB as well as a label map).
 package share

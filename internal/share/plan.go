@@ -51,8 +51,13 @@ type nodePlan struct {
 
 var (
 	compileMu sync.Mutex
-	contents  sync.Map // reflect.Type → *content
+	contents  sync.Map // reflect.Type → *content, read without the lock
+	// With compileMu held: the node plans, and the layouts compiled but not
+	// yet in contents. A type that leads back to itself has a node plan
+	// whose element is set only after the layouts below it are compiled,
+	// so nothing is published before the whole compilation is done.
 	nodePlans = map[reflect.Type]*nodePlan{}
+	compiled  = map[reflect.Type]*content{}
 )
 
 // contentOf returns the compiled layout of typ.
@@ -62,7 +67,12 @@ func contentOf(typ reflect.Type) *content {
 	}
 	compileMu.Lock()
 	defer compileMu.Unlock()
-	return compileContent(typ)
+	c := compileContent(typ)
+	for t, tc := range compiled {
+		contents.Store(t, tc)
+	}
+	clear(compiled)
+	return c
 }
 
 // compileContent compiles typ's layout, with compileMu held. A type that
@@ -72,10 +82,13 @@ func compileContent(typ reflect.Type) *content {
 	if c, ok := contents.Load(typ); ok {
 		return c.(*content)
 	}
+	if c, ok := compiled[typ]; ok {
+		return c
+	}
 	c := &content{size: typ.Size()}
 	c.layout(typ, 0, true)
 	c.dense = len(c.strings) == 0 && len(c.ranges) == 1 && c.ranges[0] == span{0, c.size}
-	contents.Store(typ, c)
+	compiled[typ] = c
 	return c
 }
 

@@ -74,8 +74,10 @@ func New(slots int) *Table {
 // Share replaces the maps, slices and pointed-to values inside obj (a
 // pointer to a struct, such as *corev1.Pod) that equal ones the Table
 // remembers by the remembered ones, and remembers the others. obj itself
-// is not replaced: Share modifies what it points to. Values of any other
-// kind are left alone.
+// is not replaced: Share modifies what it points to, everything reachable
+// from it, so nothing reachable may be shared with other code (a global a
+// transform points to, say), and it must hold no pointer cycle. Values of
+// any other kind are left alone.
 func Share[T any](t *Table, obj T) {
 	typ := reflect.TypeFor[T]()
 	if typ.Kind() != reflect.Pointer {

@@ -127,9 +127,10 @@ func WithProtobufInterning() CodecOption {
 // security context) is given that one's value instead of being decoded
 // again: less memory and less decode CPU. That is done while decoding for
 // protobuf (proto_share.go) and for the JSON of typed and metadata codecs
-// (json_share.go); unstructured objects and types decoded by a generated
-// Unmarshal are shared by internal/share's walk after decoding, which
-// costs CPU. It is sound only if nobody modifies a decoded object's maps,
+// (json_share.go); types decoded by a generated Unmarshal are shared by
+// internal/share's walk after decoding, which costs CPU. Unstructured
+// objects go through the walk too, but it does not look inside their
+// map[string]interface{} trees, so they share nothing. It is sound only if nobody modifies a decoded object's maps,
 // slices and pointed-to values in place.
 func WithSharedParts() CodecOption {
 	return func(o *codecOptions) { o.sharedParts = true }
