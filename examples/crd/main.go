@@ -2,6 +2,8 @@
 // version, resource and kind, with no Go type for it: objects arrive as
 // *unstructured.Unstructured, decoded from JSON. It prints one line per
 // change with the object's status.phase and spec, then a summary.
+// "DELETED?" marks an object whose deletion was noticed by a relist, not
+// seen as it happened: the line shows the last state the cache had.
 //
 //	go run ./examples/crd -duration 10s      # widgets.example.com in the simulator
 //	go run ./examples/crd -group cert-manager.io -version v1 -resource certificates -kind Certificate
@@ -84,12 +86,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		},
 		UpdateFunc: func(_, obj *unstructured.Unstructured) { send("MODIFIED", obj) },
-		DeleteFunc: func(obj *unstructured.Unstructured, _ bool) { send("DELETED", obj) },
+		DeleteFunc: func(obj *unstructured.Unstructured, finalStateUnknown bool) {
+			if finalStateUnknown { // deleted while we were not watching: the last state we had
+				send("DELETED?", obj)
+				return
+			}
+			send("DELETED", obj)
+		},
 	})
 
 	start := time.Now()
 	factory.Start(runCtx)
-	defer func() { stop(); factory.Shutdown() }() // stop the informer and wait for it
+	// Cancel runCtx first: a handler blocked sending on changed returns only
+	// then, and Shutdown waits for the handlers.
+	defer func() { stop(); factory.Shutdown() }()
 
 	var handled, synced int
 	var syncTime time.Duration
@@ -128,9 +138,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 }
 
+// truncate cuts s to n runes, never in the middle of one.
 func truncate(s string, n int) string {
-	if len(s) <= n {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	return string(r[:n]) + "…"
 }

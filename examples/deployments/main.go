@@ -88,7 +88,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	start := time.Now()
 	factory.Start(runCtx)
-	defer func() { stop(); factory.Shutdown() }() // stop the informers and wait for them
+	// Cancel runCtx first: a handler blocked sending on changed returns only
+	// then, and Shutdown waits for the handlers.
+	defer func() { stop(); factory.Shutdown() }()
 
 	syncCtx, cancelSync := flags.SyncContext(ctx)
 	defer cancelSync()

@@ -82,9 +82,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	syncTime := time.Since(start)
-	synced := pods.Indexer().Len() + deployments.Indexer().Len() + configMaps.Indexer().Len()
+	nPods, nDeployments, nConfigMaps := pods.Indexer().Len(), deployments.Indexer().Len(), configMaps.Indexer().Len()
+	synced := nPods + nDeployments + nConfigMaps
 	fmt.Fprintf(stdout, "synced in %v: %d pods, %d deployments, %d config maps\n", syncTime.Round(time.Millisecond),
-		pods.Indexer().Len(), deployments.Indexer().Len(), configMaps.Indexer().Len())
+		nPods, nDeployments, nConfigMaps)
 
 	// A Lister reads the cache with label selectors.
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})

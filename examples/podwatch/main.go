@@ -103,8 +103,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	// The informer retries failed lists and watches by itself; say why.
+	// Its own line: the progress line on the terminal has no newline yet.
 	if err := pods.SetWatchErrorHandler(func(err error) {
-		fmt.Fprintln(os.Stderr, "podwatch: (retrying)", err)
+		fmt.Fprintln(os.Stderr, "\npodwatch: (retrying)", err)
 	}); err != nil {
 		return err
 	}

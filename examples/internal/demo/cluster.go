@@ -66,6 +66,9 @@ func connectReal(ctx context.Context, f Flags, cfg *reflector.Config, out io.Wri
 	}
 	version, err := serverVersion(ctx, cfg)
 	if err != nil {
+		if ctx.Err() != nil { // Ctrl-C while waiting: not the cluster's fault
+			return nil, fmt.Errorf("%w: %s did not answer yet", ErrStopped, cfg.Host)
+		}
 		return nil, fmt.Errorf("cannot reach the cluster at %s (%s): %w", cfg.Host, which, err)
 	}
 	fmt.Fprintf(out, "cluster: %s (%s, Kubernetes %s); this example only lists and watches, it changes nothing\n",
@@ -102,6 +105,7 @@ func startSim(f Flags, out io.Writer, workloads []Workload) (*Cluster, error) {
 	if rate <= 0 {
 		rate = 20
 	}
+	rate = min(rate, 100_000) // a tick per 10 µs at most: time.NewTicker refuses 0
 	var resources []apisim.Resource
 	for _, w := range workloads {
 		resources = append(resources, w.Resource)

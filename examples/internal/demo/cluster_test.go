@@ -2,8 +2,11 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,6 +100,22 @@ func TestConnectToAnUnreachableClusterFails(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cannot reach the cluster at http://"+addr)
 	assert.Empty(t, out.String(), "no fallback to the simulator")
+}
+
+// Ctrl-C while the cluster has not answered yet is a stop, not the
+// cluster's fault: ErrStopped, which Main ends cleanly.
+func TestConnectStoppedBeforeTheClusterAnswers(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	quiet := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cancel() // the Ctrl-C, while Connect waits for the answer
+		<-r.Context().Done()
+	}))
+	defer quiet.Close()
+	path := writeKubeconfig(t, quiet.URL)
+	var out bytes.Buffer
+	_, err := Connect(ctx, Flags{Kubeconfig: path}, &out, Pods())
+	assert.ErrorIs(t, err, ErrStopped)
+	assert.NotContains(t, err.Error(), "cannot reach")
 }
 
 func TestConnectToAMissingKubeconfigFails(t *testing.T) {

@@ -80,6 +80,10 @@ func (f *Flags) SyncContext(ctx context.Context) (context.Context, context.Cance
 // printed the error and the usage.
 var errUsage = errors.New("usage")
 
+// ErrStopped is what Connect returns when the run's context ended (Ctrl-C)
+// before it could connect: Main ends the program cleanly, with a summary.
+var ErrStopped = errors.New("stopped before connecting")
+
 // Parse parses args into fs, which must use flag.ContinueOnError, and
 // rejects positional arguments.
 func Parse(fs *flag.FlagSet, args []string) error {
@@ -111,6 +115,9 @@ func Main(run func(ctx context.Context, args []string, stdout io.Writer) error) 
 	stop()
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, ErrStopped):
+		fmt.Fprintf(os.Stdout, "%v\nsummary: synced=0 events=0\n", err)
 		os.Exit(0)
 	case errors.Is(err, errUsage):
 		os.Exit(2)
