@@ -69,6 +69,7 @@ type Listener[T metav1.Object] struct {
 	state atomic.Uint32 // a runState; changed only under mu
 	early *backlog[T]   // what Add got before the start; guarded by mu
 	wg    sync.WaitGroup
+	runWG *sync.WaitGroup // the Processor's, which the goroutines count in too; set by start
 
 	pending      atomic.Int64 // notifications received and not yet handled or merged
 	initialsLeft atomic.Int64 // of those, the Adds with IsInInitialList
@@ -194,18 +195,15 @@ func (l *Listener[T]) start(wg *sync.WaitGroup) {
 	l.state.Store(uint32(running))
 	b := l.early
 	l.early = nil
-	wg.Add(2)
-	l.wg.Add(2)
+	l.runWG = wg
+	wg.Add(1)
+	l.wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer l.wg.Done()
 		l.pop(b)
 	}()
-	go func() {
-		defer wg.Done()
-		defer l.wg.Done()
-		l.run()
-	}()
+	l.goRun()
 	l.cfg.log().Debug("processor: listener started", "listener", l.name)
 }
 
@@ -246,6 +244,18 @@ func (l *Listener[T]) pop(b *backlog[T]) {
 	}
 }
 
+// goRun starts the goroutine that runs the handler, counted in both wait
+// groups.
+func (l *Listener[T]) goRun() {
+	l.runWG.Add(1)
+	l.wg.Add(1)
+	go func() {
+		defer l.runWG.Done()
+		defer l.wg.Done()
+		l.run()
+	}()
+}
+
 // run calls the handler for each notification pop hands over, until pop
 // closes nextCh. Once the listener is stopped, what is left is dropped.
 func (l *Listener[T]) run() {
@@ -258,20 +268,29 @@ func (l *Listener[T]) run() {
 	}
 }
 
-// handle calls the handler for n, recovering and reporting a panic.
+// handle calls the handler for n, recovering and reporting a panic. A
+// handler that ends its goroutine (runtime.Goexit, as t.FailNow does in a
+// test) is reported too, and another goroutine takes over, so the listener
+// goes on rather than buffering for ever.
 func (l *Listener[T]) handle(n Notification[T]) {
+	returned := false
 	defer func() {
 		r := recover()
 		l.forget(n) // handled, even if it panicked
-		if r != nil {
-			l.cfg.reportPanic(&HandlerPanicError{
-				Listener: l.name,
-				Kind:     n.Kind,
-				Key:      n.Key,
-				Value:    r,
-				Stack:    debug.Stack(),
-			})
+		if r == nil && returned {
+			return
 		}
+		if r == nil {
+			r = "the handler called runtime.Goexit"
+			defer l.goRun() // this goroutine is ending
+		}
+		l.cfg.reportPanic(&HandlerPanicError{
+			Listener: l.name,
+			Kind:     n.Kind,
+			Key:      n.Key,
+			Value:    r,
+			Stack:    debug.Stack(),
+		})
 	}()
 	switch n.Kind {
 	case Add:
@@ -281,4 +300,5 @@ func (l *Listener[T]) handle(n Notification[T]) {
 	case Delete:
 		l.handler.OnDelete(n.Old, n.FinalStateUnknown)
 	}
+	returned = true
 }

@@ -68,7 +68,6 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions, initial .
 		h = HandlerFuncs[T]{}
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.added++
 	l := newListener(&p.cfg, fmt.Sprintf("listener %d (%T)", p.added, h), h, opts)
 	l.owner = p
@@ -85,7 +84,8 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions, initial .
 	case stopped:
 		l.stop()
 	}
-	l.checkSynced()
+	p.mu.Unlock()
+	l.checkSynced() // unlocked: it asks the upstream, which is user code
 	return l
 }
 

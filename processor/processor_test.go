@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -139,6 +140,41 @@ func TestPanickingHandlerIsReportedAndGoesOn(t *testing.T) {
 			if !strings.Contains(msg, want) {
 				t.Errorf("message %q does not contain %q", msg, want)
 			}
+		}
+	})
+}
+
+// A handler that ends its goroutine (runtime.Goexit, which t.FailNow calls)
+// is reported like a panic, and its listener goes on: it used to stop
+// delivering, silently, and buffer for ever.
+func TestHandlerCallingGoexitIsReportedAndGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var errs errorLog
+		p := processor.New[*corev1.Pod](processor.WithErrorHandler(errs.report))
+		quitter := &recorder{before: func(line string) {
+			if strings.Contains(line, "ns/bad") {
+				runtime.Goexit()
+			}
+		}}
+		l := p.AddListener(quitter, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+
+		p.Distribute(addOf("bad", "1", false), false)
+		p.Distribute(addOf("good", "1", false), false)
+		synctest.Wait()
+
+		checkLines(t, "listener", quitter, []string{"Add ns/good 1"})
+		if n := l.Pending(); n != 0 {
+			t.Errorf("Pending() = %d, want 0", n)
+		}
+		reported := errs.all()
+		if len(reported) != 1 {
+			t.Fatalf("reported %v, want one error", reported)
+		}
+		var pe *processor.HandlerPanicError
+		if !errors.As(reported[0], &pe) || pe.Key != "ns/bad" || !strings.Contains(pe.Error(), "runtime.Goexit") {
+			t.Errorf("reported %v, want a HandlerPanicError for ns/bad naming runtime.Goexit", reported[0])
 		}
 	})
 }
@@ -477,4 +513,25 @@ func TestSynced(t *testing.T) {
 			t.Error("a listener removed before it synced reports Synced")
 		}
 	})
+}
+
+// AddListener asks the upstream whether it has synced without holding the
+// Processor's lock: the upstream is user code and may call back into the
+// Processor (here MinResyncPeriod), which deadlocked.
+func TestAddListenerAsksTheUpstreamUnlocked(t *testing.T) {
+	var p *processor.Processor[*corev1.Pod]
+	p = processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
+		_ = p.MinResyncPeriod()
+		return true
+	}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.AddListener(&recorder{}, processor.ListenerOptions{})
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a guard, not a wait: AddListener returns at once
+		t.Fatal("AddListener holds the Processor's lock while it calls the upstream")
+	}
 }
