@@ -76,6 +76,8 @@ type Listener[T metav1.Object] struct {
 
 	synced     chan struct{} // closed once HasSynced is true; see checkSynced
 	syncedOnce sync.Once
+	// stoppedUnsynced: stopped before Synced closed (set under syncedOnce)
+	stoppedUnsynced atomic.Bool
 }
 
 func newListener[T metav1.Object](cfg *config, name string, h Handler[T], opts ListenerOptions) *Listener[T] {
@@ -152,6 +154,9 @@ func (l *Listener[T]) forget(n Notification[T]) {
 // listener stopped before handling its initial notifications never reports
 // synced.
 func (l *Listener[T]) HasSynced() bool {
+	if l.stoppedUnsynced.Load() {
+		return false
+	}
 	// Upstream first: once it is synced, every initial notification has
 	// been counted, so the count read next is final.
 	return l.cfg.synced() && l.initialsLeft.Load() == 0
@@ -216,6 +221,9 @@ func (l *Listener[T]) stop() {
 	}
 	l.state.Store(uint32(stopped))
 	l.early = nil
+	// Stopped before Synced closed: it never will, and HasSynced, which
+	// must agree with it, never turns true (the upstream may sync later).
+	l.syncedOnce.Do(func() { l.stoppedUnsynced.Store(true) })
 	close(l.done)
 	l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
 }

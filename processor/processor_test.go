@@ -200,6 +200,32 @@ func TestPanicIsLoggedWithoutErrorHandler(t *testing.T) {
 	})
 }
 
+// A listener removed after handling its initial notifications but before
+// the upstream synced never syncs: HasSynced agrees with Synced, which
+// CheckSynced no longer reaches (HasSynced used to turn true while Synced
+// stayed open).
+func TestRemovedListenerNeverSyncs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var upstream atomic.Bool
+		p := processor.New[*corev1.Pod](processor.WithUpstreamSynced(upstream.Load))
+		stop := run(p)
+		defer stop()
+		l := p.AddListener(&recorder{}, processor.ListenerOptions{}, addOf("a", "1", true))
+		synctest.Wait() // the initial Add handled
+		p.RemoveListener(l)
+		upstream.Store(true)
+		p.CheckSynced()
+		if l.HasSynced() {
+			t.Error("HasSynced() = true for a listener removed before it synced")
+		}
+		select {
+		case <-l.Synced():
+			t.Error("Synced closed for a listener removed before it synced")
+		default:
+		}
+	})
+}
+
 func TestHasSynced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var upstream atomic.Bool
