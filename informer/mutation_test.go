@@ -246,26 +246,8 @@ func (p *oddPod) DeepCopyObject() runtime.Object { return p.Pod.DeepCopy() }
 // An object the detector cannot copy is reported, and cached all the same:
 // the detector never changes what the cache holds.
 func TestMutationDetectorCachesWhatItCannotCopy(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		src := fakelw.New(func() *oddPod { return &oddPod{} })
-		src.Create(&oddPod{Pod: *pod("ns", "a")})
-		var mu sync.Mutex
-		var errs []error
-		inf := informer.New[*oddPod](src, informer.WithMutationDetector[*oddPod](time.Hour, func(err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			errs = append(errs, err)
-		}))
-		stop := start(t, inf)
-		synctest.Wait()
-		_, ok := inf.Indexer().GetByKey("ns/a")
-		assert.True(t, ok, "cached")
-		stop()
-		mu.Lock()
-		defer mu.Unlock()
-		require.Len(t, errs, 1)
-		assert.Contains(t, errs[0].Error(), "mutation detector cannot check ns/a: DeepCopyObject of *informer_test.oddPod returned a *v1.Pod")
-	})
+	checkUncopyableIsCached(t, func() *oddPod { return &oddPod{} }, &oddPod{Pod: *pod("ns", "a")},
+		"mutation detector cannot check ns/a: DeepCopyObject of *informer_test.oddPod returned a *v1.Pod")
 }
 
 // panickyPod's DeepCopyObject panics, as Unstructured.DeepCopy does on a
@@ -276,12 +258,20 @@ func (p *panickyPod) DeepCopyObject() runtime.Object { panic("cannot deep copy f
 
 // A copy that panics is reported like one that fails; the informer goes on.
 func TestMutationDetectorSurvivesAPanickingCopy(t *testing.T) {
+	checkUncopyableIsCached(t, func() *panickyPod { return &panickyPod{} }, &panickyPod{Pod: *pod("ns", "a")},
+		"panicked: cannot deep copy func()")
+}
+
+// checkUncopyableIsCached runs an informer with the mutation detector over
+// obj (newObj makes an empty T), which the detector cannot copy: obj must
+// be cached, and one error containing want reported.
+func checkUncopyableIsCached[T reflector.Object](t *testing.T, newObj func() T, obj T, want string) {
 	synctest.Test(t, func(t *testing.T) {
-		src := fakelw.New(func() *panickyPod { return &panickyPod{} })
-		src.Create(&panickyPod{Pod: *pod("ns", "a")})
+		src := fakelw.New(newObj)
+		src.Create(obj)
 		var mu sync.Mutex
 		var errs []error
-		inf := informer.New[*panickyPod](src, informer.WithMutationDetector[*panickyPod](time.Hour, func(err error) {
+		inf := informer.New[T](src, informer.WithMutationDetector[T](time.Hour, func(err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			errs = append(errs, err)
@@ -294,6 +284,6 @@ func TestMutationDetectorSurvivesAPanickingCopy(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		require.Len(t, errs, 1)
-		assert.Contains(t, errs[0].Error(), "panicked: cannot deep copy func()")
+		assert.Contains(t, errs[0].Error(), want)
 	})
 }
