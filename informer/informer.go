@@ -253,10 +253,10 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h processor.Handler[T], opts ..
 	return &Registration[T]{listener: s.processor.AddListener(h, lo, replay...)}
 }
 
-// RemoveEventHandler stops delivering to the handler of reg and waits until
-// its goroutines have exited. Removing a registration twice, or nil, is
-// harmless. It must not be called from that handler, which would wait for
-// itself.
+// RemoveEventHandler stops delivering to the handler of reg and returns at
+// once, as client-go's does: a handler call in progress goes on, and
+// reg.Stopped is closed when it returns. It may be called from any handler,
+// reg's own included. Removing a registration twice, or nil, is harmless.
 func (s *SharedIndexInformer[T]) RemoveEventHandler(reg *Registration[T]) {
 	if reg == nil {
 		return
@@ -276,6 +276,13 @@ func (r *Registration[T]) HasSynced() bool { return r.listener.HasSynced() }
 // Synced returns a channel closed when HasSynced becomes true. It is never
 // closed if the handler is removed, or the informer stops, first.
 func (r *Registration[T]) Synced() <-chan struct{} { return r.listener.Synced() }
+
+// Stopped returns a channel closed once the handler will not be called
+// again: it was removed, or the informer stopped, and the call in progress
+// then, if any, has returned. Receive from it to wait after
+// RemoveEventHandler (not from the handler itself, which would wait for
+// itself).
+func (r *Registration[T]) Stopped() <-chan struct{} { return r.listener.Stopped() }
 
 // HasSynced reports whether the cache holds the complete first list: every
 // object of the first LIST (or streaming list) has been applied. A change

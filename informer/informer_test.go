@@ -213,6 +213,31 @@ func TestLateHandlerGetsCacheThenChanges(t *testing.T) {
 	})
 }
 
+// A one-shot handler removes itself from within its first call (client-go
+// allows it; ours used to wait for itself for ever), and Stopped tells when
+// it will not be called again.
+func TestHandlerRemovesItself(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		inf := informer.New[*corev1.Pod](src)
+		var reg *informer.Registration[*corev1.Pod]
+		var seen []string
+		reg = inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+			AddFunc: func(p *corev1.Pod, _ bool) {
+				seen = append(seen, p.Name)
+				inf.RemoveEventHandler(reg)
+			},
+		})
+		defer start(t, inf)()
+		<-reg.Stopped() // in the bubble, a hang fails the test
+		src.Create(pod("ns", "b"))
+		synctest.Wait()
+		assert.Equal(t, []string{"a"}, seen)
+		assert.Equal(t, sourceKeys(src), cacheKeys(inf))
+	})
+}
+
 // A registration's Synced channel closes once the informer has synced and
 // the handler has handled its initial list: for a handler added before Run
 // and for one added later, whose initial list is the cache.

@@ -42,21 +42,15 @@ func TestRemoveListener(t *testing.T) {
 			t.Fatal("handler not called")
 		}
 
-		removedDone := make(chan struct{})
-		go func() {
-			defer close(removedDone)
-			p.RemoveListener(l)
-		}()
+		p.RemoveListener(l) // returns at once; the call in progress goes on
 		synctest.Wait()
-		select {
-		case <-removedDone:
-			t.Fatal("RemoveListener returned while the handler was still running")
-		default:
+		if closed(l.Stopped()) {
+			t.Fatal("Stopped closed while the handler was still running")
 		}
 		release.open()
-		<-removedDone
+		<-l.Stopped()
 		if !handlerReturned.Load() {
-			t.Fatal("RemoveListener returned before the handler did")
+			t.Fatal("Stopped closed before the handler returned")
 		}
 
 		p.Distribute(addOf("c", "1", false), false)
@@ -71,6 +65,89 @@ func TestRemoveListener(t *testing.T) {
 		p.RemoveListener(l) // idempotent
 		processor.New[*corev1.Pod]().RemoveListener(l)
 		p.RemoveListener(nil)
+	})
+}
+
+// A handler may remove its own listener, two handlers may remove each
+// other, and the error handler may remove the listener whose handler
+// panicked: RemoveListener does not wait, so none of them waits for itself
+// (each used to hang).
+func TestRemoveListenerFromHandlers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var p *processor.Processor[*corev1.Pod]
+		var panicky *processor.Listener[*corev1.Pod]
+		p = processor.New[*corev1.Pod](processor.WithErrorHandler(func(error) { p.RemoveListener(panicky) }))
+		stop := run(p)
+		defer stop()
+
+		var self, a, b *processor.Listener[*corev1.Pod]
+		selfR := &recorder{before: func(string) { p.RemoveListener(self) }}
+		var bothIn sync.WaitGroup // a and b each remove the other while both are in a call
+		bothIn.Add(2)
+		aR := &recorder{before: func(string) { bothIn.Done(); bothIn.Wait(); p.RemoveListener(b) }}
+		bR := &recorder{before: func(string) { bothIn.Done(); bothIn.Wait(); p.RemoveListener(a) }}
+		panickyR := &recorder{before: func(string) { panic("oops") }}
+		self = p.AddListener(selfR, processor.ListenerOptions{})
+		a = p.AddListener(aR, processor.ListenerOptions{})
+		b = p.AddListener(bR, processor.ListenerOptions{})
+		panicky = p.AddListener(panickyR, processor.ListenerOptions{})
+		stays := &recorder{}
+		p.AddListener(stays, processor.ListenerOptions{})
+
+		p.Distribute(addOf("a", "1", false), false)
+		for _, l := range []*processor.Listener[*corev1.Pod]{self, a, b, panicky} {
+			<-l.Stopped() // in the bubble, a hang fails the test
+		}
+		p.Distribute(addOf("b", "1", false), false)
+		synctest.Wait()
+		checkLines(t, "a handler that removed itself", selfR, []string{"Add ns/a 1"})
+		checkLines(t, "a handler that removed another", aR, []string{"Add ns/a 1"})
+		checkLines(t, "the handler it removed, which removed it", bR, []string{"Add ns/a 1"})
+		checkLines(t, "the panicking handler", panickyR, nil)
+		checkLines(t, "the listener that stays", stays, []string{"Add ns/a 1", "Add ns/b 1"})
+	})
+}
+
+// Stopped closes for every listener when Run returns, and at once for a
+// listener that never started.
+func TestStoppedWhenRunEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		neverRun := p.AddListener(&recorder{}, processor.ListenerOptions{})
+		p.RemoveListener(neverRun)
+		if !closed(neverRun.Stopped()) {
+			t.Error("a listener removed before Run: Stopped not closed")
+		}
+		release := make(gate)
+		busy := p.AddListener(&recorder{before: func(string) { release.wait() }}, processor.ListenerOptions{})
+		stop := run(p)
+		idle := p.AddListener(&recorder{}, processor.ListenerOptions{})
+		p.Distribute(addOf("a", "1", false), false)
+		synctest.Wait()
+		if closed(busy.Stopped()) || closed(idle.Stopped()) {
+			t.Fatal("Stopped closed while Run is going")
+		}
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			stop()
+		}()
+		synctest.Wait()
+		if !closed(idle.Stopped()) {
+			t.Error("a listener with nothing to handle: Stopped not closed once Run stopped it")
+		}
+		if closed(busy.Stopped()) {
+			t.Error("Stopped closed while the handler was still running")
+		}
+		release.open()
+		<-stopped
+		if !closed(busy.Stopped()) {
+			t.Error("Stopped not closed after Run returned")
+		}
+		late := p.AddListener(&recorder{}, processor.ListenerOptions{})
+		if !closed(late.Stopped()) {
+			t.Error("a listener added after Run returned: Stopped not closed")
+		}
 	})
 }
 

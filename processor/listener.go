@@ -61,14 +61,14 @@ type Listener[T metav1.Object] struct {
 	resyncPeriod time.Duration
 	nextResync   time.Time // guarded by owner.mu
 
-	addCh  chan Notification[T] // Add → pop
-	nextCh chan Notification[T] // pop → run; closed when pop returns
-	done   chan struct{}        // closed when the listener stops
+	addCh   chan Notification[T] // Add → pop
+	nextCh  chan Notification[T] // pop → run; closed when pop returns
+	done    chan struct{}        // closed when the listener stops
+	stopped chan struct{}        // closed when, after that, the handler's last call has returned
 
 	mu    sync.Mutex
-	state atomic.Uint32 // a runState; changed only under mu
-	early *backlog[T]   // what Add got before the start; guarded by mu
-	wg    sync.WaitGroup
+	state atomic.Uint32   // a runState; changed only under mu
+	early *backlog[T]     // what Add got before the start; guarded by mu
 	runWG *sync.WaitGroup // the Processor's, which the goroutines count in too; set by start
 
 	pending      atomic.Int64 // notifications received and not yet handled or merged
@@ -89,6 +89,7 @@ func newListener[T metav1.Object](cfg *config, name string, h Handler[T], opts L
 		addCh:      make(chan Notification[T]),
 		nextCh:     make(chan Notification[T]),
 		done:       make(chan struct{}),
+		stopped:    make(chan struct{}),
 		synced:     make(chan struct{}),
 	}
 	switch {
@@ -178,6 +179,13 @@ func (l *Listener[T]) checkSynced() {
 	}
 }
 
+// Stopped returns a channel that is closed once the listener has stopped
+// (removed, or its Processor's Run has returned or is returning) and its
+// handler will not be called again: the call in progress when it stopped,
+// if any, has returned. RemoveListener does not wait for it; receive from
+// Stopped to wait, from anywhere but the listener's own handler.
+func (l *Listener[T]) Stopped() <-chan struct{} { return l.stopped }
+
 // Pending returns how many notifications the listener has received and not
 // yet finished handling, the one in the handler included, not counting those
 // merged into others (see MaxPending). It is a snapshot that may be stale by
@@ -202,10 +210,8 @@ func (l *Listener[T]) start(wg *sync.WaitGroup) {
 	l.early = nil
 	l.runWG = wg
 	wg.Add(1)
-	l.wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer l.wg.Done()
 		l.pop(b)
 	}()
 	l.goRun()
@@ -219,12 +225,16 @@ func (l *Listener[T]) stop() {
 	if runState(l.state.Load()) == stopped {
 		return
 	}
+	wasIdle := runState(l.state.Load()) == idle
 	l.state.Store(uint32(stopped))
 	l.early = nil
 	// Stopped before Synced closed: it never will, and HasSynced, which
 	// must agree with it, never turns true (the upstream may sync later).
 	l.syncedOnce.Do(func() { l.stoppedUnsynced.Store(true) })
 	close(l.done)
+	if wasIdle { // no goroutine to close it
+		close(l.stopped)
+	}
 	l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
 }
 
@@ -252,20 +262,21 @@ func (l *Listener[T]) pop(b *backlog[T]) {
 	}
 }
 
-// goRun starts the goroutine that runs the handler, counted in both wait
-// groups.
+// goRun starts the goroutine that runs the handler, counted in the
+// Processor's wait group.
 func (l *Listener[T]) goRun() {
 	l.runWG.Add(1)
-	l.wg.Add(1)
 	go func() {
 		defer l.runWG.Done()
-		defer l.wg.Done()
 		l.run()
 	}()
 }
 
 // run calls the handler for each notification pop hands over, until pop
 // closes nextCh. Once the listener is stopped, what is left is dropped.
+// The goroutine that sees nextCh closed closes stopped: pop has returned,
+// and no handler call is left. (A goroutine ended by the handler's
+// runtime.Goexit never gets there; the one that takes over does.)
 func (l *Listener[T]) run() {
 	for n := range l.nextCh {
 		select {
@@ -274,6 +285,7 @@ func (l *Listener[T]) run() {
 			l.handle(n)
 		}
 	}
+	close(l.stopped)
 }
 
 // handle calls the handler for n, recovering and reporting a panic. A

@@ -201,10 +201,10 @@ func (p *Processor[T]) MinResyncPeriod() time.Duration {
 }
 
 // RemoveListener stops l, dropping the notifications it has not handled,
-// and returns once its goroutines have exited (after the handler call in
-// progress, if any, returns). Removing a listener twice, or one that belongs
-// to another Processor, does nothing. It must not be called from l's own
-// handler, which would wait for itself.
+// and returns at once: the handler call in progress, if any, goes on, and
+// l.Stopped is closed when it returns. It may be called from any handler,
+// l's own included. Removing a listener twice, or one that belongs to
+// another Processor, does nothing.
 func (p *Processor[T]) RemoveListener(l *Listener[T]) {
 	if l == nil || l.owner != p {
 		return
@@ -215,5 +215,4 @@ func (p *Processor[T]) RemoveListener(l *Listener[T]) {
 	p.syncing = slices.DeleteFunc(slices.Clone(p.syncing), isL)
 	p.mu.Unlock()
 	l.stop()
-	l.wg.Wait()
 }

@@ -526,14 +526,9 @@ func TestSynced(t *testing.T) {
 			t.Error("late listener with nothing to replay: not closed at once")
 		}
 
-		removing := make(chan struct{})
-		go func() {
-			defer close(removing)
-			p.RemoveListener(removed) // waits for the handler call in progress
-		}()
-		synctest.Wait()
+		p.RemoveListener(removed) // while its handler is in a call
 		removedGate.open()
-		<-removing
+		<-removed.Stopped()
 		p.CheckSynced()
 		if closed(removed.Synced()) {
 			t.Error("a listener removed before it synced reports Synced")
