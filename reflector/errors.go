@@ -32,10 +32,19 @@ var (
 )
 
 // streamingUnsupportedError says the server cannot serve streaming lists;
-// the Reflector falls back to LIST then WATCH.
-type streamingUnsupportedError struct{ reason string }
+// the Reflector falls back to LIST then WATCH. A stream that merely ended
+// early (ended) may be a server restarting: the Reflector lists with LIST
+// that once, and gives up on streaming only if the next streaming list ends
+// early too.
+type streamingUnsupportedError struct {
+	reason string
+	ended  bool
+}
 
 func (e *streamingUnsupportedError) Error() string {
+	if e.ended {
+		return "streaming list cut short: " + e.reason
+	}
 	return "streaming list not supported by the server: " + e.reason
 }
 

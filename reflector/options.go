@@ -14,7 +14,12 @@ type Mode int
 const (
 	// Auto uses a streaming list when the server serves them and falls back
 	// to LIST then WATCH, for the rest of the Reflector's life, when it
-	// does not. It is the default.
+	// does not: when it refuses the request, sends other events than the
+	// initial ADDED ones before the initial-events-end bookmark, goes
+	// quiet before that bookmark, or ends two streaming lists in a row
+	// before it (one that ends early, as a restarting server's do, is
+	// followed by one LIST, and the next refill streams again). It is the
+	// default.
 	Auto Mode = iota
 	// ListWatch always lists with paged LIST requests.
 	ListWatch

@@ -104,7 +104,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 		ev, err := w.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return &streamingUnsupportedError{reason: "the stream ended before the initial-events-end bookmark"}
+				return &streamingUnsupportedError{reason: "the stream ended before the initial-events-end bookmark", ended: true}
 			}
 			if errors.Is(err, ErrStalled) {
 				// A server that serves streaming lists sends the bookmark
@@ -141,6 +141,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
 			}
 			s.refilled()
+			s.streamsEnded = 0
 			return r.follow(s, w, time.Now())
 		case Error:
 			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, statusError(ev.Status))

@@ -100,7 +100,7 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		}
 		var err error
 		switch {
-		case s.needList && s.streaming:
+		case s.needList && s.streaming && !s.listOnce:
 			err = r.watchList(ctx, &s)
 		case s.needList:
 			err = r.list(ctx)
@@ -124,15 +124,17 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 // runState is what Run's loop carries from one attempt to the next. It is
 // owned by the Run goroutine.
 type runState struct {
-	needList  bool      // the Store must be refilled before watching
-	streaming bool      // refill with a streaming list rather than LIST
-	listedAt  time.Time // when the Store was last refilled
-	backoff   *backoff
+	needList     bool      // the Store must be refilled before watching
+	streaming    bool      // refill with a streaming list rather than LIST
+	listOnce     bool      // but refill with LIST this once
+	streamsEnded int       // streaming lists in a row that ended before their end bookmark
+	listedAt     time.Time // when the Store was last refilled
+	backoff      *backoff
 }
 
 // refilled records a Store refilled by a list.
 func (s *runState) refilled() {
-	s.needList, s.listedAt = false, time.Now()
+	s.needList, s.listOnce, s.listedAt = false, false, time.Now()
 	s.backoff.reset()
 }
 
@@ -157,6 +159,15 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	case errors.As(err, &fallback):
 		if r.opt.mode == WatchList {
 			return s.backoff.next(now)
+		}
+		if fallback.ended && s.streamsEnded == 0 {
+			// A server restarting ends its streams too: LIST this once,
+			// and stream again next time.
+			s.streamsEnded++
+			s.listOnce = true
+			r.opt.logger.Info("streaming list ended early, listing with LIST this once",
+				"resource", r.opt.name)
+			return 0
 		}
 		r.opt.logger.Info("streaming list not usable, falling back to LIST then WATCH",
 			"resource", r.opt.name, "reason", fallback.reason)

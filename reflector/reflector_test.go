@@ -709,6 +709,85 @@ func TestStreamingThatStallsBeforeItsEndFallsBack(t *testing.T) {
 	})
 }
 
+// A streaming list that ends before its end bookmark, as a restarting
+// server's does, is followed by one LIST, and the next refill streams
+// again; only a second one in a row gives up streaming for good (the first
+// used to).
+func TestStreamingCutShortListsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		lw := &cutsStreams{Source: src, cut: 1}
+		r := reflector.New[*corev1.Pod](lw, store)
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 1@1"}, store.calls(), "the cut stream's events were not applied")
+		assert.EqualValues(t, 1, src.Lists.Load())
+
+		relist := func() {
+			src.FailWatch(fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version"))
+			src.CloseWatches()
+			time.Sleep(time.Minute) // fake time: past any backoff
+			synctest.Wait()
+		}
+		relist() // streams, whole this time
+		assert.EqualValues(t, 1, src.Lists.Load())
+		assert.Equal(t, 2, lw.streamCount())
+
+		lw.cutNext(2)
+		relist() // cut: LIST once
+		assert.EqualValues(t, 2, src.Lists.Load())
+		assert.Equal(t, 3, lw.streamCount())
+		relist() // cut again, two in a row: LIST from now on
+		relist()
+		assert.EqualValues(t, 4, src.Lists.Load())
+		assert.Equal(t, 4, lw.streamCount())
+		assert.Equal(t, sourceKeys(src), store.keys())
+	})
+}
+
+// cutsStreams serves the Source, but ends its next cut streaming lists
+// after their first event.
+type cutsStreams struct {
+	*fakelw.Source[*corev1.Pod]
+	mu      sync.Mutex
+	cut     int
+	streams int
+}
+
+func (c *cutsStreams) cutNext(n int) { c.mu.Lock(); c.cut = n; c.mu.Unlock() }
+
+func (c *cutsStreams) streamCount() int { c.mu.Lock(); defer c.mu.Unlock(); return c.streams }
+
+func (c *cutsStreams) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	w, err := c.Source.Watch(ctx, opts)
+	if err != nil || !opts.SendInitialEvents {
+		return w, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.streams++
+	if c.cut == 0 {
+		return w, nil
+	}
+	c.cut--
+	return &cutWatcher{Watcher: w}, nil
+}
+
+// cutWatcher passes on its first event, then ends as a clean EOF.
+type cutWatcher struct {
+	reflector.Watcher[*corev1.Pod]
+	passed bool
+}
+
+func (w *cutWatcher) Next() (reflector.Event[*corev1.Pod], error) {
+	if w.passed {
+		return reflector.Event[*corev1.Pod]{}, errEOF
+	}
+	w.passed = true
+	return w.Watcher.Next()
+}
+
 // stallsStreaming serves streaming lists that send one initial event and
 // then stall, and plain LIST and WATCH through scripted.
 type stallsStreaming struct {
