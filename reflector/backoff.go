@@ -21,7 +21,7 @@ func newBackoff(initial, max time.Duration) *backoff {
 }
 
 // next records a failure at now and returns how long to wait before trying
-// again: a duration in [d/2, d) where d doubles with each failure up to max.
+// again: a duration in [d/2, d] where d doubles with each failure up to max.
 func (b *backoff) next(now time.Time) time.Duration {
 	if b.current == 0 || now.Sub(b.lastFailure) > b.resetAfter {
 		b.current = b.initial

@@ -12,7 +12,8 @@
 //     resourceVersion seen, without listing again.
 //   - BOOKMARK events only advance the resourceVersion.
 //   - 410 Gone (the resourceVersion was compacted away) means list again,
-//     then watch again.
+//     then watch again; a list refused with 410 asks for the server's
+//     latest state (still never older than the Store's).
 //   - "Too large resource version" (the server is behind us) means wait at
 //     least a second; on a watch, then list at a state at least as new as
 //     the Store's, which the server waits for. Never a tight loop. (client-go
@@ -22,11 +23,14 @@
 //     off with jitter (honouring Retry-After, up to the backoff's maximum)
 //     and resume without relisting.
 //   - A server whose resourceVersions go backwards is relisted, and a relist
-//     is never allowed to take the Store back in time. (A server restored
-//     from a backup without a jump in its resourceVersions is followed once
-//     its resourceVersion passes the Store's; restoring etcd with
-//     --bump-revision and --mark-compacted makes it a 410, and a relist, at
-//     once.)
+//     is never allowed to take the Store back in time. A server restored
+//     from a backup without a jump in its resourceVersions answers "too
+//     large" while it is behind the Store, and is listed whole once it
+//     passes the Store's version; but if it passes it while the Reflector
+//     is away (backing off), the watch resumes there, and the changes the
+//     restored server made up to that version are never seen, as with
+//     client-go. Restore etcd with --bump-revision and --mark-compacted,
+//     which makes it a 410 and a relist at once, or set WithRelistInterval.
 //   - An event the Store refuses is reported and skipped; the watch goes on.
 //
 // With streaming lists (WatchList mode) the initial state arrives as ADDED

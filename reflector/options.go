@@ -17,8 +17,9 @@ const (
 	// does not: when it refuses the request, sends other events than the
 	// initial ADDED ones before the initial-events-end bookmark, goes
 	// quiet before that bookmark, or ends two streaming lists in a row
-	// before it (one that ends early, as a restarting server's do, is
-	// followed by one LIST, and the next refill streams again). It is the
+	// before it within an hour (one that ends early, as a restarting
+	// server's do, is followed by one LIST, and the next refill streams
+	// again). It is the
 	// default.
 	Auto Mode = iota
 	// ListWatch always lists with paged LIST requests.
@@ -74,8 +75,12 @@ func WithPageSize[T metav1.Object](n int64) Option[T] {
 }
 
 // WithTransform applies f to every object as it is decoded, before it reaches
-// the Store: dropping managedFields there keeps them out of memory. An object
-// whose transform fails, or panics, is skipped and the error reported.
+// the Store: dropping managedFields there keeps them out of memory. f may
+// change the object it is given or return another, and drop anything but
+// the namespace, name and resourceVersion, which the cache goes by. An
+// object whose transform fails, panics, returns nil or changes one of those
+// three is skipped and the error reported. (To keep objects out of the
+// cache, select them away: Target's label and field selectors.)
 func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
 	return func(o *options[T]) { o.transform = f }
 }

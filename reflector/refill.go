@@ -17,10 +17,10 @@ import (
 
 // list refills the Store with a paged LIST: every page is decoded item by
 // item into one slice, which replaces the Store's contents in one call.
-func (r *Reflector[T]) list(ctx context.Context) error {
+func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	since := r.LastSyncResourceVersion()
 	opts := ListOptions{Limit: r.opt.pageSize}
-	if since != "" {
+	if since != "" && !s.latest {
 		// Never go back in time: ask for a state at least as new as the
 		// one the Store already has.
 		opts.ResourceVersion, opts.ResourceVersionMatch = since, metav1.ResourceVersionMatchNotOlderThan
@@ -83,9 +83,12 @@ const maxListRestarts = 3
 // The events are buffered and replace the Store's contents at that bookmark;
 // then the same stream goes on as an ordinary watch.
 func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
-	since := r.LastSyncResourceVersion()
+	since, from := r.LastSyncResourceVersion(), r.LastSyncResourceVersion()
+	if s.latest {
+		from = ""
+	}
 	w, err := r.lw.Watch(ctx, WatchOptions{
-		ResourceVersion:      since,
+		ResourceVersion:      from,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowBookmarks:       true,
 		SendInitialEvents:    true,
@@ -141,7 +144,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
 			}
 			s.refilled()
-			s.streamsEnded = 0
+			s.streamCutAt = time.Time{}
 			return r.follow(s, w, time.Now())
 		case Error:
 			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, statusError(ev.Status))

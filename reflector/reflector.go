@@ -79,7 +79,8 @@ func (r *Reflector[T]) LastSyncResourceVersion() string {
 
 // LastError returns the last error reported to the error handler: a failed
 // list or watch, or an event or item skipped (ErrSkipped, ErrRejected). It
-// is nil after a good list and once the server accepts a watch.
+// is cleared when a list is stored (even one that skipped items, which
+// were reported) and when the server accepts a watch.
 func (r *Reflector[T]) LastError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -103,7 +104,7 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		case s.needList && s.streaming && !s.listOnce:
 			err = r.watchList(ctx, &s)
 		case s.needList:
-			err = r.list(ctx)
+			err = r.list(ctx, &s)
 			if err == nil {
 				s.refilled()
 				continue
@@ -124,17 +125,18 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 // runState is what Run's loop carries from one attempt to the next. It is
 // owned by the Run goroutine.
 type runState struct {
-	needList     bool      // the Store must be refilled before watching
-	streaming    bool      // refill with a streaming list rather than LIST
-	listOnce     bool      // but refill with LIST this once
-	streamsEnded int       // streaming lists in a row that ended before their end bookmark
-	listedAt     time.Time // when the Store was last refilled
-	backoff      *backoff
+	needList    bool      // the Store must be refilled before watching
+	streaming   bool      // refill with a streaming list rather than LIST
+	listOnce    bool      // but refill with LIST this once
+	streamCutAt time.Time // when the last streaming list cut short was (zero after one that was not)
+	latest      bool      // ask for the server's latest state, not one at least as new as the Store's
+	listedAt    time.Time // when the Store was last refilled
+	backoff     *backoff
 }
 
 // refilled records a Store refilled by a list.
 func (s *runState) refilled() {
-	s.needList, s.listOnce, s.listedAt = false, false, time.Now()
+	s.needList, s.listOnce, s.latest, s.listedAt = false, false, false, time.Now()
 	s.backoff.reset()
 }
 
@@ -160,10 +162,10 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		if r.opt.mode == WatchList {
 			return s.backoff.next(now)
 		}
-		if fallback.ended && s.streamsEnded == 0 {
+		if fallback.ended && (s.streamCutAt.IsZero() || now.Sub(s.streamCutAt) > streamCutMemory) {
 			// A server restarting ends its streams too: LIST this once,
 			// and stream again next time.
-			s.streamsEnded++
+			s.streamCutAt = now
 			s.listOnce = true
 			r.opt.logger.Info("streaming list ended early, listing with LIST this once",
 				"resource", r.opt.name)
@@ -173,13 +175,19 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 			"resource", r.opt.name, "reason", fallback.reason)
 		s.streaming = false
 		return 0
-	case (isExpired(err) || isTooLargeResourceVersion(err)) && refill:
+	case isExpired(err) && refill:
+		// A list at least as new as the Store refused with 410: the
+		// server compacted the Store's resourceVersion away, so it is
+		// ahead. Ask for its latest state, as client-go does; a state
+		// older than the Store's is still refused.
+		s.latest = true
+		return s.backoff.next(now)
+	case isTooLargeResourceVersion(err) && refill:
 		// A list at least as new as the Store refused: the server is
-		// behind the Store (too large: an apiserver whose cache lags, or
-		// one restored from a backup), or says the Store's version is
-		// compacted away (410). Only a state older than the Store's could
-		// be had at once, and the cache never goes back in time: ask
-		// again after a wait.
+		// behind the Store (an apiserver whose cache lags, or one
+		// restored from a backup). Only a state older than the Store's
+		// could be had at once, and the cache never goes back in time:
+		// ask again after a wait.
 		return max(s.backoff.next(now), time.Second)
 	case isExpired(err):
 		// The watch's resourceVersion is too old for the server: list
@@ -274,6 +282,11 @@ const minWatchDuration = time.Second
 // sooner backs off first.
 const minRelistGap = time.Second
 
+// streamCutMemory is how long a streaming list cut short counts against the
+// next one: two within it, with no whole streaming list between, and Auto
+// gives up streaming. (Each rolling restart of the apiservers may cut one.)
+const streamCutMemory = time.Hour
+
 // apply hands one watch event to the Store.
 func (r *Reflector[T]) apply(ev Event[T]) error {
 	switch ev.Type {
@@ -300,7 +313,7 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 		r.report(fmt.Errorf("watching %s: %s event: %w", r.opt.name, ev.Type, err))
 		return nil
 	}
-	rv, last := obj.GetResourceVersion(), r.LastSyncResourceVersion()
+	rv, last := obj.GetResourceVersion(), r.LastSyncResourceVersion() // admit kept it
 	if !newerThan(rv, last) {
 		return fmt.Errorf("%w: %s event for %s at resourceVersion %s after %s",
 			errWentBackwards, ev.Type, objkey.Key(obj), rv, last)
@@ -339,9 +352,13 @@ func (r *Reflector[T]) admit(obj T) (T, error) {
 		return zero, fmt.Errorf("%w: %s has no metadata.resourceVersion", ErrRejected, objkey.Key(obj))
 	}
 	if r.opt.transform != nil {
+		id := identityOf(obj) // before f, which may change obj
 		out, err := r.transform(obj)
 		if err != nil {
-			return zero, fmt.Errorf("transforming %s: %w", objkey.Key(obj), err)
+			return zero, fmt.Errorf("transforming %s: %w", id, err)
+		}
+		if err := id.keptBy(out); err != nil {
+			return zero, fmt.Errorf("transforming %s: %w: %w", id, ErrSkipped, err)
 		}
 		obj = out
 	}
@@ -360,6 +377,36 @@ func (r *Reflector[T]) transform(obj T) (out T, err error) {
 		}
 	}()
 	return r.opt.transform(obj)
+}
+
+// identity is what the pipeline goes by, which a transform must keep: the
+// object's key (namespace and name) and its resourceVersion, which tells
+// the informer whether a relisted object changed.
+type identity struct{ namespace, name, rv string }
+
+func identityOf(obj metav1.Object) identity {
+	return identity{obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion()}
+}
+
+func (id identity) String() string {
+	if id.namespace == "" {
+		return id.name
+	}
+	return id.namespace + "/" + id.name
+}
+
+// keptBy checks that out, a transform's result, is an object with identity
+// id.
+func (id identity) keptBy(out metav1.Object) error {
+	switch {
+	case out == nil || isNilPointer(out):
+		return errors.New("the transform returned no object")
+	case out.GetNamespace() != id.namespace || out.GetName() != id.name:
+		return fmt.Errorf("the transform changed the object's key to %s", objkey.Key(out))
+	case out.GetResourceVersion() != id.rv:
+		return fmt.Errorf("the transform changed the object's resourceVersion to %q", out.GetResourceVersion())
+	}
+	return nil
 }
 
 // isNilPointer reports a typed nil, on which metadata getters would panic.

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -410,6 +413,115 @@ func TestPanickingTransformSkipsTheObject(t *testing.T) {
 	}
 }
 
+// A transform must keep the object's namespace, name and resourceVersion:
+// one that returns nil, or a copy without the resourceVersion (which the
+// Reflector resumed from: it then watched from "" and never got another
+// event), or another key, or clears the resourceVersion in place, skips
+// that object with a report; the others, and the watch, go on.
+func TestTransformMustKeepTheIdentity(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				src.Create(pod("nil"))
+				var log errorLog
+				r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](mode),
+					reflector.WithErrorHandler[*corev1.Pod](log.add),
+					reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+						switch p.Name {
+						case "nil":
+							return nil, nil
+						case "slim":
+							return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}, nil
+						case "renamed":
+							p.Name = "other"
+						case "cleared":
+							p.ResourceVersion = ""
+						}
+						return p, nil
+					}))
+				defer run(t, r)()
+				synctest.Wait()
+				for _, name := range []string{"slim", "renamed", "cleared", "c"} {
+					src.Create(pod(name))
+				}
+				synctest.Wait()
+				assert.Equal(t, []string{"a@1", "c@6"}, store.keys())
+				assert.Equal(t, "6", r.LastSyncResourceVersion())
+				errs := log.all()
+				require.Len(t, errs, 4)
+				for i, want := range []string{"returned no object", `resourceVersion to ""`, "key to ns/other", `resourceVersion to ""`} {
+					assert.ErrorIs(t, errs[i], reflector.ErrSkipped)
+					assert.ErrorContains(t, errs[i], want)
+				}
+			})
+		})
+	}
+}
+
+// A list at least as new as the Store that the server refuses with 410 (a
+// server that reads resourceVersion and limit as an exact read: kube-apiserver
+// does not) is followed by a list of the server's latest state, as in
+// client-go: it used to ask for the same version again for ever.
+func TestListRefusedAsExpiredAsksForTheLatest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		lw := &exactLister{Source: src}
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait()
+		lw.down.Store(true) // the watch ends and cannot resume: the changes are not seen
+		src.CloseWatches()
+		synctest.Wait()
+		src.Delete("ns/a")
+		src.Create(pod("b"))
+		lw.compactedAt.Store(3)
+		src.Compact()
+		lw.down.Store(false) // the watch from 1 gets 410: list
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, sourceKeys(src), store.keys())
+		assert.Equal(t, []string{"", "1", ""}, lw.listRVs(), "the first list, the Store's version, then the latest")
+	})
+}
+
+// exactLister is a Source whose lists from a resourceVersion older than
+// compactedAt fail with 410, as an exact read would.
+type exactLister struct {
+	*fakelw.Source[*corev1.Pod]
+	compactedAt atomic.Uint64
+	down        atomic.Bool // watches fail with 503
+	mu          sync.Mutex
+	rvs         []string // of each list
+}
+
+func (l *exactLister) listRVs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.rvs)
+}
+
+func (l *exactLister) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	if opts.Continue == "" {
+		l.mu.Lock()
+		l.rvs = append(l.rvs, opts.ResourceVersion)
+		l.mu.Unlock()
+	}
+	if n, _ := strconv.ParseUint(opts.ResourceVersion, 10, 64); n > 0 && n < l.compactedAt.Load() {
+		return reflector.ListMeta{}, fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version")
+	}
+	return l.Source.List(ctx, opts, add)
+}
+
+func (l *exactLister) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	if l.down.Load() {
+		return nil, fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "restarting")
+	}
+	return l.Source.Watch(ctx, opts)
+}
+
 // refusing is a recorder whose Add and Replace fail while refuse says so.
 type refusing struct {
 	*recorder
@@ -711,8 +823,8 @@ func TestStreamingThatStallsBeforeItsEndFallsBack(t *testing.T) {
 
 // A streaming list that ends before its end bookmark, as a restarting
 // server's does, is followed by one LIST, and the next refill streams
-// again; only a second one in a row gives up streaming for good (the first
-// used to).
+// again; only a second one in a row, within an hour, gives up streaming for
+// good (the first used to).
 func TestStreamingCutShortListsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, store := newSource(), newRecorder()
@@ -734,14 +846,25 @@ func TestStreamingCutShortListsOnce(t *testing.T) {
 		assert.EqualValues(t, 1, src.Lists.Load())
 		assert.Equal(t, 2, lw.streamCount())
 
-		lw.cutNext(2)
+		lw.cutNext(1)
 		relist() // cut: LIST once
 		assert.EqualValues(t, 2, src.Lists.Load())
 		assert.Equal(t, 3, lw.streamCount())
+		time.Sleep(2 * time.Hour) // a cut this long ago no longer counts
+		lw.cutNext(1)
+		relist() // cut: LIST once
+		relist() // streams
+		assert.EqualValues(t, 3, src.Lists.Load())
+		assert.Equal(t, 5, lw.streamCount())
+
+		lw.cutNext(2)
+		relist() // cut: LIST once
+		assert.EqualValues(t, 4, src.Lists.Load())
+		assert.Equal(t, 6, lw.streamCount())
 		relist() // cut again, two in a row: LIST from now on
 		relist()
-		assert.EqualValues(t, 4, src.Lists.Load())
-		assert.Equal(t, 4, lw.streamCount())
+		assert.EqualValues(t, 6, src.Lists.Load())
+		assert.Equal(t, 7, lw.streamCount())
 		assert.Equal(t, sourceKeys(src), store.keys())
 	})
 }
