@@ -113,8 +113,9 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 		typeSeen    bool
 		unknownType string // an unknown event type, reported after the object is read
 		objSeen     bool
-		raw         []byte // the object, when it came before "type"
-		kindErr     error  // the object is not ours: reported once the event is read
+		raw         []byte    // the object, when it came before "type"
+		decodedFor  EventType // the type the object was decoded for, when it came after "type"
+		kindErr     error     // the object is not ours: reported once the event is read
 	)
 	it.ReadObjectCB(func(it *jsoniter.Iterator, field string) bool {
 		switch field {
@@ -148,7 +149,7 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 				}
 				return true
 			}
-			raw = nil
+			raw, decodedFor = nil, ev.Type
 			ev.Object, ev.Status, kindErr = d.decodeObject(it, ev.Type)
 		default:
 			it.Skip()
@@ -165,6 +166,10 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 		return Event[T]{}, fmt.Errorf("%w: %s has no \"type\"", ErrMalformed, d.what())
 	case !objSeen:
 		return Event[T]{}, fmt.Errorf("%s (%s): %w", d.what(), ev.Type, ErrMissingObject)
+	case raw == nil && (decodedFor == Error) != (ev.Type == Error):
+		// "type" met again after the object, saying ERROR where it did
+		// not or the other way round: the object was read as the other.
+		return Event[T]{}, fmt.Errorf("%w: %s: \"type\" %s after an object read for %s", ErrMalformed, d.what(), ev.Type, decodedFor)
 	case raw != nil:
 		bit := jsoniter.ParseBytes(d.codec.json, raw)
 		ev.Object, ev.Status, kindErr = d.decodeObject(bit, ev.Type)

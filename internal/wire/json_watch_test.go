@@ -375,3 +375,24 @@ func TestJSONWatchMetadata(t *testing.T) {
 		t.Fatalf("got %+v", ev.Object)
 	}
 }
+
+// "type" met again after "object", changing ERROR to another type or back:
+// the object was decoded for the first, and the event must not carry the
+// second (ADDED came out with a nil object, ERROR with no Status).
+func TestJSONWatchTypeChangedAfterTheObject(t *testing.T) {
+	codec := mustCodec[*corev1.Pod](t, podGVK)
+	for _, stream := range []string{
+		`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","code":410},"type":"ADDED"}`,
+		`{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a"}},"type":"ERROR"}`,
+	} {
+		for name, next := range map[string]func() (Event[*corev1.Pod], error){
+			"sequential": NewJSONWatchDecoder(strings.NewReader(stream), codec, 0).Next,
+			"parallel":   NewParallelJSONWatchDecoder(strings.NewReader(stream), codec, 0, 1).Next,
+		} {
+			ev, err := next()
+			if !errors.Is(err, ErrMalformed) {
+				t.Errorf("%s: %s: event %s with object %v and status %v, error %v; want ErrMalformed", name, stream, ev.Type, ev.Object, ev.Status, err)
+			}
+		}
+	}
+}

@@ -90,6 +90,11 @@ func (l *protoList[T]) decode() (ListMeta, error) {
 				})
 			}
 		case num == 2 && typ == wireBytes: // raw: the list itself
+			if sawList {
+				// The generated code keeps the last raw; its items are
+				// handed over already, and cannot be taken back.
+				return ListMeta{}, l.fail("the envelope", fmt.Errorf("%w: a second list (raw field repeated)", errProtobuf))
+			}
 			n, err := l.s.length(l.s.remaining())
 			if err != nil {
 				return ListMeta{}, l.fail("the envelope", err)

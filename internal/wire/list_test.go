@@ -12,10 +12,12 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
 // podList is a list as the server sends it: items without kind/apiVersion.
@@ -483,4 +485,35 @@ func TestProtobufListItemLengthIsNotTrusted(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
 		t.Errorf("allocated %d MiB for an item of a few bytes that claimed 60 MiB", got>>20)
 	}
+}
+
+// A runtime.Unknown whose raw field (2) comes twice: the generated
+// Unmarshal keeps the last, so apimachinery decodes the second list only.
+// DecodeProtobufList streams items as it meets them and cannot take the
+// first list's back: it refuses the body (it used to hand over the items of
+// both lists).
+func TestProtobufListWithTwoListsIsMalformed(t *testing.T) {
+	list := func(rv string, names ...string) []byte {
+		l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+		for _, n := range names {
+			l.Items = append(l.Items, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
+		b, err := l.Marshal()
+		require.NoError(t, err)
+		return b
+	}
+	tm := append(tagged(1, []byte("v1")), tagged(2, []byte("PodList"))...)
+	envelope := append(tagged(1, tm), tagged(2, list("1", "stale"))...)
+	envelope = append(envelope, tagged(2, list("2", "a", "b"))...)
+	body := append([]byte("k8s\x00"), envelope...)
+
+	// What apimachinery decodes.
+	var u apiruntime.Unknown
+	require.NoError(t, u.Unmarshal(envelope))
+	var want corev1.PodList
+	require.NoError(t, want.Unmarshal(u.Raw))
+	require.Len(t, want.Items, 2)
+
+	_, err := DecodeProtobufList(bytes.NewReader(body), mustCodec[*corev1.Pod](t, podGVK), 0, func(p *corev1.Pod) error { return nil })
+	require.ErrorIs(t, err, ErrMalformed)
 }

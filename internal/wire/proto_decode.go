@@ -153,16 +153,23 @@ func (f *protoStructField) full(p unsafe.Pointer) bool {
 	return h.len == h.cap
 }
 
+// maxMapHint bounds the room a map is made with. Its run of entries may
+// repeat keys (a hostile frame's 2-byte entries "", "", ... collapse into
+// one), and a map keeps the room it was made with: sized by the run, a
+// one-entry map decoded from 1 MiB held 41 MB. Larger maps grow as they
+// fill.
+const maxMapHint = 256
+
 // reserve makes room for n more elements in the slice or map at p.
 func (f *protoStructField) reserve(p unsafe.Pointer, n int) {
 	switch f.kind {
 	case kStringMap:
 		if m := (*map[string]string)(p); *m == nil {
-			*m = make(map[string]string, n)
+			*m = make(map[string]string, min(n, maxMapHint))
 		}
 	case kMap:
 		if m := (*unsafe.Pointer)(p); *m == nil {
-			*m = *(*unsafe.Pointer)(f.mapType.UnsafeMakeMap(n))
+			*m = *(*unsafe.Pointer)(f.mapType.UnsafeMakeMap(min(n, maxMapHint)))
 		}
 	default:
 		f.growSlice(p, n)

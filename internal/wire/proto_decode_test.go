@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	goruntime "runtime"
 	"sort"
 	"testing"
 	"unsafe"
@@ -299,5 +300,49 @@ func TestProtoDecodeInterleavedRepeatedFieldGrowsByDoubling(t *testing.T) {
 	// them. The exact growth made one array per element.
 	if allocs > 100 {
 		t.Errorf("%v allocations for %d interleaved elements, want about 20", allocs, n)
+	}
+}
+
+// retainedBy returns the heap bytes still reachable after decode, with
+// the decoded object kept alive.
+func retainedBy(decode func() any) uint64 {
+	var a, b goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&a)
+	obj := decode()
+	goruntime.GC()
+	goruntime.ReadMemStats(&b)
+	goruntime.KeepAlive(obj)
+	return b.HeapAlloc - min(a.HeapAlloc, b.HeapAlloc)
+}
+
+// 1 MiB of empty labels entries, all the same key "": the map ends with one
+// entry, as from the generated Unmarshal, and must not keep room for the
+// 512Ki entries of its run (it held 41 MB).
+func TestMapRoomFollowsItsEntries(t *testing.T) {
+	meta := bytes.Repeat([]byte{0x5a, 0x00}, 1<<19) // ObjectMeta.labels (11): an empty entry
+	data := tagged(1, meta)
+	typ := reflect.TypeFor[metav1.PartialObjectMetadata]()
+	gen := retainedBy(func() any {
+		o := new(metav1.PartialObjectMetadata)
+		if err := o.Unmarshal(data); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	})
+	comp := retainedBy(func() any {
+		o := new(metav1.PartialObjectMetadata)
+		d := protoDecoder{}
+		if err := protoMessageFor(typ).decode(reflect.ValueOf(o).UnsafePointer(), data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(o.Labels) != 1 {
+			t.Fatal(len(o.Labels))
+		}
+		return o
+	})
+	t.Logf("frame of %d bytes: the object retains %d bytes (generated: %d)", len(data), comp, gen)
+	if comp > uint64(len(data)) {
+		t.Errorf("a one-label object retains %d bytes from a %d-byte frame (generated Unmarshal: %d)", comp, len(data), gen)
 	}
 }

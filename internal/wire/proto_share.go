@@ -243,6 +243,24 @@ func emptyPart(p unsafe.Pointer, slice bool) bool {
 	return *(*unsafe.Pointer)(p) == nil
 }
 
+// trimVarints sets the capacity of every []int32, []int64... field of the
+// struct at p (and of the structs it holds by value) to its length, so
+// that the merge appending to one copies it: its array may be another
+// object's. (Its pointers, maps, strings and messages are decoded as runs
+// and unshared when the merge reaches them.)
+func (m *protoMessage) trimVarints(p unsafe.Pointer) {
+	for _, f := range m.fields {
+		switch {
+		case f == nil:
+		case f.kind == kVarints:
+			h := (*sliceHeader)(unsafe.Add(p, f.offset))
+			h.cap = h.len
+		case f.kind == kMessage && f.msg != nil:
+			f.msg.trimVarints(unsafe.Add(p, f.offset))
+		}
+	}
+}
+
 // unshare gives the field at p (a map or message pointer that a field met
 // again is about to merge into) a copy of its value, which may be shared.
 func (f *protoStructField) unshare(p unsafe.Pointer) {
@@ -251,6 +269,9 @@ func (f *protoStructField) unshare(p unsafe.Pointer) {
 		q := (*unsafe.Pointer)(p)
 		c := f.elemR2.UnsafeNew()
 		f.elemR2.UnsafeSet(c, *q)
+		if f.msg != nil {
+			f.msg.trimVarints(c)
+		}
 		*q = c
 	case f.mapType != nil: // kStringMap, kMap, or a named map decoding itself
 		v := reflect.NewAt(f.typ, p).Elem()

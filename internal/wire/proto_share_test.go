@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"fmt"
 	"reflect"
 	"testing"
@@ -111,4 +112,38 @@ func TestSharedPartsSkipsFieldsThatRarelyRepeat(t *testing.T) {
 	require.False(t, parts.stats[labels.id%statSlots].skipping.Load())
 	a, b := pods[len(pods)-2], pods[len(pods)-1]
 	require.Equal(t, reflect.ValueOf(a.Labels).UnsafePointer(), reflect.ValueOf(b.Labels).UnsafePointer(), "labels are shared")
+}
+
+func varintField(num int, v uint64) []byte {
+	b := binary.AppendUvarint(nil, uint64(num<<3|wireVarint))
+	return binary.AppendUvarint(b, v)
+}
+
+// A shared PodSecurityContext whose supplementalGroups has spare capacity
+// (elements interleaved with other fields: growSlice doubles) is merged into
+// by a second securityContext field: the copy the merge goes into must not
+// append in place to the []int64 it shares (the next object doing the same
+// overwrote the element the first one got).
+func TestSharedPartMergedIntoAppendsToACopy(t *testing.T) {
+	typ, parts := reflect.TypeFor[corev1.Pod](), newPartTable()
+	var sc []byte // supplementalGroups 1, 2, 3 interleaved with runAsUser
+	for i := uint64(1); i <= 3; i++ {
+		sc = append(sc, varintField(4, i)...)
+		sc = append(sc, varintField(2, 0)...)
+	}
+	pod := func(extra uint64) []byte {
+		spec := append(append(tagged(14, sc), tagged(3, []byte("Always"))...), tagged(14, varintField(4, extra))...)
+		return tagged(2, spec)
+	}
+	var kept []decoded
+	for _, extra := range []uint64{9, 7} {
+		data := pod(extra)
+		want, got, wantErr, gotErr := decodeBoth(typ, data, nil, parts)
+		require.NoError(t, wantErr)
+		require.NoError(t, gotErr)
+		require.Equal(t, want, got)
+		kept = append(kept, decoded{typ, data, got})
+	}
+	require.Equal(t, []int64{1, 2, 3, 9}, kept[0].obj.(*corev1.Pod).Spec.SecurityContext.SupplementalGroups)
+	checkUnchanged(t, kept)
 }
