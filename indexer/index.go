@@ -11,9 +11,10 @@ import (
 
 // IndexFunc computes the index values of an object, for example its
 // namespace or the node it runs on. It may return no value (the object is
-// not in that index) or several. It must be a pure function of the object,
-// safe to call from several goroutines at once, and must not call the
-// Indexer it belongs to.
+// not in that index) or several. It must be a pure function of the object
+// (values that depend on anything else go stale in the index) and safe to
+// call from several goroutines at once. It is called without the Indexer's
+// lock held, so reading the Indexer from it does not deadlock.
 type IndexFunc[T metav1.Object] func(obj T) ([]string, error)
 
 // Indexers maps index names to index functions. A nil Indexers means no

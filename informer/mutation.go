@@ -40,8 +40,9 @@ func (e *MutationError) Error() string {
 // k8s.io/apimachinery/pkg/api/equality does: a Quantity that caches its
 // string form is not a change, and neither is a nil map or slice made
 // empty, or a Quantity rewritten with the same value). Each change found
-// is passed to report as a *MutationError, once; report runs on the
-// detector's goroutine, or on Run's for the last check. A nil report logs
+// is passed to report as a *MutationError, once, and so is each object
+// that cannot be copied (so not checked); report runs on the detector's
+// goroutine, or on Run's for the last check, never two at once. A nil report logs
 // with the informer's logger instead; a period ≤ 0 means one second.
 //
 // It keeps a second copy of the cache, and of every object replaced since
@@ -98,15 +99,17 @@ type mutationDetector[T metav1.Object] struct {
 	mu      sync.Mutex
 	cached  map[string]*copied[T] // by key: the object the cache holds
 	retired []*copied[T]          // left the cache, in the order they left
+	failed  []error               // copies that failed since the last check, for it to report
 }
 
 // copied is one object and its copy. copy is read and replaced only by
 // check, which runs on one goroutine at a time.
 type copied[T metav1.Object] struct {
-	key     string
-	obj     T
-	copy    T
-	retired time.Time // when obj left the cache; zero while cached
+	key      string
+	obj      T
+	copy     T
+	uncopied bool      // obj could not be copied: not checked
+	retired  time.Time // when obj left the cache; zero while cached
 }
 
 func newMutationDetector[T metav1.Object](resource string, o *mutationOptions[T], log func(error)) *mutationDetector[T] {
@@ -143,8 +146,9 @@ func (d *mutationDetector[T]) run(ctx context.Context) {
 // remember records that the cache now holds obj under key: it copies obj,
 // unless the cache held obj already (a resync), and retires what the cache
 // held before. It must be called before anyone else can see obj. An object
-// that cannot be copied is reported and not checked; the cache takes it
-// all the same.
+// that cannot be copied is not checked, and the next check reports it
+// (so that report runs where the doc says, never under the informer's
+// locks); the cache takes it all the same.
 func (d *mutationDetector[T]) remember(key string, obj T) {
 	d.mu.Lock()
 	held := d.cached[key]
@@ -154,13 +158,11 @@ func (d *mutationDetector[T]) remember(key string, obj T) {
 	}
 	c, err := d.deepCopy(obj)
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.retireLocked(key)
-	if err == nil {
-		d.cached[key] = &copied[T]{key: key, obj: obj, copy: c}
-	}
-	d.mu.Unlock()
+	d.cached[key] = &copied[T]{key: key, obj: obj, copy: c, uncopied: err != nil}
 	if err != nil {
-		d.report(fmt.Errorf("%s: mutation detector cannot check %s: %w", d.resource, key, err))
+		d.failed = append(d.failed, fmt.Errorf("%s: mutation detector cannot check %s: %w", d.resource, key, err))
 	}
 }
 
@@ -197,10 +199,15 @@ func (d *mutationDetector[T]) check() {
 		all = append(all, c)
 	}
 	all = append(all, d.retired...)
+	failed := d.failed
+	d.failed = nil
 	d.mu.Unlock()
 
+	for _, err := range failed {
+		d.report(err)
+	}
 	for _, c := range all {
-		if equality.Semantic.DeepEqual(c.copy, c.obj) {
+		if c.uncopied || semanticEqual(c.copy, c.obj) {
 			continue
 		}
 		err := &MutationError{Resource: d.resource, Key: c.key, Diff: diff.Diff(c.copy, c.obj)}
@@ -209,6 +216,18 @@ func (d *mutationDetector[T]) check() {
 		}
 		d.report(err)
 	}
+}
+
+// semanticEqual is equality.Semantic.DeepEqual, which panics on a type
+// with unexported fields (a type of one's own embedding a Pod, say); those
+// are compared with reflect.DeepEqual.
+func semanticEqual(a, b any) (equal bool) {
+	defer func() {
+		if recover() != nil {
+			equal = reflect.DeepEqual(a, b)
+		}
+	}()
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // samePointer reports whether a and b are the same pointer.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -285,5 +286,119 @@ func checkUncopyableIsCached[T reflector.Object](t *testing.T, newObj func() T, 
 		defer mu.Unlock()
 		require.Len(t, errs, 1)
 		assert.Contains(t, errs[0].Error(), want)
+	})
+}
+
+// flakyPod cannot be copied when it has the annotation "nocopy".
+type flakyPod struct {
+	corev1.Pod
+}
+
+func (p *flakyPod) DeepCopyObject() runtime.Object {
+	if p.Annotations["nocopy"] != "" {
+		panic("cannot copy")
+	}
+	return &flakyPod{Pod: *p.Pod.DeepCopy()}
+}
+
+// WithMutationDetector says report runs on the detector's goroutine, or on
+// Run's for the last check, never two at once: a copy failure is reported
+// by the next check (it was reported from the goroutine applying deltas,
+// under the informer's lock, while the detector could be reporting too).
+func TestMutationReportsNeverOverlap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *flakyPod { return &flakyPod{} })
+		a := &flakyPod{Pod: *pod("ns", "a")}
+		src.Create(a)
+		var inside atomic.Int32
+		var overlapped atomic.Bool
+		inCheck := make(chan struct{})
+		copyFailed := make(chan struct{})
+		bHandled := make(chan struct{})
+		report := func(err error) {
+			if inside.Add(1) > 1 {
+				overlapped.Store(true)
+			}
+			defer inside.Add(-1)
+			var m *informer.MutationError
+			if errors.As(err, &m) {
+				close(inCheck)
+				select { // stay in report until the informer has handled b
+				case <-bHandled:
+				case <-time.After(time.Minute):
+				}
+				return
+			}
+			close(copyFailed)
+		}
+		inf := informer.New[*flakyPod](src, informer.WithMutationDetector[*flakyPod](time.Second, report))
+		inf.AddEventHandler(processor.HandlerFuncs[*flakyPod]{AddFunc: func(p *flakyPod, _ bool) {
+			if p.Name == "b" {
+				close(bHandled)
+			}
+		}})
+		stop := start(t, inf)
+		synctest.Wait()
+		cached, _ := inf.Indexer().GetByKey("ns/a")
+		cached.Labels = map[string]string{"x": "y"} // a mutation for the next check
+		src.Create(&flakyPod{Pod: *pod("ns", "c")}) // orders the change before the detector's read
+		<-inCheck
+		b := &flakyPod{Pod: *pod("ns", "b")}
+		b.Annotations = map[string]string{"nocopy": "1"}
+		src.Create(b)
+		synctest.Wait()
+		stop()
+		if overlapped.Load() {
+			t.Error("report called concurrently from two goroutines")
+		}
+		select {
+		case <-copyFailed:
+		default:
+			t.Error("the object that cannot be copied was not reported")
+		}
+	})
+}
+
+// hiddenPod has an unexported field, which DeepCopyObject copies fine.
+type hiddenPod struct {
+	corev1.Pod
+	cache string
+}
+
+func (p *hiddenPod) DeepCopyObject() runtime.Object {
+	return &hiddenPod{Pod: *p.Pod.DeepCopy(), cache: p.cache}
+}
+
+// equality.Semantic.DeepEqual panics on an unexported field: the detector
+// compares such objects with reflect.DeepEqual (its check panicked, on the
+// detector's goroutine, which crashes the process, or for the last check
+// on Run's).
+func TestMutationDetectorComparesUnexportedFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *hiddenPod { return &hiddenPod{} })
+		src.Create(&hiddenPod{Pod: *pod("ns", "a")})
+		src.Create(&hiddenPod{Pod: *pod("ns", "b")})
+		var reports []error
+		inf := informer.New[*hiddenPod](src, informer.WithMutationDetector[*hiddenPod](time.Hour, func(err error) { reports = append(reports, err) }))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan any, 1)
+		go func() {
+			defer func() { done <- recover() }()
+			_ = inf.Run(ctx)
+		}()
+		synctest.Wait()
+		b, ok := inf.Indexer().GetByKey("ns/b")
+		if !ok {
+			t.Fatal("not cached")
+		}
+		b.cache = "changed"
+		cancel()
+		if r := <-done; r != nil {
+			t.Fatalf("Run panicked in the mutation detector's last check: %.120v", r)
+		}
+		var m *informer.MutationError
+		if len(reports) != 1 || !errors.As(reports[0], &m) || m.Key != "ns/b" {
+			t.Errorf("reports = %v, want one MutationError for ns/b", reports)
+		}
 	})
 }

@@ -6,6 +6,7 @@ package processor_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -343,4 +344,71 @@ func (c *checker) OnUpdate(_, n *corev1.Pod) {
 		c.t.Errorf("%s: update to %d after %d", n.Name, rv, prev)
 	}
 	c.last[n.Name] = rv
+}
+
+// A listener that has handled its initial list, with the upstream synced,
+// reports HasSynced == true; removed before its own goroutine got round to
+// closing Synced, it must stay synced and close Synced (HasSynced turned
+// false again, and Synced never closed).
+func TestListenerRemovedJustAfterItSynced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var armed atomic.Bool
+		hookIn, hookRelease := make(chan struct{}), make(chan struct{})
+		p := processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
+			if armed.CompareAndSwap(true, false) { // the listener's own check after its last initial Add
+				close(hookIn)
+				<-hookRelease
+			}
+			return true
+		}))
+		h := processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(*corev1.Pod, bool) { armed.Store(true) }}
+		l := p.AddListener(h, processor.ListenerOptions{}, addOf("a", "1", true))
+		stop := run(p)
+		defer stop()
+
+		<-hookIn // the handler returned; the listener is about to close Synced
+		if !l.HasSynced() {
+			t.Fatal("HasSynced false after the initial list was handled")
+		}
+		p.RemoveListener(l)
+		close(hookRelease)
+		<-l.Stopped()
+		if !l.HasSynced() {
+			t.Error("HasSynced went from true back to false")
+		}
+		select {
+		case <-l.Synced():
+		default:
+			t.Error("HasSynced was true, but Synced never closes")
+		}
+	})
+}
+
+// An error handler that ends its goroutine (runtime.Goexit, as t.Fatal
+// does) while reporting a handler panic: another goroutine takes over, as
+// for the handler's own Goexit (nothing more was delivered, and Stopped
+// never closed).
+func TestErrorHandlerGoexitDoesNotStopTheListener(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod](processor.WithErrorHandler(func(error) { runtime.Goexit() }))
+		r := &recorder{before: func(line string) {
+			if line == "Add ns/a 1" {
+				panic("boom")
+			}
+		}}
+		l := p.AddListener(r, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+		p.Distribute(addOf("a", "1", false), false)
+		p.Distribute(addOf("b", "1", false), false)
+		synctest.Wait()
+		checkLines(t, "listener", r, []string{"Add ns/b 1"})
+		p.RemoveListener(l)
+		synctest.Wait()
+		select {
+		case <-l.Stopped():
+		default:
+			t.Error("Stopped never closes")
+		}
+	})
 }

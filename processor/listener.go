@@ -219,22 +219,36 @@ func (l *Listener[T]) start(wg *sync.WaitGroup) {
 }
 
 // stop tells the listener's goroutines to exit; it does not wait for them.
+// It must not be called with the Processor's lock held: it asks the
+// upstream whether it synced.
 func (l *Listener[T]) stop() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if runState(l.state.Load()) == stopped {
+		l.mu.Unlock()
 		return
 	}
 	wasIdle := runState(l.state.Load()) == idle
 	l.state.Store(uint32(stopped))
 	l.early = nil
-	// Stopped before Synced closed: it never will, and HasSynced, which
-	// must agree with it, never turns true (the upstream may sync later).
-	l.syncedOnce.Do(func() { l.stoppedUnsynced.Store(true) })
 	close(l.done)
 	if wasIdle { // no goroutine to close it
 		close(l.stopped)
 	}
+	l.mu.Unlock()
+
+	// Stopped before Synced closed: it never will, and HasSynced, which
+	// must agree with it, never turns true (the upstream may sync later)
+	// — unless it is true already (both its halves only ever turn true),
+	// and the goroutine that would have closed Synced has not got there:
+	// then close it here. Unlocked: the upstream is user code.
+	synced := l.cfg.synced() && l.initialsLeft.Load() == 0
+	l.syncedOnce.Do(func() {
+		if synced {
+			close(l.synced)
+		} else {
+			l.stoppedUnsynced.Store(true)
+		}
+	})
 	l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
 }
 
@@ -278,6 +292,14 @@ func (l *Listener[T]) goRun() {
 // and no handler call is left. (A goroutine ended by the handler's
 // runtime.Goexit never gets there; the one that takes over does.)
 func (l *Listener[T]) run() {
+	ended := false
+	defer func() {
+		if !ended {
+			// runtime.Goexit in the handler or in the error handler is
+			// ending this goroutine: another takes over.
+			l.goRun()
+		}
+	}()
 	for n := range l.nextCh {
 		select {
 		case <-l.done:
@@ -285,13 +307,14 @@ func (l *Listener[T]) run() {
 			l.handle(n)
 		}
 	}
+	ended = true
 	close(l.stopped)
 }
 
 // handle calls the handler for n, recovering and reporting a panic. A
 // handler that ends its goroutine (runtime.Goexit, as t.FailNow does in a
-// test) is reported too, and another goroutine takes over, so the listener
-// goes on rather than buffering for ever.
+// test) is reported too, and another goroutine takes over (see run), so
+// the listener goes on rather than buffering for ever.
 func (l *Listener[T]) handle(n Notification[T]) {
 	returned := false
 	defer func() {
@@ -302,7 +325,6 @@ func (l *Listener[T]) handle(n Notification[T]) {
 		}
 		if r == nil {
 			r = "the handler called runtime.Goexit"
-			defer l.goRun() // this goroutine is ending
 		}
 		l.cfg.reportPanic(&HandlerPanicError{
 			Listener: l.name,

@@ -78,14 +78,16 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions, initial .
 		l.Add(n) // the listener is idle: into its early buffer
 	}
 	p.listeners = append(slices.Clip(p.listeners), l)
-	switch p.state {
-	case running:
+	over := p.state == stopped
+	if p.state == running {
 		l.start(&p.wg)
-	case stopped:
-		l.stop()
 	}
 	p.mu.Unlock()
-	l.checkSynced() // unlocked: it asks the upstream, which is user code
+	// Unlocked: both ask the upstream, which is user code.
+	if over {
+		l.stop()
+	}
+	l.checkSynced()
 	return l
 }
 
