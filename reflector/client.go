@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"time"
 
 	"k8s.io/apimachinery/pkg/version"
 
@@ -45,7 +46,8 @@ func InClusterConfig() (*Config, error) { return rest.InClusterConfig() }
 // all watches, when the server speaks HTTP/2). Create it with NewClient; it
 // is safe for concurrent use.
 type Client struct {
-	rest *rest.Client
+	rest    *rest.Client
+	timeout time.Duration // Config.Timeout: bounds each short request
 }
 
 // NewClient returns a Client for the apiserver that cfg describes. It fails
@@ -65,7 +67,7 @@ func NewClient(cfg *Config, opts ...ClientOption) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{rest: rc}, nil
+	return &Client{rest: rc, timeout: max(cfg.Timeout, 0)}, nil
 }
 
 // ClientOption configures a Client.
@@ -85,6 +87,11 @@ func WithClientLogger(l *slog.Logger) ClientOption {
 // ServerVersion asks the apiserver for its version (GET /version): a cheap
 // way to check that it is reachable and that the credentials are accepted.
 func (c *Client) ServerVersion(ctx context.Context) (*version.Info, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 	resp, err := c.get(ctx, "/version", nil, mediaJSON)
 	if err != nil {
 		return nil, fmt.Errorf("asking for the server version: %w", err)

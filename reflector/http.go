@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/url"
 	"strconv"
@@ -230,7 +231,12 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 	if opts.ResourceVersionMatch != "" {
 		q.Set("resourceVersionMatch", string(opts.ResourceVersionMatch))
 	}
-	ctx, cancel := context.WithTimeout(ctx, lw.opt.listTimeout)
+	bound := lw.opt.listTimeout
+	if t := lw.client.timeout; t > 0 && t < bound {
+		bound = t // Config.Timeout
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	resp, err := lw.client.get(ctx, lw.path, q, lw.acceptList)
 	if err != nil {
@@ -249,11 +255,15 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 		if errors.As(err, &st) {
 			return ListMeta{}, rest.FromStatus(&st.Status)
 		}
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return ListMeta{}, fmt.Errorf("list did not complete within %s: %w", lw.opt.listTimeout, err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
+			return ListMeta{}, fmt.Errorf("list did not complete within %s: %w", bound, err)
 		}
 		return ListMeta{}, err
 	}
+	// Read the end of the body (a chunked body's last chunk may come after
+	// the list's closing byte), so that an HTTP/1.1 connection goes back
+	// to the pool rather than being closed.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return ListMeta{ResourceVersion: meta.ResourceVersion, Continue: meta.Continue}, nil
 }
 

@@ -2,15 +2,22 @@ package reflector_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/reflector"
@@ -80,4 +87,85 @@ func TestPanickingTransformOverHTTP(t *testing.T) {
 		server.Close()
 		assert.Empty(t, errs, "one error only: the list was not retried")
 	}
+}
+
+func protobufPodList(t *testing.T) []byte {
+	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}, Items: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", ResourceVersion: "7"}}}}
+	raw, err := list.Marshal()
+	require.NoError(t, err)
+	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Raw: raw}
+	b, err := u.Marshal()
+	require.NoError(t, err)
+	return append([]byte("k8s\x00"), b...)
+}
+
+// LIST pages read to their end must leave the HTTP/1.1 connection reusable:
+// kube-apiserver streams list bodies chunked, and every page here costs a
+// new TCP (and TLS) connection.
+// A LIST page reads its body to the end, so that an HTTP/1.1 connection
+// goes back to the pool: a JSON page closed its body at the list's closing
+// byte, before the chunked body's last chunk, and the transport closed the
+// connection (a new TCP and TLS handshake for every page).
+func TestListPagesReuseTheHTTP1Connection(t *testing.T) {
+	jsonBody := []byte(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"a","namespace":"default","resourceVersion":"7"}}]}`)
+	for _, ct := range []reflector.ContentType{reflector.JSON, reflector.Protobuf} {
+		body, mediaType := jsonBody, "application/json"
+		if ct == reflector.Protobuf {
+			body, mediaType = protobufPodList(t), "application/vnd.kubernetes.protobuf"
+		}
+		var conns atomic.Int32
+		added := make(chan struct{}, 1)
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", mediaType)
+			_, _ = w.Write(body)
+			w.(http.Flusher).Flush() // chunked, as kube-apiserver's streamed lists
+			// The last chunk follows once the client has the items, as it does
+			// over a real network when the last bytes and the end of the
+			// body arrive in different segments.
+			select {
+			case <-added:
+			case <-r.Context().Done():
+			}
+		}))
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		srv.Start()
+		client, err := reflector.NewClient(&reflector.Config{Host: srv.URL})
+		require.NoError(t, err)
+		lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "default"}, reflector.WithContentType(ct))
+		require.NoError(t, err)
+		for range 5 {
+			n := 0
+			_, err := lw.List(context.Background(), reflector.ListOptions{}, func(*corev1.Pod) error { n++; added <- struct{}{}; return nil })
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+		}
+		srv.Close()
+		require.EqualValues(t, 1, conns.Load(), "content type %v: 5 LIST pages opened %d connections", ct, conns.Load())
+	}
+}
+
+// Config.Timeout "bounds a whole short request" and rest's doc says LIST
+// pages are bounded by it; the HTTP ListerWatcher ignores it.
+// Config.Timeout bounds a LIST page, as it says (only WithListTimeout,
+// a minute by default, did).
+func TestListHonoursConfigTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"PodList","apiVersion":"v1","items":[`))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // a server that trickles its answer
+	}))
+	defer srv.Close()
+	client, err := reflector.NewClient(&reflector.Config{Host: srv.URL, Timeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{}, reflector.WithContentType(reflector.JSON), reflector.WithListTimeout(5*time.Second))
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = lw.List(context.Background(), reflector.ListOptions{}, func(*corev1.Pod) error { return nil })
+	require.Error(t, err)
+	require.Less(t, time.Since(start), 2*time.Second, "Config.Timeout (100ms) ignored: %v", err)
 }

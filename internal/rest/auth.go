@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -116,6 +117,7 @@ type tokenFile struct {
 	modTime time.Time
 	size    int64
 	readAt  time.Time // zero: read before the next use
+	failing bool      // the last read failed and was warned about
 }
 
 func newTokenFile(path string, log *slog.Logger) *tokenFile {
@@ -141,7 +143,14 @@ func (f *tokenFile) get() (string, error) {
 	}
 	if err != nil {
 		if f.token != "" {
-			f.log.Warn("cannot read the bearer token file; using the token read before", "path", f.path, "error", err)
+			// Tried again at every request until it can be read: warn
+			// once, not at every request.
+			level := slog.LevelWarn
+			if f.failing {
+				level = slog.LevelDebug
+			}
+			f.failing = true
+			f.log.Log(context.Background(), level, "cannot read the bearer token file; using the token read before", "path", f.path, "error", err)
 			return f.token, nil
 		}
 		return "", fmt.Errorf("reading bearer token file %s: %w", f.path, err)
@@ -149,7 +158,7 @@ func (f *tokenFile) get() (string, error) {
 	if f.token != "" && token != f.token {
 		f.log.Debug("bearer token file changed; using the new token", "path", f.path)
 	}
-	f.token, f.readAt = token, f.now()
+	f.token, f.readAt, f.failing = token, f.now(), false
 	if statErr == nil {
 		f.modTime, f.size = info.ModTime(), info.Size()
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -273,6 +274,33 @@ func TestTokenFileReadAgainAfter401(t *testing.T) {
 	c.InvalidateCredentials()
 	if _, body := get(t, c, "/"); body != "Bearer bbbb" {
 		t.Errorf("after the file vanished: %q, want the last token", body)
+	}
+}
+
+// A token file that cannot be read any more is tried again at every
+// request, with the last token in use: it is warned about once per
+// failure, not at every request.
+func TestTokenFileUnreadableWarnsOnce(t *testing.T) {
+	path := writeFile(t, filepath.Join(t.TempDir(), "token"), "aaaa")
+	var logs bytes.Buffer
+	f := newTokenFile(path, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	warnings := func() int { return strings.Count(logs.String(), "level=WARN") }
+	for range 2 {
+		if tok, err := f.get(); err != nil || tok != "aaaa" {
+			t.Fatalf("get() = %q, %v", tok, err)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if tok, err := f.get(); err != nil || tok != "aaaa" {
+				t.Fatalf("with the file gone: get() = %q, %v; want the last token", tok, err)
+			}
+		}
+		writeFile(t, path, "aaaa")
+	}
+	if n := warnings(); n != 2 {
+		t.Errorf("%d warnings for two failures of three requests each, want 2:\n%s", n, logs.String())
 	}
 }
 

@@ -70,8 +70,11 @@ type Config struct {
 	// UserAgent replaces "listwatch/<version> (<goos>/<goarch>)".
 	UserAgent string
 
-	// Timeout bounds a whole short request made with Client.DoShort, body
-	// included. Zero: no bound but the request's context.
+	// Timeout bounds a whole short request, body included: a LIST page
+	// (with reflector.WithListTimeout, whichever is shorter), a request for
+	// the server version, one made with Client.DoShort. Watches are not
+	// bounded by it. Zero: no bound but the request's context (and
+	// WithListTimeout).
 	Timeout time.Duration
 	// DisableHTTP2 keeps every connection on HTTP/1.1.
 	DisableHTTP2 bool
