@@ -98,7 +98,8 @@ func (f *FIFO[T]) Update(obj T) error { return f.write("Update", Updated, obj) }
 // With [WithKnownObjects], a delete of a key that is neither known, queued,
 // nor being processed is dropped: the consumer never saw the object, or
 // already saw it deleted (typically by a Replace), so there is nothing to
-// tell it.
+// tell it. So is a delete of a key not queued whose batch being processed
+// ends in a delete: the consumer is applying that one.
 func (f *FIFO[T]) Delete(obj T) error { return f.write("Delete", Deleted, obj) }
 
 func (f *FIFO[T]) write(op string, typ DeltaType, obj T) error {
@@ -112,10 +113,8 @@ func (f *FIFO[T]) write(op string, typ DeltaType, obj T) error {
 		return ErrClosed
 	}
 	f.markPopulatedLocked()
-	if typ == Deleted && f.known != nil && !f.heldLocked(key) {
-		if _, ok := f.known.GetByKey(key); !ok {
-			return nil
-		}
+	if typ == Deleted && f.known != nil && !f.deleteIsNewsLocked(key) {
+		return nil
 	}
 	f.enqueueLocked(key, Delta[T]{Type: typ, Object: obj})
 	return nil
@@ -415,6 +414,23 @@ func (f *FIFO[T]) enqueueLocked(key string, d Delta[T]) {
 		f.queue.push(key)
 		f.signal()
 	}
+}
+
+// deleteIsNewsLocked reports whether a delete of key tells the consumer
+// something: the key is queued, or its newest batch being processed does
+// not end in a delete, or, if it is neither queued nor in flight, the
+// known objects hold it.
+func (f *FIFO[T]) deleteIsNewsLocked(key string) bool {
+	if _, queued := f.items[key]; queued {
+		return true
+	}
+	for i := len(f.inflight) - 1; i >= 0; i-- { // newest batch first
+		if f.inflight[i].key == key {
+			return f.inflight[i].newest.Type != Deleted
+		}
+	}
+	_, known := f.known.GetByKey(key)
+	return known
 }
 
 // heldLocked reports whether key is queued or being processed.

@@ -184,3 +184,30 @@ func TestFIFOPanickingProcessReleasesTheKey(t *testing.T) {
 	require.NoError(t, f.Replace(nil, "2"))
 	assert.Zero(t, f.Len(), "ns/a is no longer in flight")
 }
+
+// A delete of a key whose batch being processed ends in a delete is
+// dropped, as it is once that batch is done: the consumer is applying that
+// delete (it was queued, and the informer told its handlers twice).
+// A Delete of a key whose only in-flight batch already ends in Deleted must be
+// dropped, as it is when it arrives just after that batch was processed (and
+// as in client-go, whose Pop holds the lock while processing).
+func TestDeleteWhileItsDeleteIsProcessed(t *testing.T) {
+	k := newKnown(pod("a", "1"))
+	f := deltafifo.New(deltafifo.WithKnownObjects[*corev1.Pod](k))
+	require.NoError(t, f.Delete(pod("a", "2")))
+	err := f.Pop(context.Background(), func(key string, d deltas, _ bool) error {
+		// The consumer is applying the delete: the reflector sees the
+		// same delete again meanwhile.
+		require.NoError(t, f.Delete(pod("a", "2")))
+		k.mu.Lock()
+		delete(k.objs, key)
+		k.mu.Unlock()
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, snapshot(f), "second delete of an already-deleted key was queued")
+
+	// Same call after processing: dropped.
+	require.NoError(t, f.Delete(pod("a", "2")))
+	assert.Empty(t, snapshot(f))
+}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -44,6 +45,7 @@ type runner interface {
 type entry struct {
 	informer runner
 	cancel   context.CancelFunc // set once started
+	stopped  chan struct{}      // closed when the informer, started, has stopped
 }
 
 type factoryKey struct {
@@ -72,10 +74,11 @@ func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) 
 // creating it on first use. T is a k8s.io/api type such as *corev1.Pod (its
 // resource is then found from the type), *unstructured.Unstructured or
 // *metav1.PartialObjectMetadata (target.Resource must then be set), or a type
-// of your own with target.Resource set. Informers created after Start run at
-// the next Start.
+// of your own with target.Resource set. Targets that differ only in what
+// may be left out for a k8s.io/api type (its Resource, its Kind) share one
+// informer. Informers created after Start run at the next Start.
 func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexInformer[T], error) {
-	key := factoryKey{typ: reflect.TypeFor[T](), target: target}
+	key := factoryKey{typ: reflect.TypeFor[T](), target: canonical[T](target)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e, ok := f.informers[key]; ok {
@@ -112,6 +115,27 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	f.informers[key] = e
 	f.order = append(f.order, e)
 	return inf, nil
+}
+
+// canonical fills in the resource and kind that a target for a k8s.io/api
+// type may leave out, so that Target{} and Target{Resource: pods} share one
+// informer of *corev1.Pod.
+func canonical[T reflector.Object](t reflector.Target) reflector.Target {
+	switch any(*new(T)).(type) {
+	case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
+		return t
+	}
+	gvk, gvr, err := kinds.Of[T]()
+	if err != nil {
+		return t
+	}
+	if t.Resource.Resource == "" {
+		t.Resource = gvr
+	}
+	if t.Kind == "" && t.Resource == gvr {
+		t.Kind = gvk.Kind
+	}
+	return t
 }
 
 // ForResource returns the factory's informer for a custom resource (or any
@@ -159,43 +183,54 @@ func (f *Factory) Start(ctx context.Context) {
 			continue
 		}
 		ictx, cancel := context.WithCancel(ctx)
-		e.cancel = cancel
+		e.cancel, e.stopped = cancel, make(chan struct{})
 		f.wg.Go(func() {
-			if err := e.informer.Run(ictx); err != nil {
+			err := e.informer.Run(ictx)
+			if err != nil {
 				f.opt.logger.Error("informer did not run", "resource", e.informer.Name(), "err", err)
+			}
+			if !errors.Is(err, ErrStarted) { // else it runs elsewhere: it may still sync
+				close(e.stopped)
 			}
 		})
 	}
 }
 
-// WaitForCacheSync waits until every started informer has synced. If ctx
-// ends first, it returns an error that names each informer not synced and
-// the last error it met, such as
+// WaitForCacheSync waits until every started informer has synced or
+// stopped (Shutdown, or the end of Start's context). If ctx ends first, or
+// an informer stopped before it synced, it returns an error that names
+// each informer not synced and the last error it met, such as
 // `pods in "default": listing pods: 403 Forbidden: ...`.
 func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	f.mu.Lock()
-	var started []runner
+	var started []*entry
 	for _, e := range f.order {
 		if e.cancel != nil {
-			started = append(started, e.informer)
+			started = append(started, e)
 		}
 	}
 	f.mu.Unlock()
 
-	for _, inf := range started {
+	for _, e := range started {
 		select {
-		case <-inf.Synced():
+		case <-e.informer.Synced():
+		case <-e.stopped: // it will not sync now
 		case <-ctx.Done():
 		}
 	}
 	var errs []error
-	for _, inf := range started {
+	for _, e := range started {
+		inf := e.informer
 		if inf.HasSynced() {
 			continue
 		}
 		reason := inf.LastError()
-		if reason == nil {
+		switch {
+		case reason != nil:
+		case ctx.Err() != nil:
 			reason = fmt.Errorf("still listing: %w", ctx.Err())
+		default:
+			reason = errors.New("stopped before it synced")
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", inf.Name(), reason))
 	}

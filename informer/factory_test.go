@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -253,4 +254,39 @@ func TestFactoryReflectorSettings(t *testing.T) {
 	require.NoError(t, f.WaitForCacheSync(ctx))
 	// The relist interval reaches the reflector: more LISTs follow.
 	eventually(t, "periodic relists", func() bool { return s.Requests(apisim.VerbList, apisim.Pods()) >= 3 })
+}
+
+// WaitForCacheSync returns once every informer synced or stopped: after
+// Shutdown, at once, with an error (it waited for its context).
+// After Shutdown no informer can sync any more: WaitForCacheSync must say so
+// instead of blocking until its context ends (for ever with Background).
+func TestWaitForCacheSyncAfterShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Nothing listens on port 1: the informer never syncs.
+		f, err := informer.NewFactory(&reflector.Config{Host: "http://127.0.0.1:1"})
+		require.NoError(t, err)
+		_, err = informer.For[*corev1.Pod](f, reflector.Target{})
+		require.NoError(t, err)
+		f.Start(t.Context())
+		f.Shutdown()
+
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		t0 := time.Now()
+		err = f.WaitForCacheSync(ctx)
+		assert.Error(t, err)
+		assert.Zero(t, time.Since(t0), "WaitForCacheSync waited for its context although every informer had stopped: %v", err)
+	})
+}
+
+// A target that spells out the resource of a k8s.io/api type gets the same
+// informer as one that leaves it out (the resource was watched twice).
+func TestEquivalentTargetsShareOneInformer(t *testing.T) {
+	f, err := informer.NewFactory(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	a, err := informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	b, err := informer.For[*corev1.Pod](f, reflector.Target{Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}})
+	require.NoError(t, err)
+	assert.Same(t, a, b)
 }

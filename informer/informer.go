@@ -154,6 +154,11 @@ func (s *SharedIndexInformer[T]) handleDeltas(key string, deltas []deltafifo.Del
 func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], isInInitialList bool) error {
 	obj := d.Object
 	if d.Type == deltafifo.Deleted {
+		if _, cached := s.indexer.GetByKey(key); !cached {
+			// The handlers were never told of it (its Add failed to
+			// apply) or were told of its delete already.
+			return nil
+		}
 		if err := s.indexer.Delete(obj); err != nil {
 			return err
 		}

@@ -2,8 +2,11 @@ package informer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -494,3 +497,130 @@ func TestRunTwice(t *testing.T) {
 		stop()
 	})
 }
+
+// scriptLW lists one fixed list once and then serves one watch whose events
+// the test sends on events.
+// scriptLW lists list at rv and then delivers what the test sends on
+// events, on one watch after another.
+type scriptLW struct {
+	list   []*corev1.Pod
+	rv     string
+	events chan reflector.Event[*corev1.Pod]
+	once   sync.Once
+}
+
+func (s *scriptLW) List(ctx context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	for _, p := range s.list {
+		if err := add(p); err != nil {
+			return reflector.ListMeta{}, err
+		}
+	}
+	return reflector.ListMeta{ResourceVersion: s.rv}, nil
+}
+
+func (s *scriptLW) Watch(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	return &scriptWatcher{ctx: ctx, events: s.events, done: make(chan struct{})}, nil
+}
+
+type scriptWatcher struct {
+	ctx    context.Context
+	events chan reflector.Event[*corev1.Pod]
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (w *scriptWatcher) Next() (reflector.Event[*corev1.Pod], error) {
+	select {
+	case ev := <-w.events:
+		return ev, nil
+	case <-w.done:
+	case <-w.ctx.Done():
+	}
+	return reflector.Event[*corev1.Pod]{}, io.EOF
+}
+
+func (w *scriptWatcher) Close() error { w.once.Do(func() { close(w.done) }); return nil }
+
+func podRV(name, rv string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv, UID: "u1"}}
+}
+
+// The apiserver reports the deletion of a twice (say, a replaying server or
+// proxy) while the informer is still applying the batch that ends in the
+// first deletion. The handlers must be told once: an OnDelete for an object
+// they no longer hold is a second delete.
+// A DELETED seen again while the batch ending in the object's delete is
+// being applied: the handlers hear of the delete once (twice before).
+func TestDeleteReplayedWhileTheDeleteIsApplied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scriptLW{list: []*corev1.Pod{podRV("a", "1")}, rv: "1", events: make(chan reflector.Event[*corev1.Pod])}
+		gate := map[string]chan struct{}{"1": make(chan struct{}), "2": make(chan struct{})}
+		inf := informer.New[*corev1.Pod](lw,
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)),
+			informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"block": func(p *corev1.Pod) ([]string, error) {
+				if ch, ok := gate[p.ResourceVersion]; ok {
+					<-ch
+				}
+				return nil, nil
+			}}))
+		v := newView(t)
+		inf.AddEventHandler(v)
+		stop := start(t, inf)
+		defer stop()
+
+		synctest.Wait() // the informer is applying a@1 (blocked in the index function)
+		lw.events <- reflector.Event[*corev1.Pod]{Type: reflector.Modified, Object: podRV("a", "2")}
+		lw.events <- reflector.Event[*corev1.Pod]{Type: reflector.Deleted, Object: podRV("a", "3")}
+		synctest.Wait() // both queued as one batch
+		close(gate["1"])
+		synctest.Wait() // batch [Updated@2 Deleted@3] in flight, blocked on a@2
+		lw.events <- reflector.Event[*corev1.Pod]{Type: reflector.Deleted, Object: podRV("a", "4")}
+		synctest.Wait()
+		close(gate["2"])
+		synctest.Wait()
+		assert.Equal(t, []string{"add a@1 initial=true", "update a@1->2", "delete a unknown=false"}, v.calls())
+	})
+}
+
+// An object whose add failed to apply (its index function failed) was never
+// told to the handlers: its delete, queued while the add was applied, is
+// not told either (OnDelete came for an object never added).
+func TestDeleteOfAnObjectNeverAdded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scriptLW{rv: "1", events: make(chan reflector.Event[*corev1.Pod])}
+		gate := make(chan struct{})
+		var errs errorList
+		inf := informer.New[*corev1.Pod](lw,
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)),
+			informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"fails": func(p *corev1.Pod) ([]string, error) {
+				if p.ResourceVersion == "2" {
+					<-gate
+					return nil, errors.New("index function failed")
+				}
+				return nil, nil
+			}}))
+		require.NoError(t, inf.SetWatchErrorHandler(errs.add))
+		v := newView(t)
+		inf.AddEventHandler(v)
+		defer start(t, inf)()
+		synctest.Wait()
+		lw.events <- reflector.Event[*corev1.Pod]{Type: reflector.Added, Object: podRV("a", "2")}
+		synctest.Wait() // the add is being applied
+		lw.events <- reflector.Event[*corev1.Pod]{Type: reflector.Deleted, Object: podRV("a", "3")}
+		synctest.Wait()
+		close(gate)
+		synctest.Wait()
+		assert.Empty(t, v.calls())
+		assert.Len(t, errs.all(), 1, "the failed add is reported")
+	})
+}
+
+// errorList collects errors reported from several goroutines.
+type errorList struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorList) add(err error) { l.mu.Lock(); defer l.mu.Unlock(); l.errs = append(l.errs, err) }
+
+func (l *errorList) all() []error { l.mu.Lock(); defer l.mu.Unlock(); return slices.Clone(l.errs) }
