@@ -57,7 +57,7 @@ type factoryKey struct {
 // fails if cfg cannot make a client (bad TLS material, a bearer token over
 // plain http without AllowBearerOverHTTP, ...).
 func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) {
-	o := factoryOptions{logger: slog.New(slog.DiscardHandler)}
+	o := factoryOptions{logger: slog.Default()}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -200,7 +200,8 @@ func (f *Factory) Start(ctx context.Context) {
 // stopped (Shutdown, or the end of Start's context). If ctx ends first, or
 // an informer stopped before it synced, it returns an error that names
 // each informer not synced and the last error it met, such as
-// `pods in "default": listing pods: 403 Forbidden: ...`.
+// `caches not synced: pods in "default": listing pods in "default"
+// (streaming): 403 Forbidden: ...`.
 func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	f.mu.Lock()
 	var started []*entry
@@ -275,8 +276,9 @@ type factoryMutations struct {
 	report func(error)
 }
 
-// WithFactoryLogger sets where the factory's informers log; the default
-// discards.
+// WithFactoryLogger sets where the factory, its client and its informers
+// log (see WithLogger): errors and handler panics, and what they do at the
+// debug level. The default is slog.Default().
 func WithFactoryLogger(l *slog.Logger) FactoryOption {
 	return func(o *factoryOptions) {
 		if l != nil {

@@ -1,10 +1,12 @@
 package informer_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -468,6 +470,45 @@ func TestPanickingHandlerDoesNotStopOthers(t *testing.T) {
 		defer mu.Unlock()
 		assert.Len(t, panics, 2)
 	})
+}
+
+// With no error handler and no logger set, a handler's panic is logged to
+// slog.Default(): it was logged to a logger that discarded it, although the
+// docs said it was reported. (Not parallel: it sets the default logger.)
+func TestHandlerPanicIsLoggedByDefault(t *testing.T) {
+	var logs syncBuffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		inf := informer.New[*corev1.Pod](src)
+		inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+			AddFunc: func(*corev1.Pod, bool) { panic("boom") },
+		})
+		defer start(t, inf)()
+		src.Create(pod("ns", "a"))
+		synctest.Wait()
+	})
+	assert.Contains(t, logs.String(), "handler panicked")
+	assert.Contains(t, logs.String(), "boom")
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestNamespaceIndexAndLister(t *testing.T) {

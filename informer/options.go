@@ -25,7 +25,7 @@ type options[T metav1.Object] struct {
 }
 
 func defaultOptions[T metav1.Object]() options[T] {
-	return options[T]{name: "objects", logger: slog.New(slog.DiscardHandler)}
+	return options[T]{name: "objects", logger: slog.Default()}
 }
 
 // WithName sets what errors and logs call the resource, such as
@@ -46,7 +46,9 @@ func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
 	return func(o *options[T]) { o.resync = d }
 }
 
-// WithLogger sets where the informer logs; the default discards.
+// WithLogger sets where the informer logs: its errors (warnings), a
+// handler's panic with no WithHandlerErrorHandler (errors), and what it
+// does (debug). The default is slog.Default().
 func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 	return func(o *options[T]) {
 		if l != nil {

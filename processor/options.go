@@ -24,7 +24,8 @@ func WithErrorHandler(f func(error)) Option {
 	return func(c *config) { c.errorHandler = f }
 }
 
-// WithLogger sets the logger. A nil logger, the default, discards.
+// WithLogger sets the logger. A nil logger means slog.Default(), so that
+// a handler's panic, with no error handler set, is not lost.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
@@ -39,7 +40,7 @@ func WithUpstreamSynced(f func() bool) Option {
 
 func (c *config) log() *slog.Logger {
 	if c.logger == nil {
-		return slog.New(slog.DiscardHandler)
+		return slog.Default()
 	}
 	return c.logger
 }

@@ -33,7 +33,7 @@
 //     which makes it a 410 and a relist at once, or set WithRelistInterval.
 //   - An event the Store refuses is reported and skipped; the watch goes on.
 //
-// With streaming lists (WatchList mode) the initial state arrives as ADDED
+// With streaming lists (Auto mode, the default, or WatchList) the initial state arrives as ADDED
 // events on a watch that ends its initial part with a BOOKMARK annotated
 // "k8s.io/initial-events-end"; the Reflector buffers those events and swaps
 // them into the Store in one Replace at that bookmark, so a consumer never

@@ -355,7 +355,7 @@ func (r *Reflector[T]) admit(obj T) (T, error) {
 		id := identityOf(obj) // before f, which may change obj
 		out, err := r.transform(obj)
 		if err != nil {
-			return zero, fmt.Errorf("transforming %s: %w", id, err)
+			return zero, fmt.Errorf("transforming %s: %w: %w", id, ErrSkipped, err)
 		}
 		if err := id.keptBy(out); err != nil {
 			return zero, fmt.Errorf("transforming %s: %w: %w", id, ErrSkipped, err)
@@ -373,7 +373,7 @@ func (r *Reflector[T]) admit(obj T) (T, error) {
 func (r *Reflector[T]) transform(obj T) (out T, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: the transform panicked: %v", ErrSkipped, p)
+			err = fmt.Errorf("the transform panicked: %v", p)
 		}
 	}()
 	return r.opt.transform(obj)

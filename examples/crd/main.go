@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	start := time.Now()
 	factory.Start(runCtx)
-	// Cancel runCtx first: a handler blocked sending on changed returns only
+	// Cancel runCtx first: a handler blocked sending on events returns only
 	// then, and Shutdown waits for the handlers.
 	defer func() { stop(); factory.Shutdown() }()
 

@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,7 +55,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	contentType := reflector.AutoContentType
 	switch {
 	case *useProtobuf && *useJSON:
-		return errors.New("-protobuf and -json exclude each other")
+		return demo.BadUsage(fs, "-protobuf and -json exclude each other")
 	case *useProtobuf:
 		contentType = reflector.Protobuf
 	case *useJSON:

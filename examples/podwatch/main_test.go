@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/listwatch/listwatch/examples/internal/demo"
 	"github.com/listwatch/listwatch/examples/internal/demotest"
 )
 
@@ -47,7 +49,7 @@ func TestPodwatch(t *testing.T) {
 }
 
 func TestPodwatchFlags(t *testing.T) {
-	if err := run(t.Context(), []string{"-protobuf", "-json"}, nil); err == nil {
-		t.Error("-protobuf with -json: want an error")
+	if err := run(t.Context(), []string{"-protobuf", "-json"}, nil); !errors.Is(err, demo.ErrUsage) {
+		t.Errorf("-protobuf with -json: %v, want a usage error (exit status 2)", err)
 	}
 }

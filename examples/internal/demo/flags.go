@@ -76,9 +76,10 @@ func (f *Flags) SyncContext(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeout(ctx, f.SyncTimeout)
 }
 
-// errUsage marks a command line the flag package rejected; it has already
-// printed the error and the usage.
-var errUsage = errors.New("usage")
+// ErrUsage marks a bad command line (one the flag package rejected, or see
+// BadUsage); the error and the usage have been printed already, and Main
+// exits 2.
+var ErrUsage = errors.New("usage")
 
 // ErrStopped is what Connect returns when the run's context ended (Ctrl-C)
 // before it could connect: Main ends the program cleanly, with a summary.
@@ -91,14 +92,23 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return errUsage
+		return ErrUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
-		return errUsage
+		return ErrUsage
 	}
 	return nil
+}
+
+// BadUsage reports a command line that parsed but makes no sense (two
+// flags that exclude each other): it prints msg and the usage, and returns
+// the error with which Main exits 2.
+func BadUsage(fs *flag.FlagSet, msg string) error {
+	fmt.Fprintln(fs.Output(), msg)
+	fs.Usage()
+	return ErrUsage
 }
 
 // Main runs an example: run gets a context that ends on the first Ctrl-C
@@ -119,7 +129,7 @@ func Main(run func(ctx context.Context, args []string, stdout io.Writer) error) 
 	case errors.Is(err, ErrStopped):
 		fmt.Fprintf(os.Stdout, "%v\nsummary: synced=0 events=0\n", err)
 		os.Exit(0)
-	case errors.Is(err, errUsage):
+	case errors.Is(err, ErrUsage):
 		os.Exit(2)
 	default:
 		fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
