@@ -332,7 +332,8 @@ func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 // index function's error). It is called from several of the informer's
 // goroutines (the reflector's, the one applying changes, the resync
 // timer's), possibly at once, so it must be safe for concurrent use, and
-// must not block. It must be called before Run.
+// must not block. Without it, the informer logs them as warnings. It must
+// be called before Run.
 func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -371,11 +372,12 @@ func (s *SharedIndexInformer[T]) runningReflector() *reflector.Reflector[T] {
 }
 
 func (s *SharedIndexInformer[T]) reportError(err error) {
-	s.logger.Warn("informer error", "resource", s.name, "err", err)
 	s.mu.Lock()
 	h := s.errorHandler
 	s.mu.Unlock()
 	if h != nil {
 		h(err)
+		return
 	}
+	s.logger.Warn("informer error", "resource", s.name, "err", err)
 }

@@ -46,9 +46,10 @@ func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
 	return func(o *options[T]) { o.resync = d }
 }
 
-// WithLogger sets where the informer logs: its errors (warnings), a
-// handler's panic with no WithHandlerErrorHandler (errors), and what it
-// does (debug). The default is slog.Default().
+// WithLogger sets where the informer logs: its errors with no
+// SetWatchErrorHandler (warnings), a handler's panic with no
+// WithHandlerErrorHandler (errors), and what it does (debug). The default
+// is slog.Default().
 func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 	return func(o *options[T]) {
 		if l != nil {
