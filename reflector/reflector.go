@@ -308,9 +308,18 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 		return nil
 	}
 
+	var sent string // the event's resourceVersion, before the transform
+	if any(ev.Object) != nil && !isNilPointer(ev.Object) {
+		sent = ev.Object.GetResourceVersion()
+	}
 	obj, err := r.admit(ev.Object)
 	if err != nil {
 		r.report(fmt.Errorf("watching %s: %s event: %w", r.opt.name, ev.Type, err))
+		// Skipped, as a refused event is below (and as in client-go): a
+		// watch resumed later starts after it, not with it again.
+		if sent != "" && newerThan(sent, r.LastSyncResourceVersion()) {
+			r.advance(sent)
+		}
 		return nil
 	}
 	rv, last := obj.GetResourceVersion(), r.LastSyncResourceVersion() // admit kept it

@@ -460,6 +460,32 @@ func TestTransformMustKeepTheIdentity(t *testing.T) {
 	}
 }
 
+// A watch event skipped because its transform failed moves the
+// resourceVersion on, as one the Store refuses does (and as in client-go):
+// a watch reopened later starts after it, not with it again.
+func TestSkippedEventAdvancesTheResourceVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		var log errorLog
+		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](log.add),
+			reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+				if p.Name == "bad" {
+					return nil, errors.New("cannot transform")
+				}
+				return p, nil
+			}))
+		defer run(t, r)()
+		synctest.Wait()
+		src.Create(pod("bad"))
+		synctest.Wait()
+		assert.Equal(t, "2", r.LastSyncResourceVersion())
+		require.Len(t, log.all(), 1)
+		assert.ErrorIs(t, log.all()[0], reflector.ErrSkipped)
+	})
+}
+
 // A list at least as new as the Store that the server refuses with 410 (a
 // server that reads resourceVersion and limit as an exact read: kube-apiserver
 // does not) is followed by a list of the server's latest state, as in
