@@ -2,8 +2,11 @@ package indexer_test
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,4 +204,47 @@ func TestIndexerAddIndexersComputesWithoutTheLock(t *testing.T) {
 	red, err := x.IndexKeys("team", "red")
 	require.NoError(t, err)
 	assert.Empty(t, red, "no stale value of an object updated while AddIndexers computed")
+}
+
+// AddIndexers returns while a writer keeps updating an object faster than
+// the new index function runs: each pass used to compute what the writer
+// wrote during the one before, and install only after a pass with no
+// write, so it ran for as long as the writes did.
+func TestAddIndexersReturnsWhileWritesGoOn(t *testing.T) {
+	x := indexer.New[*corev1.Pod](nil)
+	require.NoError(t, x.Add(pod("a", "hot", "0", "")))
+	var writes, calls atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// Until AddIndexers returns, or has made 1,000 passes without.
+		for i := 0; calls.Load() < 1000; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := x.Update(pod("a", "hot", strconv.Itoa(i), "")); err != nil {
+				t.Error(err)
+				return
+			}
+			writes.Add(1)
+		}
+	})
+	slow := func(p *corev1.Pod) ([]string, error) {
+		calls.Add(1)
+		// Slower than the writer: a write lands during this call, if
+		// one can (not while AddIndexers holds writes back).
+		for w, i := writes.Load(), 0; writes.Load() == w && i < 200_000; i++ {
+			runtime.Gosched()
+		}
+		return []string{p.Namespace}, nil
+	}
+	require.NoError(t, x.AddIndexers(indexer.Indexers[*corev1.Pod]{"ns": slow}))
+	close(stop)
+	wg.Wait()
+	assert.LessOrEqual(t, calls.Load(), int64(10), "index function calls (one per pass)")
+	keys, err := x.IndexKeys("ns", "a")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a/hot"}, keys)
 }

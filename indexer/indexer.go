@@ -27,9 +27,19 @@ var ErrInvalidObject = errors.New("invalid object")
 type Indexer[T metav1.Object] struct {
 	keyFunc func(T) string
 
-	mu sync.RWMutex
-	s  *store[T] // Replace swaps in a new store
+	// wmu orders writers' commits: a write takes it, then mu, to store
+	// what it computed; AddIndexers holds it for its last pass (see
+	// maxFreePasses). Lock order: wmu, then mu.
+	wmu sync.Mutex
+	mu  sync.RWMutex
+	s   *store[T] // Replace swaps in a new store
 }
+
+// maxFreePasses is how many passes AddIndexers makes while writes go on.
+// Each computes what was written during the one before; if writes keep
+// coming faster than the new index functions run, the next pass holds
+// writes back (not reads), so AddIndexers always returns.
+const maxFreePasses = 3
 
 // Option configures an [Indexer] made by [New].
 type Option[T metav1.Object] func(*Indexer[T])
@@ -78,13 +88,18 @@ func (x *Indexer[T]) put(op string, obj T) error {
 		if err != nil {
 			return fmt.Errorf("indexer: %s: %w", op, err)
 		}
+		x.wmu.Lock()
 		x.mu.Lock()
-		if x.s.indexes == indexes {
+		done := x.s.indexes == indexes
+		if done {
 			x.s.put(key, obj, values)
-			x.mu.Unlock()
+		}
+		x.mu.Unlock()
+		x.wmu.Unlock()
+		if done {
 			return nil
 		}
-		x.mu.Unlock() // AddIndexers ran meanwhile: compute again
+		// AddIndexers ran meanwhile: compute again
 	}
 }
 
@@ -95,6 +110,8 @@ func (x *Indexer[T]) Delete(obj T) error {
 	if err != nil {
 		return fmt.Errorf("indexer: Delete: %w", err)
 	}
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.s.remove(key)
@@ -122,13 +139,18 @@ func (x *Indexer[T]) Replace(list []T, resourceVersion string) error {
 			}
 			fresh.put(key, obj, values)
 		}
+		x.wmu.Lock()
 		x.mu.Lock()
-		if x.s.indexes == indexes {
+		done := x.s.indexes == indexes
+		if done {
 			x.s = fresh
-			x.mu.Unlock()
+		}
+		x.mu.Unlock()
+		x.wmu.Unlock()
+		if done {
 			return nil
 		}
-		x.mu.Unlock() // AddIndexers ran meanwhile: build again
+		// AddIndexers ran meanwhile: build again
 	}
 }
 
@@ -251,7 +273,10 @@ func (x *Indexer[T]) ListIndexFuncValues(name string) []string {
 // returns the error and changes nothing. The index functions run without
 // the lock, as they do for every write: readers and writers go on
 // meanwhile, and the objects they store or remove are indexed again before
-// the indexes are installed.
+// the indexes are installed. If writes keep coming during each of a few
+// such passes, the last pass holds them back (readers go on), so
+// AddIndexers returns whatever the rate of writes; an index function must
+// therefore not write to the Indexer.
 func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 	names, funcs := sorted(indexers)
 	for i, name := range names {
@@ -266,6 +291,7 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 		computed map[string][][]string // key → the added indexes' values
 		work     []keyed[T]            // what to compute next
 	)
+	holdingWrites := false
 	x.mu.Lock()
 	defer func() {
 		if st != nil {
@@ -273,8 +299,11 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 			delete(st.changes, log)
 			x.mu.Unlock()
 		}
+		if holdingWrites {
+			x.wmu.Unlock()
+		}
 	}()
-	for {
+	for pass := 1; ; pass++ {
 		if err := x.s.indexes.free(names); err != nil {
 			x.mu.Unlock()
 			return fmt.Errorf("indexer: AddIndexers: %w", err)
@@ -314,6 +343,12 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 				return fmt.Errorf("indexer: AddIndexers: %w", err)
 			}
 			computed[w.key] = values
+		}
+		if pass >= maxFreePasses && !holdingWrites {
+			// From here no write is stored until the indexes are
+			// installed: the next pass computes the last of them.
+			x.wmu.Lock()
+			holdingWrites = true
 		}
 		x.mu.Lock()
 	}

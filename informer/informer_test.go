@@ -526,6 +526,13 @@ func TestNamespaceIndexAndLister(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, inA, 2)
 		assert.Len(t, inf.Lister().ByNamespace("b", nil), 1)
+		// "" is every namespace, as client-go's NamespaceAll (it matched
+		// no pod), with the index and without.
+		assert.Len(t, inf.Lister().ByNamespace(metav1.NamespaceAll, nil), 3)
+		noIndex := informer.New[*corev1.Pod](src)
+		defer start(t, noIndex)()
+		synctest.Wait()
+		assert.Len(t, noIndex.Lister().ByNamespace(metav1.NamespaceAll, nil), 3)
 	})
 }
 

@@ -40,8 +40,12 @@ func (l *Lister[T]) Get(namespace, name string) (T, bool) {
 }
 
 // ByNamespace returns the cached objects of one namespace whose labels match
-// selector. It uses the namespace index if the cache has one.
+// selector; namespace "" (metav1.NamespaceAll) means every namespace, as in
+// client-go. It uses the namespace index if the cache has one.
 func (l *Lister[T]) ByNamespace(namespace string, selector labels.Selector) []T {
+	if namespace == metav1.NamespaceAll {
+		return l.List(selector)
+	}
 	objs, err := l.indexer.ByIndex(indexer.NamespaceIndex, namespace)
 	if err != nil {
 		objs = nil
