@@ -315,9 +315,11 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 	obj, err := r.admit(ev.Object)
 	if err != nil {
 		r.report(fmt.Errorf("watching %s: %s event: %w", r.opt.name, ev.Type, err))
-		// Skipped, as a refused event is below (and as in client-go): a
-		// watch resumed later starts after it, not with it again.
-		if sent != "" && newerThan(sent, r.LastSyncResourceVersion()) {
+		// A valid object whose transform failed is skipped, as a refused
+		// event is below (and as in client-go): a watch resumed later
+		// starts after it, not with it again. A rejected object's
+		// resourceVersion is not trusted (ErrRejected).
+		if sent != "" && !errors.Is(err, ErrRejected) && newerThan(sent, r.LastSyncResourceVersion()) {
 			r.advance(sent)
 		}
 		return nil

@@ -87,8 +87,13 @@ func (s *Server) readPage(ctx context.Context, c *collection, q *query) (*page, 
 		(q.ResourceVersionMatch == "" && limit > 0)):
 		readRV, exact = rv, true
 	}
-	if rv > 0 {
-		if err := s.waitForRV(ctx, rv); err != nil {
+	// A server behind the one that issued the continue token (another
+	// apiserver, lagging) waits for the token's resourceVersion, and
+	// answers "too large" if it does not get there, as kube-apiserver's
+	// watch cache does: reading its own state would stamp an older state
+	// with the token's resourceVersion.
+	if wait := max(rv, readRV); wait > 0 {
+		if err := s.waitForRV(ctx, wait); err != nil {
 			return nil, err
 		}
 	}

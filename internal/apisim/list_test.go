@@ -1,7 +1,9 @@
 package apisim_test
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -270,4 +272,56 @@ func TestListClusterScopedAndCustomResources(t *testing.T) {
 	assert.Equal(t, "example.com/v1", l.APIVersion)
 	assert.Equal(t, []string{"w1"}, l.names())
 	assert.Equal(t, "blue", l.Items[0].Object["spec"].(map[string]any)["color"])
+}
+
+// A continue token whose snapshot RV is ahead of the server (token from
+// another, further-ahead apiserver) must not be answered with the server's
+// older state labelled with the token's RV (as apisim did). kube-apiserver's
+// watch cache waits for the RV and fails with 504 "Too large resource
+// version".
+func TestContinueTokenFromAServerAhead(t *testing.T) {
+	a := start(t)
+	b := start(t, apisim.WithTooLargeWait(50*time.Millisecond))
+	createPods(t, a, "default", 5) // A at RV 5
+	createPods(t, b, "default", 3) // B at RV 3: lagging
+	first := getList(t, a, "/api/v1/namespaces/default/pods?limit=2")
+	require.NotEmpty(t, first.Metadata.Continue)
+
+	resp, body := get(t, b, "/api/v1/namespaces/default/pods?limit=2&continue="+first.Metadata.Continue)
+	if resp.StatusCode == http.StatusOK {
+		var l list
+		require.NoError(t, json.Unmarshal(body, &l))
+		rv, _ := strconv.ParseUint(l.Metadata.ResourceVersion, 10, 64)
+		cur, _ := strconv.ParseUint(b.ResourceVersion(), 10, 64)
+		t.Fatalf("lagging server (at RV %d) answered 200 with metadata.resourceVersion=%d and items %v: state older than the RV it claims", cur, rv, l.names())
+	}
+	st := status(t, resp, body, http.StatusGatewayTimeout)
+	require.Equal(t, "Timeout", string(st.Reason))
+}
+
+// GET on an object path with ?watch=1 is a plain GET in kube-apiserver
+// (only collections turn a GET into a watch that way); apisim opened a
+// watch stream.
+func TestWatchParamOnAnObjectPathIsAGet(t *testing.T) {
+	s := start(t)
+	createPods(t, s, "default", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/api/v1/namespaces/default/pods/p0?watch=1", nil)
+	resp, err := s.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var first map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&first))
+	require.Equal(t, "Pod", first["kind"], "want the Pod object, got %v", first)
+}
+
+// Accept clauses of equal q rank specific types before wildcards in
+// kube-apiserver's negotiation, so "*/*, application/vnd.kubernetes.protobuf"
+// gets protobuf (apisim kept the header order and answered JSON).
+func TestAcceptWildcardRanksLast(t *testing.T) {
+	s := start(t)
+	createPods(t, s, "default", 1)
+	resp, _ := get(t, s, "/api/v1/namespaces/default/pods", "Accept", "*/*, application/vnd.kubernetes.protobuf")
+	require.Equal(t, "application/vnd.kubernetes.protobuf", resp.Header.Get("Content-Type"))
 }

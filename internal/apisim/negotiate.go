@@ -64,6 +64,8 @@ func parseAccept(header string) []acceptClause {
 		}
 		out = append(out, acceptClause{media: media, params: params, q: q})
 	}
+	// Higher q first, and at equal q a specific type before a wildcard
+	// (*/* or type/*), as kube-apiserver's negotiation ranks them.
 	slices.SortStableFunc(out, func(a, b acceptClause) int {
 		switch {
 		case a.q > b.q:
@@ -71,9 +73,23 @@ func parseAccept(header string) []acceptClause {
 		case a.q < b.q:
 			return 1
 		}
-		return 0
+		return wildcards(a.media) - wildcards(b.media)
 	})
 	return out
+}
+
+// wildcards counts the wildcards in a media range: 0 for type/subtype, 1
+// for type/*, 2 for */*.
+func wildcards(media string) int {
+	typ, sub, _ := strings.Cut(media, "/")
+	n := 0
+	if typ == "*" {
+		n++
+	}
+	if sub == "*" {
+		n++
+	}
+	return n
 }
 
 // negotiate picks the response format for a request on c, the way

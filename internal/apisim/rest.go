@@ -161,7 +161,9 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 		return req, errNoSuchPath()
 	}
 	req.c = c
-	watch := req.watchPath || isTrue(r.URL.Query().Get("watch"))
+	// ?watch=1 on an object's own path is a GET, as on kube-apiserver:
+	// only collections turn a GET into a watch that way.
+	watch := req.watchPath || (req.name == "" && isTrue(r.URL.Query().Get("watch")))
 	switch {
 	case r.Method == http.MethodGet && watch:
 		req.verb = VerbWatch

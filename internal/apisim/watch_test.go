@@ -233,7 +233,7 @@ func TestWatchOnOneObjectAndLegacyWatchPath(t *testing.T) {
 	rv := createPods(t, s, "default", 2)
 	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
 	for _, path := range []string{
-		"/api/v1/namespaces/default/pods/p1?watch=1&resourceVersion=" + rv,
+		"/api/v1/namespaces/default/pods?watch=1&fieldSelector=metadata.name%3Dp1&resourceVersion=" + rv,
 		"/api/v1/watch/namespaces/default/pods/p1?resourceVersion=" + rv,
 	} {
 		w := watch(t, s, path)
