@@ -163,15 +163,11 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 // as sharing then happens after it, but must not return parts it keeps or
 // shares elsewhere.
 //
-// Reads that write are a hazard: resource.Quantity.String() fills a cache
-// inside the Quantity the first time it is called. A Quantity held by
-// pointer or in a slice (an emptyDir's sizeLimit; not a container's
-// resources, whose maps hold copies) may be shared by several cached
-// objects, so two goroutines calling String() on it, each for its own
-// object, race. Without sharing they would not (each object has its own).
-// Where that can happen, read such Quantities with Cmp, Value or
-// MilliValue, or call String() from one goroutine. (Not yet fixed:
-// sharing could fill those caches before it shares a part.)
+// A part that holds a resource.Quantity in place (an emptyDir's sizeLimit,
+// a resourceFieldRef's divisor) is never shared: Quantity.String() fills a
+// cache inside the Quantity, so two goroutines reading each its own object
+// would race on the shared one. Resource lists are shared (a map's reads
+// copy their Quantities).
 func WithSharing[T metav1.Object]() Option[T] {
 	return func(o *options[T]) { o.sharing = true }
 }

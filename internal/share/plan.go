@@ -47,6 +47,7 @@ type nodePlan struct {
 	key, val *content     // map key and value
 	strMap   bool         // underlying type map[string]string
 	id       int          // index of its counts in a Table's stats
+	quantity bool         // may hold a Quantity in place: see QuantityIn
 }
 
 var (
@@ -137,7 +138,7 @@ func nodePlanOf(typ reflect.Type) *nodePlan {
 	if np, ok := nodePlans[typ]; ok {
 		return np
 	}
-	np := &nodePlan{kind: typ.Kind(), typ: typ, id: len(nodePlans)}
+	np := &nodePlan{kind: typ.Kind(), typ: typ, id: len(nodePlans), quantity: MayHoldQuantity(typ)}
 	nodePlans[typ] = np
 	switch typ.Kind() {
 	case reflect.Map:

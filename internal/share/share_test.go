@@ -412,3 +412,39 @@ func TestShareFirstUseOfARecursiveTypeFromManyGoroutines(t *testing.T) {
 	close(start)
 	wg.Wait()
 }
+
+// A part that holds a resource.Quantity in place is never shared:
+// String() fills a cache inside the Quantity, so two goroutines reading
+// each its own pod raced on one memory. Parts beside it, and resource
+// lists (maps, whose reads copy their Quantities), are shared all the same.
+func TestQuantityHeldInPlaceIsNeverShared(t *testing.T) {
+	tab := share.New(0)
+	mk := func(name string) *corev1.Pod {
+		q := resource.MustParse("64Mi")
+		mode := int32(0o644)
+		p := &corev1.Pod{Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q}}},
+				{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: &mode}}},
+			},
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+			}}},
+		}}
+		p.Name = name
+		return p
+	}
+	a, b := mk("a"), mk("b")
+	share.Share(tab, a)
+	share.Share(tab, b)
+	require.NotSame(t, a.Spec.Volumes[0].EmptyDir.SizeLimit, b.Spec.Volumes[0].EmptyDir.SizeLimit)
+	require.NotSame(t, a.Spec.Volumes[0].EmptyDir, b.Spec.Volumes[0].EmptyDir)
+	assert.Same(t, a.Spec.Volumes[1].Projected, b.Spec.Volumes[1].Projected, "a part holding no Quantity")
+	assert.Equal(t, reflect.ValueOf(a.Spec.Containers[0].Resources.Limits).Pointer(),
+		reflect.ValueOf(b.Spec.Containers[0].Resources.Limits).Pointer(), "a resource list")
+	var wg sync.WaitGroup
+	for _, p := range []*corev1.Pod{a, b} {
+		wg.Go(func() { _ = p.Spec.Volumes[0].EmptyDir.SizeLimit.String() }) // -race: no race
+	}
+	wg.Wait()
+}

@@ -7,6 +7,8 @@ import (
 
 	jsoniter "github.com/json-iterator/go"
 	"github.com/modern-go/reflect2"
+
+	"github.com/listwatch/listwatch/internal/share"
 )
 
 // JSON objects of a codec built WithSharedParts share their parts the way
@@ -39,7 +41,8 @@ func (s *jsonPartSharer) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDeco
 	default:
 		return dec
 	}
-	return &sharedJSONDecoder{inner: dec, typ: t, table: s.table, id: sharedFieldIDs.Add(1), isSlice: t.Kind() == reflect.Slice}
+	return &sharedJSONDecoder{inner: dec, typ: t, table: s.table, id: sharedFieldIDs.Add(1),
+		isSlice: t.Kind() == reflect.Slice, quantity: share.MayHoldQuantity(t)}
 }
 
 // selfDecoding reports whether values of type t decode their own JSON.
@@ -50,11 +53,12 @@ func selfDecoding(t reflect.Type) bool {
 
 // sharedJSONDecoder decodes one map, slice or struct pointer type.
 type sharedJSONDecoder struct {
-	inner   jsoniter.ValDecoder
-	typ     reflect.Type
-	table   *partTable
-	id      uint32 // its counts in table.stats
-	isSlice bool
+	inner    jsoniter.ValDecoder
+	typ      reflect.Type
+	table    *partTable
+	id       uint32 // its counts in table.stats
+	isSlice  bool
+	quantity bool // may hold a Quantity in place: see share.QuantityIn
 }
 
 // Decode implements jsoniter.ValDecoder.
@@ -99,7 +103,9 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 		it.ReportError("decode "+d.typ.String(), sub.Error.Error())
 		return
 	}
-	if slot != nil {
+	// A part holding a Quantity in place is not remembered: its reads
+	// write (share.QuantityIn).
+	if slot != nil && !(d.quantity && share.QuantityIn(d.typ, p)) {
 		slot.Store(&sharedPart{typ: d.typ, raw: string(raw), val: partAt(p, d.isSlice)})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/listwatch/listwatch/internal/share"
 )
 
 // The pods of one ReplicaSet carry the same labels, owner reference,
@@ -151,7 +153,11 @@ func (t *partTable) share(f *protoStructField, p unsafe.Pointer, b, run []byte, 
 	if err := f.decodeRun(p, run, n, d); err != nil {
 		return nil, err
 	}
-	slot.Store(&sharedPart{typ: f.typ, raw: string(run), val: partAt(p, f.isSlice)})
+	// A part holding a Quantity in place is not remembered: its reads
+	// write (share.QuantityIn).
+	if !(f.quantity && share.QuantityIn(f.typ, p)) {
+		slot.Store(&sharedPart{typ: f.typ, raw: string(run), val: partAt(p, f.isSlice)})
+	}
 	return b[len(run):], nil
 }
 

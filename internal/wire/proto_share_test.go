@@ -2,12 +2,16 @@ package wire
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -146,4 +150,58 @@ func TestSharedPartMergedIntoAppendsToACopy(t *testing.T) {
 	}
 	require.Equal(t, []int64{1, 2, 3, 9}, kept[0].obj.(*corev1.Pod).Spec.SecurityContext.SupplementalGroups)
 	checkUnchanged(t, kept)
+}
+
+// A part that holds a resource.Quantity in place (an emptyDir's sizeLimit)
+// is never shared: String() fills a cache inside the Quantity, so two
+// goroutines reading each its own pod raced on one memory. The parts around
+// it that hold none (a projected volume source) are shared all the same;
+// so are resource lists, maps whose reads copy their Quantities.
+func TestQuantityHeldInPlaceIsNeverShared(t *testing.T) {
+	q := resource.MustParse("64Mi")
+	mode := int32(0o644)
+	src := &corev1.Pod{Spec: corev1.PodSpec{
+		Volumes: []corev1.Volume{
+			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q}}},
+			{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: &mode}}},
+		},
+		Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+		}}},
+	}}
+	decoders := map[string]func(name string) *corev1.Pod{}
+	{
+		typ, parts := reflect.TypeFor[corev1.Pod](), newPartTable()
+		decoders["protobuf"] = func(name string) *corev1.Pod {
+			src.Name = name
+			_, got, _, err := decodeBoth(typ, marshal(t, src), newInternTable(), parts)
+			require.NoError(t, err)
+			return got.(*corev1.Pod)
+		}
+	}
+	{
+		api := jsonAPIFor(newPartTable())
+		decoders["JSON"] = func(name string) *corev1.Pod {
+			src.Name = name
+			data, err := json.Marshal(src)
+			require.NoError(t, err)
+			var p corev1.Pod
+			require.NoError(t, api.Unmarshal(data, &p))
+			return &p
+		}
+	}
+	for name, decode := range decoders {
+		t.Run(name, func(t *testing.T) {
+			a, b := decode("a"), decode("b")
+			require.NotSame(t, a.Spec.Volumes[0].EmptyDir.SizeLimit, b.Spec.Volumes[0].EmptyDir.SizeLimit)
+			assert.Same(t, a.Spec.Volumes[1].Projected, b.Spec.Volumes[1].Projected, "a part holding no Quantity")
+			assert.Equal(t, reflect.ValueOf(a.Spec.Containers[0].Resources.Limits).Pointer(),
+				reflect.ValueOf(b.Spec.Containers[0].Resources.Limits).Pointer(), "a resource list")
+			var wg sync.WaitGroup
+			for _, p := range []*corev1.Pod{a, b} {
+				wg.Go(func() { _ = p.Spec.Volumes[0].EmptyDir.SizeLimit.String() }) // -race: no race
+			}
+			wg.Wait()
+		})
+	}
 }
