@@ -43,11 +43,11 @@ type nodePlan struct {
 	kind     reflect.Kind
 	elem     *content // pointer and slice element
 	elemSize uintptr
-	typ      reflect.Type // map type
-	key, val *content     // map key and value
-	strMap   bool         // underlying type map[string]string
-	id       int          // index of its counts in a Table's stats
-	quantity bool         // may hold a Quantity in place: see QuantityIn
+	typ      reflect.Type  // map type
+	key, val *content      // map key and value
+	strMap   bool          // underlying type map[string]string
+	id       int           // index of its counts in a Table's stats
+	quantity *QuantityPlan // where it may hold a Quantity in place (nil: nowhere)
 }
 
 var (
@@ -138,7 +138,7 @@ func nodePlanOf(typ reflect.Type) *nodePlan {
 	if np, ok := nodePlans[typ]; ok {
 		return np
 	}
-	np := &nodePlan{kind: typ.Kind(), typ: typ, id: len(nodePlans), quantity: MayHoldQuantity(typ)}
+	np := &nodePlan{kind: typ.Kind(), typ: typ, id: len(nodePlans), quantity: QuantityPlanOf(typ)}
 	nodePlans[typ] = np
 	switch typ.Kind() {
 	case reflect.Map:

@@ -21,50 +21,70 @@ import (
 
 var quantityType = reflect.TypeFor[resource.Quantity]()
 
-// MayHoldQuantity reports whether a value of type t can hold a
-// resource.Quantity in place: most types cannot, and need no QuantityIn.
-// Callers keep the answer with what they compile for t.
-func MayHoldQuantity(t reflect.Type) bool { return mayHoldQuantity(t, false) }
-
-// QuantityIn reports whether the value of type t at p holds a
-// resource.Quantity in place (see above), so that it must not be shared.
-// It looks only where t can hold one.
-func QuantityIn(t reflect.Type, p unsafe.Pointer) bool {
-	return MayHoldQuantity(t) && quantityIn(reflect.NewAt(t, p).Elem(), false)
+// QuantityPlan says where a value of one type can hold a Quantity in
+// place. Most types cannot: their plan is nil, whose In is false.
+type QuantityPlan struct {
+	kind     reflect.Kind  // Pointer, Slice, Array, Struct, Map; Invalid: the Quantity itself
+	elem     *QuantityPlan // Pointer, Slice, Array
+	elemSize uintptr       // Slice, Array
+	n        int           // Array: its length
+	fields   []quantityField
+	mapType  reflect.Type  // Map
+	key, val *QuantityPlan // Map: its keys and values, copies
 }
 
-func quantityIn(v reflect.Value, copied bool) bool {
-	t := v.Type()
-	if t == quantityType {
-		return !copied
+type quantityField struct {
+	offset uintptr
+	plan   *QuantityPlan
+}
+
+var quantityPlans sync.Map // reflect.Type → *QuantityPlan
+
+// QuantityPlanOf returns the plan of type t; callers keep it with what
+// they compile for t.
+func QuantityPlanOf(t reflect.Type) *QuantityPlan {
+	if p, ok := quantityPlans.Load(t); ok {
+		return p.(*QuantityPlan)
 	}
-	if !mayHoldQuantity(t, copied) {
+	p := compileQuantityPlan(t, false, map[quantityReach]*QuantityPlan{})
+	quantityPlans.Store(t, p)
+	return p
+}
+
+// In reports whether the value at p, of the plan's type, holds a Quantity
+// in place, so that it must not be shared.
+func (qp *QuantityPlan) In(p unsafe.Pointer) bool {
+	if qp == nil {
 		return false
 	}
-	switch v.Kind() {
+	switch qp.kind {
+	case reflect.Invalid:
+		return true
 	case reflect.Pointer:
-		return !v.IsNil() && quantityIn(v.Elem(), false)
+		q := *(*unsafe.Pointer)(p)
+		return q != nil && qp.elem.In(q)
 	case reflect.Slice:
-		for i := range v.Len() {
-			if quantityIn(v.Index(i), false) {
+		h := (*node)(p)
+		for i := range h.len {
+			if qp.elem.In(unsafe.Add(h.ptr, uintptr(i)*qp.elemSize)) {
 				return true
 			}
 		}
 	case reflect.Array:
-		for i := range v.Len() {
-			if quantityIn(v.Index(i), copied) {
+		for i := range qp.n {
+			if qp.elem.In(unsafe.Add(p, uintptr(i)*qp.elemSize)) {
 				return true
 			}
 		}
 	case reflect.Struct:
-		for i := range v.NumField() {
-			if quantityIn(v.Field(i), copied) {
+		for _, f := range qp.fields {
+			if f.plan.In(unsafe.Add(p, f.offset)) {
 				return true
 			}
 		}
-	case reflect.Map:
-		for it := v.MapRange(); it.Next(); {
-			if quantityIn(it.Key(), true) || quantityIn(it.Value(), true) {
+	case reflect.Map: // rare: a map whose values hold pointers to Quantities
+		for it := reflect.NewAt(qp.mapType, p).Elem().MapRange(); it.Next(); {
+			if qp.key.inCopy(it.Key()) || qp.val.inCopy(it.Value()) {
 				return true
 			}
 		}
@@ -72,28 +92,62 @@ func quantityIn(v reflect.Value, copied bool) bool {
 	return false
 }
 
+// inCopy is In for a map's key or value, which reflect hands over as a
+// copy.
+func (qp *QuantityPlan) inCopy(v reflect.Value) bool {
+	if qp == nil {
+		return false
+	}
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	return qp.In(c.Addr().UnsafePointer())
+}
+
 type quantityReach struct {
 	t      reflect.Type
 	copied bool
 }
 
-var mayHold sync.Map // quantityReach → bool
-
-// mayHoldQuantity reports whether a value of type t can hold a Quantity in
-// place; copied says the value itself is a copy made by the read (a map's
-// value, or inside one).
-func mayHoldQuantity(t reflect.Type, copied bool) bool {
+// compileQuantityPlan builds the plan of t; copied says a value of t is a
+// copy made by the read (a map's key or value, or inside one). A type met
+// again on the way (a recursive one) gets the plan being built.
+func compileQuantityPlan(t reflect.Type, copied bool, plans map[quantityReach]*QuantityPlan) *QuantityPlan {
 	k := quantityReach{t, copied}
-	if v, ok := mayHold.Load(k); ok {
-		return v.(bool)
+	if p, ok := plans[k]; ok {
+		return p
 	}
-	held := reaches(t, copied, map[quantityReach]bool{})
-	mayHold.Store(k, held)
-	return held
+	if !reaches(t, copied, map[quantityReach]bool{}) {
+		plans[k] = nil
+		return nil
+	}
+	p := &QuantityPlan{kind: t.Kind()}
+	plans[k] = p
+	switch {
+	case t == quantityType:
+		p.kind = reflect.Invalid
+	case t.Kind() == reflect.Pointer:
+		p.elem = compileQuantityPlan(t.Elem(), false, plans)
+	case t.Kind() == reflect.Slice:
+		p.elem, p.elemSize = compileQuantityPlan(t.Elem(), false, plans), t.Elem().Size()
+	case t.Kind() == reflect.Array:
+		p.elem, p.elemSize, p.n = compileQuantityPlan(t.Elem(), copied, plans), t.Elem().Size(), t.Len()
+	case t.Kind() == reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if fp := compileQuantityPlan(f.Type, copied, plans); fp != nil {
+				p.fields = append(p.fields, quantityField{f.Offset, fp})
+			}
+		}
+	case t.Kind() == reflect.Map:
+		p.mapType = t
+		p.key = compileQuantityPlan(t.Key(), true, plans)
+		p.val = compileQuantityPlan(t.Elem(), true, plans)
+	}
+	return p
 }
 
-// reaches is mayHoldQuantity computed; types met again on the way
-// (recursive ones) add nothing.
+// reaches reports whether a value of type t can hold a Quantity in place;
+// types met again on the way (recursive ones) add nothing.
 func reaches(t reflect.Type, copied bool, seen map[quantityReach]bool) bool {
 	if t == quantityType {
 		return !copied

@@ -448,3 +448,31 @@ func TestQuantityHeldInPlaceIsNeverShared(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Where a Quantity is held in place, and where reads copy it.
+func TestQuantityPlan(t *testing.T) {
+	type chain struct {
+		Next *chain
+		Q    *resource.Quantity
+		M    map[string]resource.Quantity
+	}
+	q := resource.MustParse("1")
+	for _, c := range []struct {
+		name string
+		v    any // a pointer to the value
+		want bool
+	}{
+		{"resource list", &corev1.ResourceList{corev1.ResourceCPU: q}, false},
+		{"map of pointers", &map[string]*resource.Quantity{"a": &q}, true},
+		{"map of nil pointers", &map[string]*resource.Quantity{"a": nil}, false},
+		{"array", &[2]resource.Quantity{}, true},
+		{"empty slice", &[]resource.Quantity{}, false},
+		{"recursive, deep", &chain{Next: &chain{Next: &chain{Q: &q}}}, true},
+		{"recursive, none", &chain{Next: &chain{M: map[string]resource.Quantity{"a": q}}}, false},
+		{"no quantity at all", &corev1.ObjectReference{Name: "x"}, false},
+	} {
+		v := reflect.ValueOf(c.v)
+		got := share.QuantityPlanOf(v.Type().Elem()).In(v.UnsafePointer())
+		assert.Equal(t, c.want, got, c.name)
+	}
+}

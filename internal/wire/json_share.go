@@ -42,7 +42,7 @@ func (s *jsonPartSharer) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDeco
 		return dec
 	}
 	return &sharedJSONDecoder{inner: dec, typ: t, table: s.table, id: sharedFieldIDs.Add(1),
-		isSlice: t.Kind() == reflect.Slice, quantity: share.MayHoldQuantity(t)}
+		isSlice: t.Kind() == reflect.Slice, quantity: share.QuantityPlanOf(t)}
 }
 
 // selfDecoding reports whether values of type t decode their own JSON.
@@ -58,7 +58,7 @@ type sharedJSONDecoder struct {
 	table    *partTable
 	id       uint32 // its counts in table.stats
 	isSlice  bool
-	quantity bool // may hold a Quantity in place: see share.QuantityIn
+	quantity *share.QuantityPlan // where it may hold a Quantity in place
 }
 
 // Decode implements jsoniter.ValDecoder.
@@ -104,8 +104,8 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 		return
 	}
 	// A part holding a Quantity in place is not remembered: its reads
-	// write (share.QuantityIn).
-	if slot != nil && !(d.quantity && share.QuantityIn(d.typ, p)) {
+	// write (share.QuantityPlan).
+	if slot != nil && !d.quantity.In(p) {
 		slot.Store(&sharedPart{typ: d.typ, raw: string(raw), val: partAt(p, d.isSlice)})
 	}
 }

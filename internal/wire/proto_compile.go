@@ -13,8 +13,6 @@ import (
 	"github.com/modern-go/reflect2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/listwatch/listwatch/internal/share"
 )
 
 // A protobuf message type is compiled into a protoMessage once, from its
@@ -72,7 +70,6 @@ type protoStructField struct {
 	// run's value remembered) unless it differs in every object;
 	// selfMerging a named map or slice with its own Unmarshal.
 	runs, share, selfMerging bool
-	quantity                 bool   // a shared field that may hold a Quantity in place: see share.QuantityIn
 	isSlice                  bool   // held as a slice header (else one word)
 	id                       uint32 // a shared field's number, for partTable.stats
 
@@ -220,7 +217,6 @@ func compileProtoField(parent reflect.Type, sf reflect.StructField, tag string, 
 		f.runs, f.share = true, sharedField(f)
 		if f.share {
 			f.id = sharedFieldIDs.Add(1)
-			f.quantity = share.MayHoldQuantity(f.typ)
 		}
 	case kMessage:
 		f.selfMerging = f.extern != nil && (f.mapType != nil || f.slice != nil)

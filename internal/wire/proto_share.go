@@ -154,8 +154,9 @@ func (t *partTable) share(f *protoStructField, p unsafe.Pointer, b, run []byte, 
 		return nil, err
 	}
 	// A part holding a Quantity in place is not remembered: its reads
-	// write (share.QuantityIn).
-	if !(f.quantity && share.QuantityIn(f.typ, p)) {
+	// write (share.QuantityPlan). Its plan is looked up here, on a miss,
+	// rather than kept in the field's descriptor, which every decode reads.
+	if !share.QuantityPlanOf(f.typ).In(p) {
 		slot.Store(&sharedPart{typ: f.typ, raw: string(run), val: partAt(p, f.isSlice)})
 	}
 	return b[len(run):], nil
