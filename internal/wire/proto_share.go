@@ -153,13 +153,18 @@ func (t *partTable) share(f *protoStructField, p unsafe.Pointer, b, run []byte, 
 	if err := f.decodeRun(p, run, n, d); err != nil {
 		return nil, err
 	}
-	// A part holding a Quantity in place is not remembered: its reads
-	// write (share.QuantityPlan). Its plan is looked up here, on a miss,
-	// rather than kept in the field's descriptor, which every decode reads.
+	remember(slot, f, p, run)
+	return b[len(run):], nil
+}
+
+// remember has slot remember the part just decoded at p from run, unless
+// it holds a Quantity in place, whose reads write (share.QuantityPlan).
+// The plan is looked up here, on a miss, rather than kept in the field's
+// descriptor, which every decode reads.
+func remember(slot *atomic.Pointer[sharedPart], f *protoStructField, p unsafe.Pointer, run []byte) {
 	if !share.QuantityPlanOf(f.typ).In(p) {
 		slot.Store(&sharedPart{typ: f.typ, raw: string(run), val: partAt(p, f.isSlice)})
 	}
-	return b[len(run):], nil
 }
 
 // lookup returns the value remembered for a part of type typ decoded from
