@@ -226,12 +226,18 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 			continue
 		}
 		reason := inf.LastError()
+		stopped := false
+		select {
+		case <-e.stopped:
+			stopped = true
+		default:
+		}
 		switch {
 		case reason != nil:
-		case ctx.Err() != nil:
-			reason = fmt.Errorf("still listing: %w", ctx.Err())
-		default:
+		case stopped:
 			reason = errors.New("stopped before it synced")
+		default:
+			reason = fmt.Errorf("still listing: %w", ctx.Err())
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", inf.Name(), reason))
 	}

@@ -93,7 +93,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 		reflector.WithName[T](s.name),
 		reflector.WithLogger[T](s.logger),
 		reflector.WithTransform(s.transform),
-		reflector.WithErrorHandler[T](s.errorHandler),
+		reflector.WithErrorHandler[T](s.reportError), // the handler, or else the log
 	}, s.reflOpts...)
 	s.reflector = reflector.New(s.lw, reflector.Store[T](s.fifo), opts...)
 	refl := s.reflector
@@ -284,7 +284,8 @@ func (r *Registration[T]) Synced() <-chan struct{} { return r.listener.Synced() 
 
 // Stopped returns a channel closed once the handler will not be called
 // again: it was removed, or the informer stopped, and the call in progress
-// then, if any, has returned. Receive from it to wait after
+// then, if any, has returned. (An informer never run stops nothing: only
+// removing the handler closes it then.) Receive from it to wait after
 // RemoveEventHandler (not from the handler itself, which would wait for
 // itself).
 func (r *Registration[T]) Stopped() <-chan struct{} { return r.listener.Stopped() }

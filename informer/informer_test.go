@@ -672,3 +672,21 @@ type errorList struct {
 func (l *errorList) add(err error) { l.mu.Lock(); defer l.mu.Unlock(); l.errs = append(l.errs, err) }
 
 func (l *errorList) all() []error { l.mu.Lock(); defer l.mu.Unlock(); return slices.Clone(l.errs) }
+
+// Without SetWatchErrorHandler, a list error is logged as a warning, as
+// the docs say (it went to the reflector's debug log only: a cache that
+// never synced said nothing at the default level).
+func TestListErrorLoggedWithoutHandler(t *testing.T) {
+	var logs syncBuffer
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		src.FailList(errors.New("403 Forbidden"))
+		inf := informer.New[*corev1.Pod](src,
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)),
+			informer.WithLogger[*corev1.Pod](slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		defer start(t, inf)()
+		<-inf.Synced() // listed after the failure and a backoff
+	})
+	assert.Contains(t, logs.String(), "403 Forbidden", "the list error, at warning level")
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -224,10 +225,47 @@ func (d *mutationDetector[T]) check() {
 func semanticEqual(a, b any) (equal bool) {
 	defer func() {
 		if recover() != nil {
-			equal = reflect.DeepEqual(a, b)
+			equal = fieldwiseEqual(reflect.ValueOf(a), reflect.ValueOf(b))
 		}
 	}()
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// fieldwiseEqual goes down pointers and structs field by field, comparing
+// exported fields with semanticEqual (so a Quantity's string cache, or a
+// nil map made empty, is still not a change) and unexported ones with
+// reflect.DeepEqual.
+func fieldwiseEqual(a, b reflect.Value) bool {
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Kind() {
+	case reflect.Pointer:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return a.Pointer() == b.Pointer() || fieldwiseEqual(a.Elem(), b.Elem())
+	case reflect.Struct:
+		if !a.CanAddr() || !b.CanAddr() {
+			break
+		}
+		for i := range a.NumField() {
+			fa, fb := a.Field(i), b.Field(i)
+			if a.Type().Field(i).IsExported() {
+				if !semanticEqual(fa.Interface(), fb.Interface()) {
+					return false
+				}
+				continue
+			}
+			ua := reflect.NewAt(fa.Type(), unsafe.Pointer(fa.UnsafeAddr())).Elem().Interface()
+			ub := reflect.NewAt(fb.Type(), unsafe.Pointer(fb.UnsafeAddr())).Elem().Interface()
+			if !reflect.DeepEqual(ua, ub) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
 }
 
 // samePointer reports whether a and b are the same pointer.

@@ -402,3 +402,33 @@ func TestMutationDetectorComparesUnexportedFields(t *testing.T) {
 		}
 	})
 }
+
+// The fallback for types with unexported fields compares them field by
+// field, semantically where it can: a Quantity whose String() filled its
+// cache is not a change (reflect.DeepEqual over the whole object said it
+// was).
+func TestMutationDetectorFallbackIgnoresQuantityReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *hiddenPod { return &hiddenPod{} })
+		p := &hiddenPod{Pod: *pod("ns", "a")}
+		p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(1<<30, resource.BinarySI)},
+		}}}
+		src.Create(p)
+		var reports []error
+		inf := informer.New[*hiddenPod](src, informer.WithMutationDetector[*hiddenPod](time.Hour,
+			func(err error) { reports = append(reports, err) }))
+		inf.AddEventHandler(processor.HandlerFuncs[*hiddenPod]{AddFunc: func(p *hiddenPod, _ bool) {
+			_ = p.Spec.Volumes[0].EmptyDir.SizeLimit.String() // a read
+		}})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(ctx) }()
+		synctest.Wait()
+		cancel()
+		<-done
+		if len(reports) != 0 {
+			t.Errorf("a read reported as a mutation: %v", reports)
+		}
+	})
+}

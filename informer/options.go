@@ -47,9 +47,10 @@ func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
 }
 
 // WithLogger sets where the informer logs: its errors with no
-// SetWatchErrorHandler (warnings), a handler's panic with no
-// WithHandlerErrorHandler (errors), and what it does (debug). The default
-// is slog.Default().
+// SetWatchErrorHandler (warnings: a failed list or watch, an object
+// skipped), a handler's panic with no WithHandlerErrorHandler (errors), a
+// change of list mode (info: a server without streaming lists), and what it
+// does (debug). The default is slog.Default().
 func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 	return func(o *options[T]) {
 		if l != nil {

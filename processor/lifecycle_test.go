@@ -412,3 +412,46 @@ func TestErrorHandlerGoexitDoesNotStopTheListener(t *testing.T) {
 		}
 	})
 }
+
+// The other order of TestListenerRemovedJustAfterItSynced: the upstream
+// syncs while stop is deciding, and someone sees HasSynced true in
+// between; stop must not take it back (HasSynced turned false again, and
+// Synced never closed).
+func TestListenerRemovedWhileTheUpstreamSyncs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var upstream, armed atomic.Bool
+		hookIn, hookRelease := make(chan struct{}), make(chan struct{})
+		p := processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
+			v := upstream.Load()
+			if armed.CompareAndSwap(true, false) { // stop's call
+				close(hookIn)
+				<-hookRelease
+			}
+			return v
+		}))
+		l := p.AddListener(&recorder{}, processor.ListenerOptions{}) // no initial list
+		stop := run(p)
+		defer stop()
+		synctest.Wait()
+
+		armed.Store(true)
+		removed := make(chan struct{})
+		go func() { defer close(removed); p.RemoveListener(l) }()
+		<-hookIn
+		upstream.Store(true) // the upstream syncs now
+		p.CheckSynced()      // as the informer does; l is no longer listed
+		if !l.HasSynced() {
+			t.Fatal("precondition: HasSynced should be true now")
+		}
+		close(hookRelease)
+		<-removed
+		if !l.HasSynced() {
+			t.Error("HasSynced went from true back to false")
+		}
+		select {
+		case <-l.Synced():
+		default:
+			t.Error("HasSynced was true, but Synced never closes")
+		}
+	})
+}

@@ -160,7 +160,14 @@ func (l *Listener[T]) HasSynced() bool {
 	}
 	// Upstream first: once it is synced, every initial notification has
 	// been counted, so the count read next is final.
-	return l.cfg.synced() && l.initialsLeft.Load() == 0
+	if !l.cfg.synced() || l.initialsLeft.Load() != 0 {
+		return false
+	}
+	// Synced, unless stop got to syncedOnce first and decided otherwise:
+	// true is only ever answered with Synced closed, so a stop that comes
+	// later cannot take it back.
+	l.syncedOnce.Do(func() { close(l.synced) })
+	return !l.stoppedUnsynced.Load()
 }
 
 // Synced returns a channel that is closed when HasSynced becomes true. It
@@ -173,11 +180,7 @@ func (l *Listener[T]) HasSynced() bool {
 func (l *Listener[T]) Synced() <-chan struct{} { return l.synced }
 
 // checkSynced closes the synced channel if the listener has synced.
-func (l *Listener[T]) checkSynced() {
-	if l.HasSynced() {
-		l.syncedOnce.Do(func() { close(l.synced) })
-	}
-}
+func (l *Listener[T]) checkSynced() { l.HasSynced() }
 
 // Stopped returns a channel that is closed once the listener has stopped
 // (removed, or its Processor's Run has returned or is returning) and its

@@ -9,7 +9,7 @@ import (
 type Option func(*config)
 
 // config is what the options set. Its zero value is the default: panics are
-// logged to a discarding logger and the upstream counts as synced.
+// logged to slog.Default() and the upstream counts as synced.
 type config struct {
 	errorHandler   func(error)
 	logger         *slog.Logger

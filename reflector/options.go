@@ -79,8 +79,10 @@ func WithPageSize[T metav1.Object](n int64) Option[T] {
 // change the object it is given or return another, and drop anything but
 // the namespace, name and resourceVersion, which the cache goes by. An
 // object whose transform fails, panics, returns nil or changes one of those
-// three is skipped and the error reported. (To keep objects out of the
-// cache, select them away: Target's label and field selectors.)
+// three is skipped and the error reported; on a watch, the resourceVersion
+// moves past it, as in client-go, so a skipped DELETED leaves the object
+// cached until the next list. (To keep objects out of the cache, select
+// them away: Target's label and field selectors.)
 func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
 	return func(o *options[T]) { o.transform = f }
 }
@@ -166,8 +168,8 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 // A part that holds a resource.Quantity in place (an emptyDir's sizeLimit,
 // a resourceFieldRef's divisor) is never shared: Quantity.String() fills a
 // cache inside the Quantity, so two goroutines reading each its own object
-// would race on the shared one. Resource lists are shared (a map's reads
-// copy their Quantities).
+// would race on the shared one. Resource lists are shared: a map's reads
+// copy their Quantities, and String() fills the copy's cache.
 func WithSharing[T metav1.Object]() Option[T] {
 	return func(o *options[T]) { o.sharing = true }
 }

@@ -16,8 +16,12 @@ import (
 // its own object's would race on one memory. Such parts are never shared
 // (the parts inside them that hold none still are). A Quantity that is a
 // map's value, directly or inside a struct, is copied by every read
-// (m[k]), so maps of them, such as a container's resource lists, are
-// shared all the same.
+// (m[k]), and String() fills the copy's cache, so maps of them, such as a
+// container's resource lists, are shared all the same. (Writing to such a
+// copy, q.Add(x), can still write into memory the copies share, a big
+// decimal's: that is modifying the cache, which no one may do.) Interface
+// fields are not looked into: the decoders never put a Quantity in one,
+// and the walk compares interfaces by identity.
 
 var quantityType = reflect.TypeFor[resource.Quantity]()
 

@@ -122,7 +122,7 @@ func (t *Table) canon(c *content, p unsafe.Pointer) {
 				}
 			}
 		}
-		if np.quantity.In(at) || !t.worthLookingUp(np) {
+		if !t.worthLookingUp(np) || np.quantity.In(at) {
 			if np.kind == reflect.Slice && n.cap > n.len {
 				*(*node)(at) = trim(np, at, n)
 			}
