@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -90,6 +91,13 @@ func (ca *testCA) issue(t *testing.T, cn string, client bool, dnsNames []string,
 // with the client certificate's common name, or "anonymous".
 func newClientCertServer(t *testing.T, ca *testCA) *httptest.Server {
 	t.Helper()
+	return newClientCertServerCounting(t, ca, nil)
+}
+
+// newClientCertServerCounting is newClientCertServer adding one to conns
+// for each connection it accepts, if conns is not nil.
+func newClientCertServerCounting(t *testing.T, ca *testCA, conns *atomic.Int32) *httptest.Server {
+	t.Helper()
 	certPEM, keyPEM := ca.issue(t, "apiserver", false, []string{"apiserver.test"}, []net.IP{net.ParseIP("127.0.0.1")})
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
@@ -108,6 +116,13 @@ func newClientCertServer(t *testing.T, ca *testCA) *httptest.Server {
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.VerifyClientCertIfGiven,
 		ClientCAs:    pool,
+	}
+	if conns != nil {
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
 	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)

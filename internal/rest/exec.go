@@ -104,7 +104,7 @@ type execPlugin struct {
 	mu       sync.Mutex // guards what follows; never held while the plugin runs
 	running  *execRun   // the run in progress, which other callers wait for
 	cached   *execCredential
-	lastCert *tls.Certificate // the last certificate handed out, even if invalidated since
+	lastCert *tls.Certificate // the certificate of the last run (nil: none), even if invalidated since
 }
 
 // execCredentialObject is the ExecCredential object, in both versions.
@@ -217,10 +217,10 @@ func (p *execPlugin) runFor(ctx context.Context, r *execRun) (*execCredential, e
 	rotated := false
 	if err == nil {
 		p.cached = c
+		// A certificate replaced, or dropped for a token: the
+		// connections made with the old one go, once.
 		rotated = p.lastCert != nil && !sameCertificate(p.lastCert, c.cert)
-		if c.cert != nil {
-			p.lastCert = c.cert
-		}
+		p.lastCert = c.cert
 	}
 	p.mu.Unlock()
 	close(r.done)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -224,6 +225,48 @@ func TestExecPluginClientCertificate(t *testing.T) {
 				t.Errorf("after rotation the server saw %q, want bob", body)
 			}
 		})
+	}
+}
+
+// A plugin that stops returning a client certificate and returns tokens
+// instead closes the connections made with the certificate once, not at
+// every refresh after (its last certificate was kept, so every later run
+// counted as a rotation and closed every connection).
+func TestExecPluginFromCertificateToToken(t *testing.T) {
+	ca := newTestCA(t, "test-ca")
+	var conns atomic.Int32
+	srv := newClientCertServerCounting(t, ca, &conns)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	cert, key := ca.issue(t, "alice", true, nil, nil)
+	writeFile(t, certFile, string(cert))
+	writeFile(t, keyFile, string(key))
+	c, err := NewClient(&Config{
+		Host: srv.URL,
+		TLS:  TLSConfig{CAData: ca.certPEM},
+		Exec: testPlugin(t, ExecAPIVersionV1, map[string]string{
+			"LW_PLUGIN_MODE": "certortoken", "LW_PLUGIN_CERT_FILE": certFile, "LW_PLUGIN_KEY_FILE": keyFile,
+			"LW_PLUGIN_TOKEN": "tok",
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, c, "/"); body != "alice" {
+		t.Fatalf("server saw %q, want the certificate for alice", body)
+	}
+	if err := os.Remove(certFile); err != nil {
+		t.Fatal(err)
+	}
+	c.InvalidateCredentials()
+	get(t, c, "/") // a token now: the certificate's connections go
+	afterSwitch := conns.Load()
+	for range 3 {
+		c.InvalidateCredentials()
+		get(t, c, "/") // a new token each time: no certificate changed
+	}
+	if n := conns.Load() - afterSwitch; n != 0 {
+		t.Errorf("%d new connections for three token refreshes, want 0 (the connection reused)", n)
 	}
 }
 

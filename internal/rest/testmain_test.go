@@ -22,7 +22,8 @@ func TestMain(m *testing.M) {
 
 // runTestPlugin is the plugin. Its variables:
 //
-//	LW_PLUGIN_MODE        token (default), cert, fail, garbage, nostatus, wrongversion
+//	LW_PLUGIN_MODE        token (default), cert, certortoken (cert while the files exist,
+//	                      else token), fail, garbage, nostatus, wrongversion
 //	LW_PLUGIN_TOKEN       the token; "-<n>" is appended, n counting the runs
 //	LW_PLUGIN_COUNT_FILE  a file that gets one line per run
 //	LW_PLUGIN_EXPIRY      past, future, or empty for no expiry
@@ -81,6 +82,12 @@ func runTestPlugin() int {
 	switch os.Getenv("LW_PLUGIN_MODE") {
 	case "", "token":
 		status["token"] = token
+	case "certortoken":
+		if _, err := os.Stat(os.Getenv("LW_PLUGIN_CERT_FILE")); err != nil {
+			status["token"] = token
+			break
+		}
+		fallthrough
 	case "cert":
 		cert, err1 := os.ReadFile(os.Getenv("LW_PLUGIN_CERT_FILE"))
 		key, err2 := os.ReadFile(os.Getenv("LW_PLUGIN_KEY_FILE"))
