@@ -3,6 +3,7 @@ package apisim
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -218,10 +219,16 @@ func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request)
 	}
 	var v *version
 	code := http.StatusOK
-	if req.verb == VerbCreate {
+	switch {
+	case req.verb == VerbCreate && metaResourceVersion(obj) != "" && metaResourceVersion(obj) != "0":
+		// As kube-apiserver's storage does: a create that carries a
+		// resourceVersion (an object re-created from a cached copy, say)
+		// is refused, with a 500.
+		err = apierrors.NewInternalError(errors.New("resourceVersion should not be set on objects to be created"))
+	case req.verb == VerbCreate:
 		v, err = s.create(req.c, obj, req.namespace)
 		code = http.StatusCreated
-	} else {
+	default:
 		if name := metaName(obj); name != req.name {
 			writeStatus(w, r, apierrors.NewBadRequest(fmt.Sprintf(
 				"the name of the object (%s) does not match the name on the URL (%s)", name, req.name)), errorFormat(r))
@@ -323,6 +330,13 @@ func (c codec) decodeProtobuf(body []byte) (runtime.Object, error) {
 func metaName(obj runtime.Object) string {
 	if m, ok := obj.(metav1.Object); ok {
 		return m.GetName()
+	}
+	return ""
+}
+
+func metaResourceVersion(obj runtime.Object) string {
+	if m, ok := obj.(metav1.Object); ok {
+		return m.GetResourceVersion()
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 package apisim_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -267,4 +268,18 @@ func TestDeletePreconditions(t *testing.T) {
 	right := `{"preconditions":{"uid":"` + string(p.UID) + `","resourceVersion":"1"}}`
 	resp, _ = do(t, s, http.MethodDelete, "/api/v1/namespaces/default/pods/alpha", strings.NewReader(right))
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// Creating an object that carries metadata.resourceVersion (one re-created
+// from a cached copy) fails on kube-apiserver with a 500, "resourceVersion
+// should not be set on objects to be created"; apisim created it.
+func TestCreateWithResourceVersionIsRefused(t *testing.T) {
+	s := start(t)
+	p := apisim.MakePod("default", "x")
+	p.ResourceVersion = "42"
+	b, err := json.Marshal(p)
+	require.NoError(t, err)
+	resp, body := do(t, s, http.MethodPost, "/api/v1/namespaces/default/pods", bytes.NewReader(b), "Content-Type", "application/json")
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode, string(body))
+	require.Contains(t, string(body), "resourceVersion should not be set")
 }
