@@ -78,9 +78,14 @@ func throughput(ctx context.Context, c config, info serverInfo, lib library, r *
 	r.Events = info.Events
 	var updates atomic.Int64
 	done := make(chan struct{})
+	seq, err := newSequence(info)
+	if err != nil {
+		return err
+	}
 	h := handler{
 		add: func(metav1.Object) {},
-		update: func(_, _ metav1.Object) {
+		update: func(_, obj metav1.Object) {
+			seq.see(obj)
 			if updates.Add(1) == int64(info.Events) {
 				close(done)
 			}
@@ -114,6 +119,48 @@ func throughput(ctx context.Context, c config, info serverInfo, lib library, r *
 	if n := inf.len(); n != info.Objects {
 		return fmt.Errorf("%d objects in the cache, want %d", n, info.Objects)
 	}
+	if err := seq.check(updates.Load()); err != nil {
+		return fmt.Errorf("the handler: %w", err)
+	}
+	return nil
+}
+
+// sequence checks that one handler gets the replay's events each once and
+// in order: event k carries resourceVersion ListRV+k+1, so each update must
+// carry the one after the last. A library that lost, duplicated or
+// reordered an event fails the run instead of being timed. A handler is
+// called on one goroutine at a time, in both libraries; check reads the
+// result after the handler's last call has happened before it.
+type sequence struct {
+	next, events uint64
+	err          error // the first break in the sequence
+}
+
+func newSequence(info serverInfo) (*sequence, error) {
+	rv, err := strconv.ParseUint(info.ListRV, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("the server's list resourceVersion %q: %w", info.ListRV, err)
+	}
+	return &sequence{next: rv + 1, events: uint64(info.Events)}, nil
+}
+
+func (s *sequence) see(obj metav1.Object) {
+	rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	if s.err == nil && (err != nil || rv != s.next) {
+		s.err = fmt.Errorf("update at resourceVersion %q where %d was next: an event lost, duplicated or reordered", obj.GetResourceVersion(), s.next)
+	}
+	s.next = rv + 1
+}
+
+// check reports a break in the sequence, or a count of calls other than
+// the replay's events (calls is read after the run: a late duplicate shows).
+func (s *sequence) check(calls int64) error {
+	if s.err != nil {
+		return s.err
+	}
+	if uint64(calls) != s.events {
+		return fmt.Errorf("%d updates for %d events", calls, s.events)
+	}
 	return nil
 }
 
@@ -126,6 +173,8 @@ func latency(ctx context.Context, c config, info serverInfo, lib library, r *res
 	}
 	r.Events, r.Handlers = info.Events, c.handlers
 	samples := make([][]time.Duration, c.handlers)
+	seqs := make([]*sequence, c.handlers)
+	calls := make([]atomic.Int64, c.handlers)
 	var remaining atomic.Int64 // fast handlers still expecting events
 	remaining.Store(int64(c.handlers))
 	done := make(chan struct{})
@@ -133,12 +182,18 @@ func latency(ctx context.Context, c config, info serverInfo, lib library, r *res
 	hs := make([]handler, 0, c.handlers+1)
 	for i := range c.handlers {
 		samples[i] = make([]time.Duration, 0, info.Events)
+		seq, err := newSequence(info)
+		if err != nil {
+			return err
+		}
+		seqs[i] = seq
 		hs = append(hs, handler{
 			add: func(metav1.Object) {},
 			update: func(_, obj metav1.Object) {
 				now := time.Now()
-				if len(samples[i]) == info.Events {
-					return
+				seq.see(obj)
+				if calls[i].Add(1) > int64(info.Events) {
+					return // an extra call: check reports it
 				}
 				sent, err := strconv.ParseInt(obj.GetAnnotations()[fixture.SentAnnotation], 10, 64)
 				if err != nil {
@@ -182,6 +237,11 @@ func latency(ctx context.Context, c config, info serverInfo, lib library, r *res
 	stopProfile()
 	if err, _ := bad.Load().(error); err != nil {
 		return err
+	}
+	for i, seq := range seqs {
+		if err := seq.check(calls[i].Load()); err != nil {
+			return fmt.Errorf("fast handler %d: %w", i, err)
+		}
 	}
 	var all []time.Duration
 	for _, s := range samples {

@@ -142,6 +142,9 @@ func runScenario(ctx context.Context, bin string, e *env, sc scenario, rounds in
 			runs[a.name] = append(runs[a.name], r)
 		}
 	}
+	if err := sameSetup(sc, runs); err != nil {
+		return scenarioReport{}, fmt.Errorf("%s: %w", sc.name, err)
+	}
 	sr := summarize(sc, runs)
 	for _, k := range sr.missed() {
 		log.Printf("%s: %s = %.3f misses its target %s", sc.name, k, sr.Ratio[k], sr.Targets[k])
@@ -154,6 +157,36 @@ func runScenario(ctx context.Context, bin string, e *env, sc scenario, rounds in
 		sr.Profiles = files
 	}
 	return sr, nil
+}
+
+// sameSetup checks that the runs compared were made alike: every run with
+// the same GOMAXPROCS and GOGC, and the libraries' runs asking the server
+// the same way (as many LISTs and streaming lists: a library that fell
+// back to paged LISTs is not timed against one that streamed).
+func sameSetup(sc scenario, runs map[string][]result.Run) error {
+	var first *result.Run
+	var firstLib *result.Run
+	for _, a := range sc.arms {
+		for i := range runs[a.name] {
+			r := &runs[a.name][i]
+			if first == nil {
+				first = r
+			} else if r.GOMAXPROCS != first.GOMAXPROCS || r.GOGC != first.GOGC {
+				return fmt.Errorf("%s ran with GOMAXPROCS=%d GOGC=%s, another arm with GOMAXPROCS=%d GOGC=%s",
+					a.name, r.GOMAXPROCS, r.GOGC, first.GOMAXPROCS, first.GOGC)
+			}
+			if a.lib == "limit" || r.Server == nil {
+				continue
+			}
+			if firstLib == nil {
+				firstLib = r
+			} else if r.Server["lists"] != firstLib.Server["lists"] || r.Server["watch_lists"] != firstLib.Server["watch_lists"] {
+				return fmt.Errorf("%s made %d LISTs and %d streaming lists, another arm %d and %d: the libraries did not ask alike",
+					a.name, r.Server["lists"], r.Server["watch_lists"], firstLib.Server["lists"], firstLib.Server["watch_lists"])
+			}
+		}
+	}
+	return nil
 }
 
 // summary is one run in a log line.

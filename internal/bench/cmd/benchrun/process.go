@@ -84,11 +84,17 @@ type env struct {
 	baseline         bool     // client-go's arms run benchclient-baseline, a listwatch
 }
 
-// clientEnv returns the environment for a child process.
+// clientEnv returns the environment for a child process: the caller's,
+// without what would change a library's defaults or the runtime's
+// unrecorded (client-go's feature gates and its mutation and watch-list
+// detectors; GOGC, GOMAXPROCS, GOMEMLIMIT, GODEBUG).
 func clientEnv(e *env) []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "KUBE_FEATURE_") || strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMAXPROCS=") {
+		if strings.HasPrefix(kv, "KUBE_FEATURE_") || strings.HasPrefix(kv, "KUBE_CACHE_MUTATION_DETECTOR=") ||
+			strings.HasPrefix(kv, "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR=") ||
+			strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMAXPROCS=") ||
+			strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, "GODEBUG=") {
 			continue
 		}
 		out = append(out, kv)

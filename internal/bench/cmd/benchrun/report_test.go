@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,5 +88,50 @@ func TestBaselineTakesClientGosPlace(t *testing.T) {
 	rep := &report{Baseline: "4b1930e", Date: "2026-11-30T00:00:00Z"}
 	if md := rep.markdown(); !strings.HasPrefix(md, "listwatch vs listwatch 4b1930e (in client-go's place") {
 		t.Errorf("table:\n%s", md)
+	}
+}
+
+// Runs compared must have been made alike: the same GOMAXPROCS and GOGC,
+// and the libraries asking the server the same way (the limit loop apart).
+func TestSameSetup(t *testing.T) {
+	sc := scenario{arms: []arm{{name: "listwatch", lib: "listwatch"}, {name: "client_go", lib: "client-go"}, {name: "limit", lib: "limit"}}}
+	run := func(procs int, lists, watchLists int64) result.Run {
+		return result.Run{GOMAXPROCS: procs, GOGC: "100", Server: map[string]int64{"lists": lists, "watch_lists": watchLists}}
+	}
+	alike := map[string][]result.Run{
+		"listwatch": {run(2, 0, 1), run(2, 0, 1)},
+		"client_go": {run(2, 0, 1)},
+		"limit":     {run(2, 0, 0)}, // the limit loop watches plainly
+	}
+	if err := sameSetup(sc, alike); err != nil {
+		t.Errorf("alike runs: %v", err)
+	}
+	fellBack := map[string][]result.Run{"listwatch": {run(2, 0, 1)}, "client_go": {run(2, 1, 0)}}
+	if err := sameSetup(sc, fellBack); err == nil {
+		t.Error("a library that listed where the other streamed: no error")
+	}
+	otherProcs := map[string][]result.Run{"listwatch": {run(2, 0, 1)}, "client_go": {run(1, 0, 1)}}
+	if err := sameSetup(sc, otherProcs); err == nil {
+		t.Error("runs with different GOMAXPROCS: no error")
+	}
+}
+
+// The clients do not inherit what would change a library's defaults.
+func TestClientEnvDropsWhatChangesDefaults(t *testing.T) {
+	for _, kv := range []string{"KUBE_CACHE_MUTATION_DETECTOR=true", "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR=true",
+		"KUBE_FEATURE_WatchListClient=false", "GOMEMLIMIT=1GiB", "GODEBUG=gctrace=1", "GOGC=off"} {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	env := clientEnv(&env{gogc: "100", gomaxprocs: "2"})
+	for _, kv := range env {
+		for _, bad := range []string{"KUBE_CACHE_MUTATION_DETECTOR=", "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR=", "KUBE_FEATURE_", "GOMEMLIMIT=", "GODEBUG=", "GOGC=off"} {
+			if strings.HasPrefix(kv, bad) {
+				t.Errorf("the clients' environment holds %s", kv)
+			}
+		}
+	}
+	if !slices.Contains(env, "GOGC=100") || !slices.Contains(env, "GOMAXPROCS=2") {
+		t.Errorf("GOGC and GOMAXPROCS not set as asked: %v", env)
 	}
 }
