@@ -32,6 +32,3 @@ func (b *backoff) next(now time.Time) time.Duration {
 	half := b.current / 2
 	return half + rand.N(half+1)
 }
-
-// reset forgets past failures: the next failure waits about initial again.
-func (b *backoff) reset() { b.current = 0 }

@@ -134,10 +134,12 @@ type runState struct {
 	backoff     *backoff
 }
 
-// refilled records a Store refilled by a list.
+// refilled records a Store refilled by a list. The backoff is not reset:
+// a list that succeeds only for its watch to fail again (a server that
+// answers every watch with 410) must not be retried at the initial delay
+// for ever. It resets by itself once no failure has come for a while.
 func (s *runState) refilled() {
 	s.needList, s.listOnce, s.latest, s.listedAt = false, false, false, time.Now()
-	s.backoff.reset()
 }
 
 // nextAttempt decides, after a list or a watch ended with err, what the

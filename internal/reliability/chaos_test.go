@@ -405,3 +405,30 @@ func describeSetup(su setup) string {
 	}
 	return mode + "," + target
 }
+
+// After a fault, deletes must come from the watch, not from a later
+// relist: a fault-free tail of deletes, and no new cache fill (the chaos
+// test's relists repair lost deletes with tombstones, so it hardly sees a
+// FIFO that drops them).
+func TestChaosCleanTail(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	log := logRequests(s)
+	wr := newWriter(t, s)
+	wr.createN("default", 10)
+	w := startWatcher(t, s, "pods", setup{})
+	s.Restart() // a fault: forces resume
+	wr.touch("default", "p0")
+	converge(t, s, convergeBound, w)
+	before := len(fills(log.all()))
+	for i := range 5 {
+		wr.remove("default", fmt.Sprint("p", i+1))
+	}
+	converge(t, s, convergeBound, w)
+	if after := len(fills(log.all())); after != before {
+		t.Errorf("cache fills went from %d to %d in a fault-free tail", before, after)
+	}
+	if _, _, d, unknown := w.recs[0].counts(); d != 5 || unknown != 0 {
+		t.Errorf("deletes = %d (inferred %d), want 5 observed from the watch", d, unknown)
+	}
+}

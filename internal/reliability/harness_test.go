@@ -323,6 +323,17 @@ func (w *watcher) checkOrder() {
 
 // eventually polls cond every few milliseconds until it holds, and fails
 // the test after within. It returns how long it took.
+// waitEntered waits for a held request to reach gate, failing the test
+// rather than hanging if none comes.
+func waitEntered(t *testing.T, gate *apisim.Gate) {
+	t.Helper()
+	select {
+	case <-gate.Entered():
+	case <-time.After(convergeBound):
+		t.Fatal("no request reached the gate")
+	}
+}
+
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()

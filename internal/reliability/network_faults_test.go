@@ -331,11 +331,12 @@ func TestRow21RestartWithManyInformers(t *testing.T) {
 	}
 	requestsBefore := len(log.all())
 
+	eventually(t, convergeBound, "every watch", func() bool { return s.Watchers(apisim.Pods()) == informers })
 	gate := apisim.NewGate()
 	hold := s.Inject(onWatch, apisim.Hold(gate), 0)
 	s.Restart() // every watch ends; their resumptions are held
 	for range informers {
-		<-gate.Entered()
+		waitEntered(t, gate)
 	}
 	for i := range informers { // writes while the server is down
 		wr.touch(fmt.Sprint("ns", i), "p0")
@@ -446,4 +447,35 @@ func script(rnd *rand.Rand, n int) []func(*writer) {
 		}
 	}
 	return ops
+}
+
+// Row 26: periodic bookmarks move a quiet informer's
+// resourceVersion, so that after the server's history has moved past the
+// last event it saw, a dropped watch resumes without a 410 and a relist.
+func TestRow26BookmarksKeepQuietInformerResumable(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []listMode{listThenWatch, autoMode} {
+		t.Run(map[listMode]string{listThenWatch: "list-watch", autoMode: "streaming"}[mode], func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, apisim.WithHistorySize(20))
+			p := newProxy(t, hostPort(s.URL()))
+			wr := newWriter(t, s)
+			wr.create("quiet", "p0")
+			w := startWatcher(t, s, "quiet", setup{mode: mode, host: "http://" + p.addr(),
+				target: reflector.Target{Namespace: "quiet"}})
+			fillsBefore := lists(s)
+			// The watch must be open before the history moves on, or it
+			// starts with a 410 whatever bookmarks do.
+			eventually(t, convergeBound, "the watch", func() bool { return s.Watchers(apisim.Pods()) == 1 })
+			wr.createN("busy", 50) // the history moves past everything "quiet" saw
+			target := parseRV(s.ResourceVersion())
+			eventually(t, 10*bookmarkEvery, "a bookmark to carry the resourceVersion forward", func() bool { return w.rv() >= target })
+			p.cut()
+			wr.touch("quiet", "p0")
+			converge(t, s, convergeBound, w)
+			if got := lists(s) - fillsBefore; got != 0 {
+				t.Errorf("%d LISTs after the cut, want 0: the bookmark's resourceVersion is still in the history", got)
+			}
+		})
+	}
 }

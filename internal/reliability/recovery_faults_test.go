@@ -49,10 +49,14 @@ func TestRow10GoneOnResume(t *testing.T) {
 			wr.createN("default", 5)
 			w := startWatcher(t, s, "pods", setup{mode: mode})
 			synced := w.rv()
+			// The watch must be open before the hold is set: one that
+			// reached the server just after the restart was neither
+			// ended nor held, and the test waited for ever.
+			eventually(t, convergeBound, "the watch", func() bool { return s.Watchers(apisim.Pods()) == 1 })
 			gate := apisim.NewGate()
 			s.Inject(onWatch, apisim.Hold(gate), 1)
 			s.Restart() // ends the watch; its resumption is held
-			<-gate.Entered()
+			waitEntered(t, gate)
 			wr.remove("default", "p0")
 			wr.touch("default", "p1")
 			wr.create("default", "p9")
@@ -102,7 +106,7 @@ func TestRow10ContinueExpiredMidList(t *testing.T) {
 		return r.URL.Query().Get("continue") != ""
 	}}, apisim.Hold(gate), 1)
 	w := startWatcher(t, s, "pods", setup{noWait: true, refl: []reflector.Option[*corev1.Pod]{reflector.WithPageSize[*corev1.Pod](5)}})
-	<-gate.Entered() // the second page is held
+	waitEntered(t, gate) // the second page is held
 	wr.remove("default", "p3")
 	wr.create("default", "p20")
 	s.Compact() // the first page's snapshot is gone
@@ -282,10 +286,11 @@ func TestRow13DeleteAndRecreateWhileDisconnected(t *testing.T) {
 			wr.createN("default", 3)
 			w := startWatcher(t, s, "pods", setup{host: "http://" + p.addr()})
 			oldUID := w.cacheUID("default/p1")
+			eventually(t, convergeBound, "the watch", func() bool { return s.Watchers(apisim.Pods()) == 1 })
 			gate := apisim.NewGate()
 			s.Inject(onWatch, apisim.Hold(gate), 1)
 			p.cut()
-			<-gate.Entered()
+			waitEntered(t, gate)
 			wr.remove("default", "p1")
 			recreated := wr.create("default", "p1")
 			if compact {
@@ -415,4 +420,27 @@ func TestRow15ServerErrorBursts(t *testing.T) {
 	if w.inf.LastError() != nil {
 		t.Errorf("LastError() = %v after recovery, want nil", w.inf.LastError())
 	}
+}
+
+// Row 10, every watch gone: a server that answers every watch with 410
+// gets a bounded number of LISTs, backing off, not a LIST/WATCH loop (a
+// successful list reset the backoff, so the loop ran at the initial delay:
+// 216 LISTs in 2 s with the tests' backoff).
+func TestRow10EveryWatchGone(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	wr := newWriter(t, s)
+	wr.createN("default", 3)
+	w := startWatcher(t, s, "pods", setup{})
+	eventually(t, convergeBound, "the watch", func() bool { return s.Watchers(apisim.Pods()) == 1 })
+	inj := s.Inject(onWatch, apisim.ErrorEvent(http.StatusGone, metav1.StatusReasonExpired), 0)
+	s.Restart()
+	const period = 2 * time.Second
+	time.Sleep(period) // the fault's duration: the thing measured
+	inj.Remove()
+	if n := lists(s); n > 20 {
+		t.Errorf("%d LISTs in %s of 410s, want at most 20 (one per backed-off retry)", n, period)
+	}
+	wr.touch("default", "p1")
+	converge(t, s, convergeBound, w)
 }
