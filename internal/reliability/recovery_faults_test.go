@@ -172,6 +172,10 @@ func TestRow11TooLargeResourceVersion(t *testing.T) {
 				inj.Remove()
 				wr.touch("default", "p1")
 				converge(t, s, convergeBound, w)
+				// The last list may bring the touch itself, and converge
+				// return before the watch after it is asked for: wait for
+				// it, or the count below misses it.
+				eventually(t, convergeBound, "the watch", func() bool { return s.Watchers(apisim.Pods()) == 1 })
 
 				var at []time.Time
 				for _, r := range log.all() {
