@@ -29,7 +29,7 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 
 	var items []T
 	add := func(obj T) error {
-		obj, err := r.admit(obj)
+		obj, _, err := r.admit(obj)
 		if err != nil {
 			r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
 			return nil // skip this item, keep the rest of the page
@@ -123,7 +123,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 		}
 		switch ev.Type {
 		case Added:
-			obj, err := r.admit(ev.Object)
+			obj, _, err := r.admit(ev.Object)
 			if err != nil {
 				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
 				continue

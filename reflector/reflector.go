@@ -310,23 +310,19 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 		return nil
 	}
 
-	var sent string // the event's resourceVersion, before the transform
-	if any(ev.Object) != nil && !isNilPointer(ev.Object) {
-		sent = ev.Object.GetResourceVersion()
-	}
-	obj, err := r.admit(ev.Object)
+	obj, rv, err := r.admit(ev.Object)
+	last := r.LastSyncResourceVersion()
 	if err != nil {
 		r.report(fmt.Errorf("watching %s: %s event: %w", r.opt.name, ev.Type, err))
 		// A valid object whose transform failed is skipped, as a refused
 		// event is below (and as in client-go): a watch resumed later
 		// starts after it, not with it again. A rejected object's
-		// resourceVersion is not trusted (ErrRejected).
-		if sent != "" && !errors.Is(err, ErrRejected) && newerThan(sent, r.LastSyncResourceVersion()) {
-			r.advance(sent)
+		// resourceVersion is not trusted: admit gives none.
+		if rv != "" && newerThan(rv, last) {
+			r.advance(rv)
 		}
 		return nil
 	}
-	rv, last := obj.GetResourceVersion(), r.LastSyncResourceVersion() // admit kept it
 	if !newerThan(rv, last) {
 		return fmt.Errorf("%w: %s event for %s at resourceVersion %s after %s",
 			errWentBackwards, ev.Type, objkey.Key(obj), rv, last)
@@ -352,33 +348,35 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 
 // admit checks that an object from the server can be cached, applies the
 // transform, and then (WithSharing) shares its parts with the objects
-// before it. An object without a name or a resourceVersion is rejected.
-func (r *Reflector[T]) admit(obj T) (T, error) {
+// before it. An object without a name or a resourceVersion is rejected
+// (ErrRejected, and no rv); otherwise rv is its resourceVersion, which the
+// transform keeps, also when the transform fails.
+func (r *Reflector[T]) admit(obj T) (_ T, rv string, _ error) {
 	var zero T
 	if any(obj) == nil || isNilPointer(obj) {
-		return zero, fmt.Errorf("%w: no object", ErrRejected)
+		return zero, "", fmt.Errorf("%w: no object", ErrRejected)
 	}
 	if obj.GetName() == "" {
-		return zero, fmt.Errorf("%w: object has no metadata.name", ErrRejected)
+		return zero, "", fmt.Errorf("%w: object has no metadata.name", ErrRejected)
 	}
-	if obj.GetResourceVersion() == "" {
-		return zero, fmt.Errorf("%w: %s has no metadata.resourceVersion", ErrRejected, objkey.Key(obj))
+	if rv = obj.GetResourceVersion(); rv == "" {
+		return zero, "", fmt.Errorf("%w: %s has no metadata.resourceVersion", ErrRejected, objkey.Key(obj))
 	}
 	if r.opt.transform != nil {
 		id := identityOf(obj) // before f, which may change obj
 		out, err := r.transform(obj)
 		if err != nil {
-			return zero, fmt.Errorf("transforming %s: %w: %w", id, ErrSkipped, err)
+			return zero, rv, fmt.Errorf("transforming %s: %w: %w", id, ErrSkipped, err)
 		}
 		if err := id.keptBy(out); err != nil {
-			return zero, fmt.Errorf("transforming %s: %w: %w", id, ErrSkipped, err)
+			return zero, rv, fmt.Errorf("transforming %s: %w: %w", id, ErrSkipped, err)
 		}
 		obj = out
 	}
 	if r.parts != nil {
 		share.Share(r.parts, obj)
 	}
-	return obj, nil
+	return obj, rv, nil
 }
 
 // transform calls the transform; a panic in it is an error about this
