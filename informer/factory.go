@@ -74,7 +74,7 @@ func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) 
 // creating it on first use. T is a k8s.io/api type such as *corev1.Pod (its
 // resource is then found from the type), *unstructured.Unstructured or
 // *metav1.PartialObjectMetadata (target.Resource must then be set), or a type
-// of your own with target.Resource set. Targets that differ only in what
+// of your own with target.Resource and target.Kind set. Targets that differ only in what
 // may be left out for a k8s.io/api type (its Resource, its Kind) share one
 // informer. Informers created after Start run at the next Start.
 func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexInformer[T], error) {
@@ -95,7 +95,7 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	if f.opt.relistInterval > 0 {
 		refl = append(refl, reflector.WithRelistInterval[T](f.opt.relistInterval))
 	}
-	if f.opt.backoffInitial > 0 {
+	if f.opt.backoffSet {
 		refl = append(refl, reflector.WithBackoff[T](f.opt.backoffInitial, f.opt.backoffMax))
 	}
 	if f.opt.sharing {
@@ -271,6 +271,7 @@ type factoryOptions struct {
 	http            []reflector.HTTPOption
 	minWatchTimeout time.Duration
 	relistInterval  time.Duration
+	backoffSet      bool
 	backoffInitial  time.Duration
 	backoffMax      time.Duration
 	sharing         bool
@@ -325,7 +326,7 @@ func WithRelistInterval(d time.Duration) FactoryOption {
 // WithBackoff sets every informer's first and largest wait between failed
 // attempts; see reflector.WithBackoff.
 func WithBackoff(initial, max time.Duration) FactoryOption {
-	return func(o *factoryOptions) { o.backoffInitial, o.backoffMax = initial, max }
+	return func(o *factoryOptions) { o.backoffSet, o.backoffInitial, o.backoffMax = true, initial, max }
 }
 
 // WithSharing makes each informer's cached objects share their identical

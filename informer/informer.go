@@ -315,8 +315,8 @@ func (s *SharedIndexInformer[T]) AddIndexers(ix indexer.Indexers[T]) error {
 
 // SetTransform sets a function applied to every object as it is decoded,
 // before it is cached or handed to a handler: dropping fields there keeps
-// them out of memory. It must keep the namespace, name and resourceVersion
-// (see reflector.WithTransform). It must be called before Run.
+// them out of memory. It must keep the namespace, name and resourceVersion,
+// and should keep the UID (see reflector.WithTransform). It must be called before Run.
 func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

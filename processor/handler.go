@@ -20,9 +20,9 @@ type Handler[T metav1.Object] interface {
 	// newObj both set to the cached object on a periodic resync.
 	OnUpdate(oldObj, newObj T)
 	// OnDelete is called for an object that went away. obj is its last
-	// state; finalStateUnknown is true when the deletion was inferred from a
-	// relist, so obj is the last state seen rather than the state at the
-	// moment of deletion.
+	// state; finalStateUnknown is true when the deletion was inferred (from
+	// a relist, or from the object coming back with another UID), so obj is
+	// the last state seen rather than the state at the moment of deletion.
 	OnDelete(obj T, finalStateUnknown bool)
 }
 
@@ -99,8 +99,8 @@ type Notification[T metav1.Object] struct {
 	// the replay of the cache to a late handler); see Listener.HasSynced.
 	// It is ignored on other kinds.
 	IsInInitialList bool
-	// FinalStateUnknown marks a Delete inferred from a relist: Old is then
-	// the last state seen. It is ignored on other kinds.
+	// FinalStateUnknown marks a Delete inferred (from a relist, or from the
+	// object coming back with another UID): Old is then the last state seen. It is ignored on other kinds.
 	FinalStateUnknown bool
 }
 

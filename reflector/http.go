@@ -34,12 +34,13 @@ type Object interface {
 type Target struct {
 	// Resource is the group, version and resource (plural) to watch. It
 	// may be left empty for k8s.io/api types, whose resource is known from
-	// the Go type; it is required for unstructured and metadata objects.
+	// the Go type; it is required for unstructured and metadata objects and
+	// for types of your own.
 	Resource schema.GroupVersionResource
 	// Kind is the kind of the objects, such as "Widget". For unstructured
 	// objects it is optional: with it, objects of another kind are skipped,
 	// and list items get it filled in. For k8s.io/api types it is found
-	// from the type.
+	// from the type; for types of your own it is required.
 	Kind string
 	// Namespace limits the watch to one namespace; "" watches all.
 	Namespace string

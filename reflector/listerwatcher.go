@@ -94,7 +94,9 @@ type Event[T metav1.Object] struct {
 type Watcher[T metav1.Object] interface {
 	// Next blocks for the next event. It returns io.EOF when the server
 	// ended the stream cleanly, and another error when the stream broke or
-	// could not be decoded; after any error the Watcher is done.
+	// could not be decoded. An error wrapping ErrSkipped means one event
+	// was skipped and Next may be called again; after any other error the
+	// Watcher is done.
 	Next() (Event[T], error)
 	// Close ends the stream; a blocked Next returns. Close is safe to call
 	// from another goroutine and more than once.

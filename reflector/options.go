@@ -14,8 +14,8 @@ type Mode int
 const (
 	// Auto uses a streaming list when the server serves them and falls back
 	// to LIST then WATCH, for the rest of the Reflector's life, when it
-	// does not: when it refuses the request, sends other events than the
-	// initial ADDED ones before the initial-events-end bookmark, goes
+	// does not: when it refuses the request, sends a MODIFIED, DELETED or
+	// unannotated BOOKMARK event before the initial-events-end bookmark, goes
 	// quiet before that bookmark, or ends two streaming lists in a row
 	// before it within an hour (one that ends early, as a restarting
 	// server's do, is followed by one LIST, and the next refill streams
@@ -77,9 +77,11 @@ func WithPageSize[T metav1.Object](n int64) Option[T] {
 // WithTransform applies f to every object as it is decoded, before it reaches
 // the Store: dropping managedFields there keeps them out of memory. f may
 // change the object it is given or return another, and drop anything but
-// the namespace, name and resourceVersion, which the cache goes by. An
-// object whose transform fails, panics, returns nil or changes one of those
-// three is skipped and the error reported; on a watch, the resourceVersion
+// the namespace, name and resourceVersion, which the cache goes by, and the
+// UID: without it, an object deleted and created again while the informer
+// was not watching reaches handlers as an update rather than a delete and
+// an add. An object whose transform fails, panics, returns nil or changes
+// its namespace, name or resourceVersion is skipped and the error reported; on a watch, the resourceVersion
 // moves past it, as in client-go, so a skipped DELETED leaves the object
 // cached until the next list. (To keep objects out of the cache, select
 // them away: Target's label and field selectors.)
@@ -103,11 +105,18 @@ func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 }
 
 // WithBackoff sets the first and the largest wait between failed attempts.
-// The defaults are 800ms and 30s.
+// The defaults are 800ms and 30s. Each wait is random in [d/2, d], d
+// doubling from initial up to max with each failure, and back to initial
+// once no failure has come for 2×max. An initial of zero or less keeps the
+// default; a max below initial is raised to it.
 func WithBackoff[T metav1.Object](initial, max time.Duration) Option[T] {
 	return func(o *options[T]) {
-		if initial > 0 && max >= initial {
-			o.backoffInitial, o.backoffMax = initial, max
+		if initial > 0 {
+			o.backoffInitial = initial
+		}
+		o.backoffMax = max
+		if o.backoffMax < o.backoffInitial {
+			o.backoffMax = o.backoffInitial
 		}
 	}
 }
@@ -122,7 +131,8 @@ func WithMinWatchTimeout[T metav1.Object](d time.Duration) Option[T] {
 // WithRelistInterval makes the Reflector relist every d even when the watch
 // is healthy, which repairs a cache after events that a faulty server lost
 // silently. A relist delivers only real changes downstream, so its cost is
-// one LIST per interval. The default, 0, never relists on a timer.
+// one list per interval (a streaming list in the Auto and WatchList modes)
+// and a watch opened again. The default, 0, never relists on a timer.
 func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 	return func(o *options[T]) { o.relistInterval = max(d, 0) }
 }

@@ -101,6 +101,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 		return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)
 	}
 	defer w.Close()
+	r.watching()
 
 	var initial []T
 	for {

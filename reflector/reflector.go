@@ -80,15 +80,17 @@ func (r *Reflector[T]) LastSyncResourceVersion() string {
 // LastError returns the last error reported to the error handler: a failed
 // list or watch, or an event or item skipped (ErrSkipped, ErrRejected). It
 // is cleared when a list is stored (even one that skipped items, which
-// were reported) and when the server accepts a watch.
+// were reported) and when the server accepts a watch, a streaming list's
+// included.
 func (r *Reflector[T]) LastError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastError
 }
 
-// Run lists, watches and recovers until ctx ends. It is the only goroutine
-// the Reflector uses, and it calls the Store from that goroutine only.
+// Run lists, watches and recovers until ctx ends. It calls the Store from
+// its own goroutine only (with WithRelistInterval, a timer closes the watch
+// from another when a relist is due).
 func (r *Reflector[T]) Run(ctx context.Context) {
 	s := runState{
 		needList:  true,

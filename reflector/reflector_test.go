@@ -829,6 +829,42 @@ func TestLastErrorClearsOnceAWatchIsAccepted(t *testing.T) {
 	})
 }
 
+func TestLastErrorClearsOnceAStreamingListIsAccepted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The first streaming list is refused; the second is accepted and
+		// its initial events are slow to come. The refusal is over.
+		lw := &refusesOnce{}
+		r := reflector.New[*corev1.Pod](lw, newRecorder())
+		defer run(t, r)()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		lw.mu.Lock()
+		require.Equal(t, 2, lw.watches, "refused, then accepted")
+		lw.mu.Unlock()
+		assert.NoError(t, r.LastError(), "the server accepted the streaming list: the error is over")
+	})
+}
+
+// refusesOnce refuses its first watch with a 503 and accepts the next ones,
+// which send nothing.
+type refusesOnce struct {
+	mu      sync.Mutex
+	watches int
+}
+
+func (l *refusesOnce) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	return reflector.ListMeta{}, errors.New("unexpected LIST")
+}
+
+func (l *refusesOnce) Watch(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watches++; l.watches == 1 {
+		return nil, fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "busy")
+	}
+	return &chanWatcher{ctx: ctx, stop: make(chan struct{})}, nil
+}
+
 func TestStreamingThatStallsBeforeItsEndFallsBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Initial events, then silence until the watchdog gives up: no

@@ -5,7 +5,8 @@ import "strconv"
 // Resource versions are opaque, except that kube-apiserver's are decimal
 // integers that grow within one resource. The Reflector uses that only to
 // notice a server going backwards; versions that do not parse are never
-// called older or newer.
+// called older, and an event whose unparsable version equals the last one
+// is taken as going backwards.
 
 // olderThan reports whether rv is known to be older than since.
 func olderThan(rv, since string) bool {
@@ -14,8 +15,8 @@ func olderThan(rv, since string) bool {
 	return okA && okB && a < b
 }
 
-// newerThan reports whether an event at rv may follow one at last: true
-// unless both parse and rv is not greater.
+// newerThan reports whether an event at rv may follow one at last: when
+// both parse, whether rv is greater; else whether they differ.
 func newerThan(rv, last string) bool {
 	if last == "" {
 		return true

@@ -164,7 +164,7 @@ func fills(reqs []apiRequest) (fill, watch int) {
 // objects, watched in one namespace and in all, with and without a label
 // selector, as JSON and protobuf (custom resources: JSON only), with
 // streaming lists and with LIST then WATCH, and streaming lists again with
-// events decoded on two goroutines (and protobuf strings interned): 84
+// events decoded on two goroutines and parts shared (WithSharing): 84
 // informers at once. The objects exist before the informers start (the
 // initial list) and then change hundreds of times while they watch:
 // creates, updates, moves out of and into the selector, deletes, an object

@@ -21,9 +21,11 @@
 //  2. Build a Client with NewClient. It checks the configuration once:
 //     certificates parse, credentials are not sent over plain http, at most
 //     one way to authenticate is chosen.
-//  3. Build request URLs with Client.URL and send them with Client.Do (long
-//     requests such as WATCH, bounded by the request's context) or
-//     Client.DoShort (LIST pages, bounded by Config.Timeout as well).
+//  3. Build request URLs with Client.URL and send them with Client.Do,
+//     bounded by the request's context (the HTTP ListerWatcher bounds each
+//     LIST page itself, by the shorter of its list timeout and
+//     Config.Timeout), or Client.DoShort, which bounds a short request by
+//     Config.Timeout as well.
 //  4. Turn a non-2xx response into an *APIError with CheckResponse (or an
 //     ERROR event's Status into one with FromStatus), bound every body with
 //     LimitReader, and decide what to do: IsGone (relist),
