@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,7 +132,10 @@ func (f *FIFO[T]) write(op string, typ DeltaType, obj T) error {
 //     the newest delta in that batch;
 //   - a key only in the known objects: the known object.
 //
-// A key whose newest delta is already a Deleted gets nothing more.
+// A key whose newest delta is already a Deleted gets nothing more. A list
+// that holds one key twice (no apiserver sends one) counts once, with the
+// object of the greater resourceVersion (the later one if they do not
+// compare): handlers never see the object go back in time.
 //
 // The objects are validated and transformed before anything is queued: if
 // any of them fails, Replace returns the error and the queue is unchanged.
@@ -154,10 +158,17 @@ func (f *FIFO[T]) Replace(list []T, resourceVersion string) error {
 	if f.closed {
 		return ErrClosed
 	}
-	listed := make(map[string]struct{}, len(keys))
+	listed := make(map[string]int, len(keys)) // key → the list item it takes
 	for i, key := range keys {
-		listed[key] = struct{}{}
-		f.enqueueLocked(key, Delta[T]{Type: Replaced, Object: objs[i]})
+		if j, dup := listed[key]; dup && olderRV(objs[i], objs[j]) {
+			continue
+		}
+		listed[key] = i
+	}
+	for i, key := range keys {
+		if listed[key] == i {
+			f.enqueueLocked(key, Delta[T]{Type: Replaced, Object: objs[i]})
+		}
 	}
 
 	// Deletions the list implies. Keys queued or in flight hold a newer
@@ -258,6 +269,9 @@ func (f *FIFO[T]) Resync() error {
 func (f *FIFO[T]) Pop(ctx context.Context, process func(key string, deltas []Delta[T], isInInitialList bool) error) error {
 	if process == nil {
 		return errors.New("deltafifo: Pop: process function is nil")
+	}
+	if ctx == nil {
+		return errors.New("deltafifo: Pop: nil context")
 	}
 	b, deltas, initial, err := f.next(ctx)
 	if err != nil {
@@ -395,6 +409,9 @@ func (f *FIFO[T]) prepare(obj T) (string, T, error) {
 	if isNil(t) {
 		return "", zero, fmt.Errorf("transforming %s: transform returned a nil object", key)
 	}
+	if got := f.keyFunc(t); got != key {
+		return "", zero, fmt.Errorf("%w: transforming %s changed its key to %q", ErrInvalidObject, key, got)
+	}
 	return key, t, nil
 }
 
@@ -462,4 +479,12 @@ func (f *FIFO[T]) signal() {
 	case f.wake <- struct{}{}:
 	default:
 	}
+}
+
+// olderRV reports whether a's resourceVersion is known to be older than b's:
+// both are decimal integers, as kube-apiserver's are, and a's is smaller.
+func olderRV[T metav1.Object](a, b T) bool {
+	x, errA := strconv.ParseUint(a.GetResourceVersion(), 10, 64)
+	y, errB := strconv.ParseUint(b.GetResourceVersion(), 10, 64)
+	return errA == nil && errB == nil && x < y
 }

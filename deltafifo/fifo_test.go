@@ -1,6 +1,7 @@
 package deltafifo_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/listwatch/listwatch/deltafifo"
+	"github.com/listwatch/listwatch/indexer"
 )
 
 func TestDeltaTypeString(t *testing.T) {
@@ -199,4 +201,34 @@ func TestFIFOInspection(t *testing.T) {
 
 	_, ok = f.GetByKey("ns/zz")
 	assert.False(t, ok)
+}
+
+// A typed nil given as the known objects is none, not a panic at the first
+// Replace, Resync or Delete.
+func TestTypedNilKnownObjectsIsNone(t *testing.T) {
+	var idx *indexer.Indexer[*corev1.Pod]
+	f := deltafifo.New[*corev1.Pod](deltafifo.WithKnownObjects[*corev1.Pod](idx))
+	assert.NoError(t, f.Replace(nil, "1"))
+	assert.NoError(t, f.Resync())
+	assert.NoError(t, f.Delete(pod("a", "1")))
+}
+
+// A transform that changes the object's key is refused: the delta would be
+// queued under one key with an object of another.
+func TestTransformMustKeepTheKey(t *testing.T) {
+	f := deltafifo.New[*corev1.Pod](deltafifo.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+		c := p.DeepCopy()
+		c.Name = "renamed"
+		return c, nil
+	}))
+	err := f.Add(pod("a", "1"))
+	assert.ErrorIs(t, err, deltafifo.ErrInvalidObject)
+	assert.ErrorContains(t, err, "renamed")
+	assert.Zero(t, f.Len())
+}
+
+func TestPopWithNilContext(t *testing.T) {
+	var nilCtx context.Context
+	err := deltafifo.New[*corev1.Pod]().Pop(nilCtx, func(string, []deltafifo.Delta[*corev1.Pod], bool) error { return nil })
+	assert.ErrorContains(t, err, "nil context")
 }

@@ -46,9 +46,15 @@ func WithKeyFunc[T metav1.Object](f func(T) string) Option[T] {
 
 // WithKnownObjects tells the FIFO which objects the consumer already holds,
 // usually the informer's indexer. Without it, Replace detects deletions only
-// among queued keys, Resync does nothing, and Delete always queues.
+// among queued keys, Resync does nothing, and Delete always queues. A nil
+// one, typed or not, is none.
 func WithKnownObjects[T metav1.Object](known KnownObjects[T]) Option[T] {
-	return func(c *config[T]) { c.known = known }
+	return func(c *config[T]) {
+		c.known = known
+		if isNilValue(known) {
+			c.known = nil
+		}
+	}
 }
 
 // WithTransform sets a function applied once to every object handed to Add,
@@ -56,7 +62,8 @@ func WithKnownObjects[T metav1.Object](known KnownObjects[T]) Option[T] {
 // dropping managedFields to save memory. If it fails, that call fails and the
 // queue is unchanged. It is not applied by Resync, whose objects come from
 // the known objects and were transformed on their way in. The transform must
-// not change the object's key, and may be called concurrently from several
+// not change the object's key (an object whose key it changes is refused
+// with ErrInvalidObject), and may be called concurrently from several
 // goroutines if the FIFO is.
 func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
 	return func(c *config[T]) { c.transform = f }
@@ -66,8 +73,10 @@ func defaultKey[T metav1.Object](obj T) string { return objkey.Key(obj) }
 
 // isNil reports whether obj is nil or a nil pointer (or other nil-able kind),
 // which would panic on its first method call.
-func isNil[T metav1.Object](obj T) bool {
-	v := any(obj)
+func isNil[T metav1.Object](obj T) bool { return isNilValue(any(obj)) }
+
+// isNilValue is isNil for any value, such as an interface's.
+func isNilValue(v any) bool {
 	if v == nil {
 		return true
 	}

@@ -190,3 +190,22 @@ func TestFIFOInFlightKeyIsHeld(t *testing.T) {
 		assert.Zero(t, f.Len(), "nobody holds ns/a: no delete to report")
 	})
 }
+
+// A list that holds one key twice counts once, with the newer object, in
+// whichever order they come: handlers never see it go back in time.
+func TestReplaceWithAKeyTwiceKeepsTheNewer(t *testing.T) {
+	for _, order := range [][]string{{"5", "3"}, {"3", "5"}} {
+		f := deltafifo.New[*corev1.Pod]()
+		require.NoError(t, f.Replace([]*corev1.Pod{pod("a", order[0]), pod("a", order[1]), pod("b", "4")}, "5"))
+		var got []string
+		for f.Len() > 0 {
+			require.NoError(t, f.Pop(t.Context(), func(key string, ds []deltafifo.Delta[*corev1.Pod], _ bool) error {
+				for _, d := range ds {
+					got = append(got, key+"@"+d.Object.ResourceVersion)
+				}
+				return nil
+			}))
+		}
+		assert.Equal(t, []string{"ns/a@5", "ns/b@4"}, got, "list order %v", order)
+	}
+}

@@ -108,3 +108,21 @@ func TestIndexerAddIndexers(t *testing.T) {
 
 	require.NoError(t, x.AddIndexers(nil))
 }
+
+// An index function that panics fails the write it was called for, as an
+// error does: the panic does not escape into the informer's goroutine.
+func TestPanickingIndexFuncFailsTheWrite(t *testing.T) {
+	x := indexer.New(indexer.Indexers[*corev1.Pod]{"byName": func(p *corev1.Pod) ([]string, error) {
+		if p.Name == "boom" {
+			panic("index function bug")
+		}
+		return []string{p.Name}, nil
+	}})
+	require.NoError(t, x.Add(pod("ns", "good", "1", "")))
+	err := x.Add(pod("ns", "boom", "1", ""))
+	require.ErrorContains(t, err, "panicked: index function bug")
+	assert.Equal(t, 1, x.Len())
+	err = x.Replace([]*corev1.Pod{pod("ns", "boom", "2", "")}, "2")
+	require.ErrorContains(t, err, "panicked")
+	assert.Equal(t, 1, x.Len(), "a failed Replace changes nothing")
+}

@@ -14,7 +14,9 @@ import (
 // not in that index) or several. It must be a pure function of the object
 // (values that depend on anything else go stale in the index) and safe to
 // call from several goroutines at once. It is called without the Indexer's
-// lock held, so reading the Indexer from it does not deadlock.
+// lock held, so reading the Indexer from it does not deadlock. If it
+// fails or panics, the write it was called for fails with its error and
+// changes nothing.
 type IndexFunc[T metav1.Object] func(obj T) ([]string, error)
 
 // Indexers maps index names to index functions. A nil Indexers means no

@@ -93,13 +93,20 @@ func (x *indexSet[T]) indexValues(key string, obj T) ([][]string, error) {
 	return values, nil
 }
 
-// valuesFor computes obj's values for index i.
-func (x *indexSet[T]) valuesFor(i int, key string, obj T) ([]string, error) {
+// valuesFor computes obj's values for index i. A panic in the index
+// function is its error: the write fails, as for an error, and the caller
+// (the informer applying a change) reports it and goes on.
+func (x *indexSet[T]) valuesFor(i int, key string, obj T) (v []string, err error) {
 	f := x.funcs[i]
 	if f == nil {
 		return nil, fmt.Errorf("index %q has a nil function", x.names[i])
 	}
-	v, err := f(obj)
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("index %q of %s: index function panicked: %v", x.names[i], key, r)
+		}
+	}()
+	v, err = f(obj)
 	if err != nil {
 		return nil, fmt.Errorf("index %q of %s: %w", x.names[i], key, err)
 	}

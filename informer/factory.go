@@ -70,6 +70,10 @@ func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) 
 	return &Factory{client: client, opt: o, informers: map[factoryKey]*entry{}}, nil
 }
 
+// ErrShutdown is returned by For, for an informer it would have to create,
+// once the Factory is shut down: it would never run.
+var ErrShutdown = errors.New("informer factory shut down")
+
 // For returns the factory's informer for objects of type T in target,
 // creating it on first use. T is a k8s.io/api type such as *corev1.Pod (its
 // resource is then found from the type), *unstructured.Unstructured or
@@ -83,6 +87,9 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	defer f.mu.Unlock()
 	if e, ok := f.informers[key]; ok {
 		return e.informer.(*SharedIndexInformer[T]), nil
+	}
+	if f.shutdown {
+		return nil, ErrShutdown
 	}
 	lw, err := reflector.NewListerWatcher[T](f.client, target, f.opt.http...)
 	if err != nil {
@@ -171,8 +178,12 @@ func describe(gvr schema.GroupVersionResource, t reflector.Target) string {
 
 // Start runs every informer created so far that is not running yet, each
 // on its own goroutines, until ctx ends or Shutdown. Call it again to start
-// informers created since.
+// informers created since. A nil ctx starts nothing (an error is logged).
 func (f *Factory) Start(ctx context.Context) {
+	if ctx == nil {
+		f.opt.logger.Error("informer factory: Start with a nil context: nothing started")
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {
@@ -203,6 +214,9 @@ func (f *Factory) Start(ctx context.Context) {
 // `caches not synced: pods in "default": listing pods in "default"
 // (streaming): 403 Forbidden: ...`.
 func (f *Factory) WaitForCacheSync(ctx context.Context) error {
+	if ctx == nil {
+		return errors.New("informer factory: WaitForCacheSync: nil context")
+	}
 	f.mu.Lock()
 	var started []*entry
 	for _, e := range f.order {
@@ -248,7 +262,10 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 }
 
 // Shutdown stops every informer and waits until all their goroutines have
-// exited. The Factory starts nothing afterwards.
+// exited. The Factory starts nothing afterwards, and For creates no new
+// informer (ErrShutdown). Since it waits for the informers' handlers,
+// error handlers and transforms, it must not be called from one of them:
+// from there, call it on a goroutine of its own (go f.Shutdown()).
 func (f *Factory) Shutdown() {
 	f.mu.Lock()
 	f.shutdown = true

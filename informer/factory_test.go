@@ -290,3 +290,30 @@ func TestEquivalentTargetsShareOneInformer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, a, b)
 }
+
+// After Shutdown, For creates nothing (it would never run) and says so;
+// informers it made before are still returned.
+func TestForAfterShutdown(t *testing.T) {
+	f, err := informer.NewFactory(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	before, err := informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	f.Shutdown()
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{Namespace: "late"})
+	assert.ErrorIs(t, err, informer.ErrShutdown)
+	again, err := informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	assert.Same(t, before, again)
+}
+
+// A nil context starts nothing and waits for nothing: no panic.
+func TestFactoryWithNilContext(t *testing.T) {
+	f, err := informer.NewFactory(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	var nilCtx context.Context
+	f.Start(nilCtx)
+	assert.ErrorContains(t, f.WaitForCacheSync(nilCtx), "nil context")
+	f.Shutdown()
+}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +38,7 @@ type SharedIndexInformer[T metav1.Object] struct {
 	fifo      *deltafifo.FIFO[T]
 	processor *processor.Processor[T]
 	mutations *mutationDetector[T] // nil unless WithMutationDetector
+	setupErr  error                // what New was given that Run cannot run with
 
 	// blockDeltas is held while one key's deltas are applied and
 	// distributed, and while a late handler is given the cache: so the
@@ -65,6 +69,7 @@ func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *Sha
 		resync:   o.resync,
 		indexer:  indexer.New(o.indexers),
 	}
+	s.setupErr = checkSetup(lw, o.indexers)
 	s.fifo = deltafifo.New(deltafifo.WithKnownObjects[T](s.indexer))
 	s.processor = processor.New[T](
 		processor.WithUpstreamSynced(s.HasSynced),
@@ -79,10 +84,33 @@ func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *Sha
 	return s
 }
 
+// checkSetup returns an error for what New was given that Run cannot run
+// with: no ListerWatcher, or an index without a function (every write
+// would fail, and the informer would sync with nothing cached).
+func checkSetup[T metav1.Object](lw reflector.ListerWatcher[T], ix indexer.Indexers[T]) error {
+	if lw == nil || isNilPointer(lw) {
+		return errors.New("informer: the ListerWatcher is nil")
+	}
+	for _, name := range slices.Sorted(maps.Keys(ix)) {
+		if ix[name] == nil {
+			return fmt.Errorf("informer: index %q has a nil function", name)
+		}
+	}
+	return nil
+}
+
 // Run fills the cache and keeps it and the handlers up to date until ctx
 // ends. It returns after every goroutine it started has exited. An informer
-// runs once: a second call returns ErrStarted.
+// runs once: a second call returns ErrStarted. An informer New was given
+// nothing to list and watch with, or an index without a function, does not
+// run: Run returns the error.
 func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
+	switch {
+	case ctx == nil:
+		return errors.New("informer: Run: nil context")
+	case s.setupErr != nil:
+		return s.setupErr
+	}
 	s.mu.Lock()
 	if s.started {
 		s.mu.Unlock()
@@ -381,4 +409,10 @@ func (s *SharedIndexInformer[T]) reportError(err error) {
 		return
 	}
 	s.logger.Warn("informer error", "resource", s.name, "err", err)
+}
+
+// isNilPointer reports a typed nil pointer in an interface.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }

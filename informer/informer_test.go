@@ -690,3 +690,51 @@ func TestListErrorLoggedWithoutHandler(t *testing.T) {
 	})
 	assert.Contains(t, logs.String(), "403 Forbidden", "the list error, at warning level")
 }
+
+// What Run cannot run with is an error from Run, before the informer counts
+// as started: a nil context, no ListerWatcher, an index without a function
+// (every write would fail, and the informer would sync with nothing cached).
+func TestRunRefusesWhatItCannotRunWith(t *testing.T) {
+	var nilSource *fakelw.Source[*corev1.Pod]
+	for name, inf := range map[string]*informer.SharedIndexInformer[*corev1.Pod]{
+		"nil ListerWatcher":  informer.New[*corev1.Pod](nil),
+		"typed nil":          informer.New[*corev1.Pod](nilSource),
+		"nil index function": informer.New[*corev1.Pod](newSource(), informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"byNode": nil})),
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.ErrorContains(t, inf.Run(t.Context()), "nil")
+		})
+	}
+	inf := informer.New[*corev1.Pod](newSource())
+	var nilCtx context.Context // a nil context is what is tested
+	assert.ErrorContains(t, inf.Run(nilCtx), "nil context")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	assert.NoError(t, inf.Run(ctx), "a nil context does not leave the informer started")
+}
+
+// A panicking index function fails the write it was called for, which is
+// reported and skipped: it must not take Run (and the process) down.
+func TestPanickingIndexFunctionIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "good"))
+		src.Create(pod("ns", "boom"))
+		var reported errorList
+		inf := informer.New[*corev1.Pod](src, informer.WithIndexers(indexer.Indexers[*corev1.Pod]{
+			"byName": func(p *corev1.Pod) ([]string, error) {
+				if p.Name == "boom" {
+					panic("index function bug")
+				}
+				return []string{p.Name}, nil
+			},
+		}))
+		require.NoError(t, inf.SetWatchErrorHandler(reported.add))
+		defer start(t, inf)()
+		<-inf.Synced()
+		synctest.Wait()
+		assert.Equal(t, 1, inf.Indexer().Len())
+		require.NotEmpty(t, reported.all())
+		assert.ErrorContains(t, reported.all()[0], "index function bug")
+	})
+}

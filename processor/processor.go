@@ -112,8 +112,12 @@ func (p *Processor[T]) CheckSynced() {
 //
 // Run is meant to be called once; a call while Run is going or after it has
 // returned returns at once. After Run has returned, Distribute and
-// Listener.Add do nothing.
+// Listener.Add do nothing. A nil ctx runs nothing (an error is logged).
 func (p *Processor[T]) Run(ctx context.Context) {
+	if ctx == nil {
+		p.cfg.log().Error("processor: Run with a nil context: nothing run")
+		return
+	}
 	p.mu.Lock()
 	if p.state != idle {
 		p.mu.Unlock()

@@ -1,14 +1,16 @@
 package reflector
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 )
 
 // backoff computes how long to wait after consecutive failures: exponential
 // from initial up to max, with full jitter on the upper half, and back to
-// initial once no failure has been seen for resetAfter. It is owned by the
-// Reflector's Run goroutine and not safe for concurrent use.
+// initial once no failure has been seen for resetAfter, or at once with
+// reset. It is owned by the Reflector's Run goroutine and not safe for
+// concurrent use.
 type backoff struct {
 	initial, max, resetAfter time.Duration
 
@@ -17,8 +19,12 @@ type backoff struct {
 }
 
 func newBackoff(initial, max time.Duration) *backoff {
-	return &backoff{initial: initial, max: max, resetAfter: 2 * max}
+	resetAfter := max + min(max, math.MaxInt64-max) // 2×max, saturated
+	return &backoff{initial: initial, max: max, resetAfter: resetAfter}
 }
+
+// reset makes the next failure wait the initial delay.
+func (b *backoff) reset() { b.current = 0 }
 
 // next records a failure at now and returns how long to wait before trying
 // again: a duration in [d/2, d] where d doubles with each failure up to max.
@@ -26,7 +32,7 @@ func (b *backoff) next(now time.Time) time.Duration {
 	if b.current == 0 || now.Sub(b.lastFailure) > b.resetAfter {
 		b.current = b.initial
 	} else {
-		b.current = min(2*b.current, b.max)
+		b.current += min(b.current, b.max-b.current) // doubled, up to max
 	}
 	b.lastFailure = now
 	half := b.current / 2

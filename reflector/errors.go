@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listwatch/listwatch/internal/rest"
+	"github.com/listwatch/listwatch/internal/wire"
 )
 
 // ErrSkipped marks an error about one event or item that was skipped while
@@ -25,8 +26,9 @@ var (
 	// errWentBackwards: the server sent a resourceVersion older than one
 	// already applied. Not retryable as is: the Reflector relists.
 	errWentBackwards = errors.New("resourceVersion went backwards")
-	// errEmptyWatch: a watch ended at once without any event.
-	errEmptyWatch = errors.New("watch ended at once without events")
+	// errEmptyWatch: a watch ended at once without moving the
+	// resourceVersion forward.
+	errEmptyWatch = errors.New("watch ended at once without progress")
 	// errRelistDue: the periodic relist (WithRelistInterval) is due.
 	errRelistDue = errors.New("periodic relist due")
 )
@@ -102,6 +104,23 @@ func refusesStreaming(err error) bool {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusNotAcceptable,
 		http.StatusNotImplemented, http.StatusMethodNotAllowed:
 		return true
+	}
+	return false
+}
+
+// answeredBadly reports a watch failure that the server would likely repeat
+// if the watch resumed from the same resourceVersion: an answer it gave (a
+// Status other than 429 Too Many Requests, from the request or an ERROR
+// event) or an event that could not be decoded. A cut or stalled stream, a
+// refused connection, are not: resuming is what they need.
+func answeredBadly(err error) bool {
+	if s, ok := statusOf(err); ok {
+		return s.Code != http.StatusTooManyRequests
+	}
+	for _, bad := range []error{wire.ErrMalformed, wire.ErrUnknownEventType, wire.ErrMissingObject, wire.ErrFrameTooLarge} {
+		if errors.Is(err, bad) {
+			return true
+		}
 	}
 	return false
 }

@@ -88,6 +88,9 @@ type HTTPListerWatcher[T Object] struct {
 // NewListerWatcher returns a ListerWatcher for the objects of target, of Go
 // type T, through c.
 func NewListerWatcher[T Object](c *Client, target Target, opts ...HTTPOption) (*HTTPListerWatcher[T], error) {
+	if c == nil {
+		return nil, errors.New("reflector: NewListerWatcher: the Client is nil")
+	}
 	o := httpOptions{
 		listTimeout: time.Minute,
 		idleTimeout: 90 * time.Second,

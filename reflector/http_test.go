@@ -169,3 +169,64 @@ func TestListHonoursConfigTimeout(t *testing.T) {
 	require.Error(t, err)
 	require.Less(t, time.Since(start), 2*time.Second, "Config.Timeout (100ms) ignored: %v", err)
 }
+
+// TestEventServedBadlyEveryTimeIsListedPast: a server that sends, on every
+// watch from where the cache is, an event of a type the client does not
+// know. Resuming once is right (an event spoiled on its way comes back
+// whole); resuming for ever stopped the cache for good. After the second
+// failure at the same resourceVersion the Reflector lists, and the list
+// moves it past the event.
+func TestEventServedBadlyEveryTimeIsListedPast(t *testing.T) {
+	var lists, watches atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		a := `{"metadata":{"namespace":"ns","name":"a","resourceVersion":"1"}}`
+		c := `{"metadata":{"namespace":"ns","name":"c","resourceVersion":"3"}}`
+		q := r.URL.Query()
+		switch {
+		case q.Get("watch") == "" && lists.Add(1) == 1:
+			_, _ = w.Write([]byte(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[` + a + `]}`))
+		case q.Get("watch") == "":
+			_, _ = w.Write([]byte(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"3"},"items":[` + a + `,` + c + `]}`))
+		case q.Get("resourceVersion") == "1":
+			watches.Add(1)
+			_, _ = w.Write([]byte(`{"type":"RESTARTED","object":{"metadata":{"namespace":"ns","name":"b","resourceVersion":"2"}}}` + "\n" +
+				`{"type":"ADDED","object":` + c + "}\n"))
+		default:
+			watches.Add(1)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}
+	}))
+	defer srv.Close()
+	client, err := reflector.NewClient(&reflector.Config{Host: srv.URL})
+	require.NoError(t, err)
+	lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "ns"}, reflector.WithContentType(reflector.JSON))
+	require.NoError(t, err)
+	errs := make(chan error, 10)
+	store := chanStore{objs: make(chan *corev1.Pod, 10)}
+	r := reflector.New(lw, reflector.Store[*corev1.Pod](store),
+		reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+		reflector.WithBackoff[*corev1.Pod](time.Millisecond, 10*time.Millisecond),
+		reflector.WithErrorHandler[*corev1.Pod](func(err error) {
+			select {
+			case errs <- err:
+			default: // the first ones are enough
+			}
+		}))
+	defer run(t, r)()
+	var got []string
+	for len(got) < 3 {
+		select {
+		case p := <-store.objs:
+			got = append(got, p.Name)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("stored %v; the list after the failed watches never came", got)
+		}
+	}
+	assert.Equal(t, []string{"a", "a", "c"}, got, "the first list, then the second")
+	assert.Equal(t, int32(2), lists.Load(), "LIST requests")
+	for range 2 {
+		assert.ErrorContains(t, <-errs, `unknown watch event type "RESTARTED"`)
+	}
+}

@@ -107,34 +107,42 @@ func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 // WithBackoff sets the first and the largest wait between failed attempts.
 // The defaults are 800ms and 30s. Each wait is random in [d/2, d], d
 // doubling from initial up to max with each failure, and back to initial
-// once no failure has come for 2×max. An initial of zero or less keeps the
-// default; a max below initial is raised to it.
+// once no failure has come for 2×max or a watch moved the cache forward
+// before it failed. An initial of zero or less keeps the default, one below
+// a millisecond is raised to it, and a max below initial is raised to it.
 func WithBackoff[T metav1.Object](initial, max time.Duration) Option[T] {
 	return func(o *options[T]) {
 		if initial > 0 {
-			o.backoffInitial = initial
+			o.backoffInitial = maxDuration(initial, time.Millisecond)
 		}
-		o.backoffMax = max
-		if o.backoffMax < o.backoffInitial {
-			o.backoffMax = o.backoffInitial
-		}
+		o.backoffMax = maxDuration(max, o.backoffInitial)
 	}
 }
 
+// maxDuration is the builtin max, which WithBackoff's parameter hides.
+func maxDuration(a, b time.Duration) time.Duration { return max(a, b) }
+
 // WithMinWatchTimeout sets the shortest timeoutSeconds asked of the server
 // for one watch; each watch picks a random value between it and twice it.
-// The default is 5 minutes; values below one second are raised to one second.
+// The default is 5 minutes; values below one second are raised to one
+// second, values above a day lowered to a day.
 func WithMinWatchTimeout[T metav1.Object](d time.Duration) Option[T] {
-	return func(o *options[T]) { o.minWatchTimeout = max(d, time.Second) }
+	return func(o *options[T]) { o.minWatchTimeout = min(max(d, time.Second), 24*time.Hour) }
 }
 
 // WithRelistInterval makes the Reflector relist every d even when the watch
 // is healthy, which repairs a cache after events that a faulty server lost
 // silently. A relist delivers only real changes downstream, so its cost is
 // one list per interval (a streaming list in the Auto and WatchList modes)
-// and a watch opened again. The default, 0, never relists on a timer.
+// and a watch opened again. The default, 0, never relists on a timer;
+// intervals below one second are raised to one second.
 func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
-	return func(o *options[T]) { o.relistInterval = max(d, 0) }
+	return func(o *options[T]) {
+		o.relistInterval = 0
+		if d > 0 {
+			o.relistInterval = max(d, time.Second)
+		}
+	}
 }
 
 // WithSharing makes the objects of the cache share their identical parts:

@@ -1,6 +1,7 @@
 package reflector
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ func TestWithBackoffKeepsAUsableRange(t *testing.T) {
 		{"max below initial is raised to it", 5 * time.Second, 0, 5 * time.Second, 5 * time.Second},
 		{"no initial keeps the default", 0, 10 * time.Second, 800 * time.Millisecond, 10 * time.Second},
 		{"negative initial keeps the default", -time.Second, -time.Second, 800 * time.Millisecond, 800 * time.Millisecond},
+		{"below a millisecond is raised to it", time.Nanosecond, time.Nanosecond, time.Millisecond, time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := defaultOptions[*corev1.Pod]()
@@ -26,4 +28,39 @@ func TestWithBackoffKeepsAUsableRange(t *testing.T) {
 			assert.Equal(t, tc.wantMx, o.backoffMax, "max")
 		})
 	}
+}
+
+func TestDurationOptionsAreBounded(t *testing.T) {
+	o := defaultOptions[*corev1.Pod]()
+	WithRelistInterval[*corev1.Pod](time.Millisecond)(&o)
+	assert.Equal(t, time.Second, o.relistInterval, "a relist interval of 1ms would be a LIST storm")
+	WithRelistInterval[*corev1.Pod](-time.Second)(&o)
+	assert.Zero(t, o.relistInterval, "negative: never")
+
+	WithMinWatchTimeout[*corev1.Pod](time.Duration(math.MaxInt64))(&o)
+	r := &Reflector[*corev1.Pod]{opt: o}
+	for range 100 {
+		if s := r.watchTimeout(); s < 24*3600 || s >= 48*3600 {
+			t.Fatalf("timeoutSeconds %d for the largest minimum watch timeout", s)
+		}
+	}
+}
+
+// The backoff grows up to a max however large, and never waits nothing.
+func TestBackoffSaturates(t *testing.T) {
+	b := newBackoff(time.Second, time.Duration(math.MaxInt64))
+	now := time.Now()
+	var last time.Duration
+	for i := range 80 {
+		now = now.Add(time.Second)
+		d := b.next(now)
+		if i > 0 && d < last/2 {
+			t.Fatalf("failure %d waits %s after %s: the backoff went back", i+1, d, last)
+		}
+		last = d
+	}
+	assert.Greater(t, last, 24*time.Hour)
+
+	b = newBackoff(time.Millisecond, time.Millisecond)
+	assert.Positive(t, b.next(now))
 }

@@ -90,8 +90,20 @@ func (r *Reflector[T]) LastError() error {
 
 // Run lists, watches and recovers until ctx ends. It calls the Store from
 // its own goroutine only (with WithRelistInterval, a timer closes the watch
-// from another when a relist is due).
+// from another when a relist is due). Without a context, a ListerWatcher
+// or a Store it reports the error and returns.
 func (r *Reflector[T]) Run(ctx context.Context) {
+	switch {
+	case ctx == nil:
+		r.report(errors.New("reflector: Run: nil context"))
+		return
+	case r.lw == nil || isNilPointer(r.lw):
+		r.report(errors.New("reflector: Run: the ListerWatcher is nil"))
+		return
+	case r.store == nil || isNilPointer(r.store):
+		r.report(errors.New("reflector: Run: the Store is nil"))
+		return
+	}
 	s := runState{
 		needList:  true,
 		streaming: r.opt.mode != ListWatch,
@@ -102,6 +114,7 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 			pf.forgetSharedParts()
 		}
 		var err error
+		s.progressed, s.failedInStream = false, false
 		switch {
 		case s.needList && s.streaming && !s.listOnce:
 			err = r.watchList(ctx, &s)
@@ -127,13 +140,16 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 // runState is what Run's loop carries from one attempt to the next. It is
 // owned by the Run goroutine.
 type runState struct {
-	needList    bool      // the Store must be refilled before watching
-	streaming   bool      // refill with a streaming list rather than LIST
-	listOnce    bool      // but refill with LIST this once
-	streamCutAt time.Time // when the last streaming list cut short was (zero after one that was not)
-	latest      bool      // ask for the server's latest state, not one at least as new as the Store's
-	listedAt    time.Time // when the Store was last refilled
-	backoff     *backoff
+	needList       bool      // the Store must be refilled before watching
+	streaming      bool      // refill with a streaming list rather than LIST
+	listOnce       bool      // but refill with LIST this once
+	streamCutAt    time.Time // when the last streaming list cut short was (zero after one that was not)
+	latest         bool      // ask for the server's latest state, not one at least as new as the Store's
+	listedAt       time.Time // when the Store was last refilled
+	backoff        *backoff
+	progressed     bool // the last attempt's watch moved the resourceVersion forward
+	failedInStream bool // the last attempt's watch failed after it was opened
+	stuck          int  // watches in a row that failed in their stream at the same resourceVersion
 }
 
 // refilled records a Store refilled by a list. The backoff is not reset:
@@ -141,8 +157,16 @@ type runState struct {
 // answers every watch with 410) must not be retried at the initial delay
 // for ever. It resets by itself once no failure has come for a while.
 func (s *runState) refilled() {
-	s.needList, s.listOnce, s.latest, s.listedAt = false, false, false, time.Now()
+	s.needList, s.listOnce, s.latest, s.listedAt, s.stuck = false, false, false, time.Now(), 0
 }
+
+// maxStuckWatches is how many watches in a row may fail in their stream at
+// the same resourceVersion, on what the server sent (an event that cannot
+// be decoded, an ERROR event), before the Reflector relists. Resuming is cheap
+// and gets back an event spoiled on its way; but an event the server sends
+// again every time stops the cache for good, where a list moves past it,
+// as client-go's relist after such errors does.
+const maxStuckWatches = 2
 
 // nextAttempt decides, after a list or a watch ended with err, what the
 // next attempt is and how long to wait before it.
@@ -159,6 +183,13 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	}
 	r.report(err)
 	refill := s.needList // the attempt that failed was a list
+	if s.progressed {
+		// The watch moved the cache forward before it failed (a proxy
+		// that cuts long streams does that): not one of a run of
+		// failures.
+		s.backoff.reset()
+		s.stuck = 0
+	}
 
 	var fallback *streamingUnsupportedError
 	switch {
@@ -214,6 +245,10 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// there; the list takes them all.
 		s.needList = true
 		return max(s.backoff.next(now), time.Second)
+	case !refill && !s.progressed && s.failedInStream && answeredBadly(err):
+		if s.stuck++; s.stuck >= maxStuckWatches {
+			s.needList = true
+		}
 	}
 	wait := s.backoff.next(now)
 	if ra := retryAfter(err); ra > wait {
@@ -240,10 +275,14 @@ func (r *Reflector[T]) watch(ctx context.Context, s *runState) error {
 }
 
 // follow applies the events of an open watch to the Store until the stream
-// ends. A clean end returns nil, unless the stream ended at once without a
-// single event, which is counted as a failure so that a server that keeps
+// ends. A clean end returns nil, unless the stream ended at once without
+// moving the resourceVersion forward (no event, or bookmarks of where it
+// started only), which is counted as a failure so that a server that keeps
 // doing that is not asked again in a tight loop.
 func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) error {
+	from := r.LastSyncResourceVersion()
+	defer func() { s.progressed = r.LastSyncResourceVersion() != from }()
+	s.failedInStream = true // an error from here on came in the stream
 	var relistDue atomic.Bool
 	if r.opt.relistInterval > 0 {
 		// Due one interval after the last refill, however many watches
@@ -254,7 +293,6 @@ func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) erro
 		})
 		defer t.Stop()
 	}
-	events := 0
 	for {
 		ev, err := w.Next()
 		if err != nil {
@@ -266,20 +304,19 @@ func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) erro
 				continue
 			case !errors.Is(err, io.EOF):
 				return fmt.Errorf("watching %s: %w", r.opt.name, err)
-			case events == 0 && time.Since(started) < minWatchDuration:
+			case r.LastSyncResourceVersion() == from && time.Since(started) < minWatchDuration:
 				return fmt.Errorf("watching %s: %w", r.opt.name, errEmptyWatch)
 			}
 			return nil
 		}
-		events++
 		if err := r.apply(ev); err != nil {
 			return fmt.Errorf("watching %s: %w", r.opt.name, err)
 		}
 	}
 }
 
-// minWatchDuration is how long a watch must stay open, when it delivers
-// nothing, for its clean end not to count as a failure.
+// minWatchDuration is how long a watch must stay open, when it moves
+// nothing forward, for its clean end not to count as a failure.
 const minWatchDuration = time.Second
 
 // minRelistGap is how long after a list a 410 Gone relists at once; one

@@ -1083,3 +1083,129 @@ func TestLastSyncResourceVersionIsSetBeforeTheStoreGetsTheList(t *testing.T) {
 		})
 	}
 }
+
+// scriptedWatches is a ListerWatcher whose LIST gives an empty list at
+// resourceVersion 1 and whose every watch is made by watch, from the
+// number of the watch (1, 2, ...) and the resourceVersion asked for. It
+// records when each watch was asked for (fake time, in a bubble) and ends
+// Run after maxWatches watches.
+type scriptedWatches struct {
+	watch      func(n int, rv string) reflector.Watcher[*corev1.Pod]
+	maxWatches int
+	cancel     context.CancelFunc
+
+	mu    sync.Mutex
+	asked []time.Time
+}
+
+func (l *scriptedWatches) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	return reflector.ListMeta{ResourceVersion: "1"}, nil
+}
+
+func (l *scriptedWatches) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.asked = append(l.asked, time.Now())
+	if len(l.asked) == l.maxWatches {
+		l.cancel()
+	}
+	return l.watch(len(l.asked), opts.ResourceVersion), nil
+}
+
+// gaps returns the time between one watch and the next.
+func (l *scriptedWatches) gaps() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var gaps []time.Duration
+	for i := 1; i < len(l.asked); i++ {
+		gaps = append(gaps, l.asked[i].Sub(l.asked[i-1]))
+	}
+	return gaps
+}
+
+func (l *scriptedWatches) run(opts ...reflector.Option[*corev1.Pod]) {
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	reflector.New[*corev1.Pod](l, newRecorder(), append(opts, reflector.WithMode[*corev1.Pod](reflector.ListWatch))...).Run(ctx)
+}
+
+// eventsThen is a Watcher that returns its events, then err.
+type eventsThen struct {
+	events []reflector.Event[*corev1.Pod]
+	err    error
+}
+
+func (w *eventsThen) Next() (reflector.Event[*corev1.Pod], error) {
+	if len(w.events) == 0 {
+		return reflector.Event[*corev1.Pod]{}, w.err
+	}
+	ev := w.events[0]
+	w.events = w.events[1:]
+	return ev, nil
+}
+
+func (w *eventsThen) Close() error { return nil }
+
+// A proxy that cuts every watch after it delivered changes: each reconnect
+// is prompt. Counted as failures in a row, the waits climbed to the
+// backoff's maximum, and the cache lagged by that much after every cut.
+func TestWatchesCutAfterProgressAreResumedPromptly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scriptedWatches{maxWatches: 10, watch: func(n int, _ string) reflector.Watcher[*corev1.Pod] {
+			time.Sleep(20 * time.Second) // the watch runs for a while
+			return &eventsThen{
+				events: []reflector.Event[*corev1.Pod]{{Type: reflector.Added, Object: withRV(pod(fmt.Sprint("p", n)), fmt.Sprint(n+1))}},
+				err:    io.ErrUnexpectedEOF,
+			}
+		}}
+		lw.run(reflector.WithBackoff[*corev1.Pod](time.Second, time.Minute))
+		for i, g := range lw.gaps() {
+			assert.LessOrEqual(t, g, 21*time.Second, "watch %d came %s after the one before", i+2, g)
+		}
+	})
+}
+
+// A server whose every watch sends a bookmark of where it started and ends:
+// nothing moves forward, so it counts as a failure and is backed off, not
+// asked again at once for ever.
+func TestWatchesThatOnlyBookmarkWhereTheyStartAreBackedOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		lw := &scriptedWatches{maxWatches: 20, watch: func(_ int, rv string) reflector.Watcher[*corev1.Pod] {
+			return &eventsThen{
+				events: []reflector.Event[*corev1.Pod]{{Type: reflector.Bookmark, Object: withRV(&corev1.Pod{}, rv)}},
+				err:    io.EOF,
+			}
+		}}
+		lw.run()
+		assert.Greater(t, time.Since(start), time.Minute, "20 watches that moved nothing")
+	})
+}
+
+// What Run cannot run with is reported, and Run returns: no panic later, far
+// from the cause.
+func TestRunReportsWhatItCannotRunWith(t *testing.T) {
+	var nilSource *fakelw.Source[*corev1.Pod]
+	var nilCtx context.Context
+	for _, tc := range []struct {
+		name  string
+		lw    reflector.ListerWatcher[*corev1.Pod]
+		store reflector.Store[*corev1.Pod]
+		ctx   context.Context
+		want  string
+	}{
+		{"nil ListerWatcher", nil, newRecorder(), t.Context(), "ListerWatcher is nil"},
+		{"typed nil ListerWatcher", nilSource, newRecorder(), t.Context(), "ListerWatcher is nil"},
+		{"nil Store", newSource(), nil, t.Context(), "Store is nil"},
+		{"nil context", newSource(), newRecorder(), nilCtx, "nil context"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reported []error
+			reflector.New(tc.lw, tc.store, reflector.WithErrorHandler[*corev1.Pod](func(err error) { reported = append(reported, err) })).Run(tc.ctx)
+			require.Len(t, reported, 1)
+			assert.ErrorContains(t, reported[0], tc.want)
+		})
+	}
+	_, err := reflector.NewListerWatcher[*corev1.Pod](nil, reflector.Target{})
+	assert.ErrorContains(t, err, "Client is nil")
+}
