@@ -361,8 +361,9 @@ func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 // index function's error). It is called from several of the informer's
 // goroutines (the reflector's, the one applying changes, the resync
 // timer's), possibly at once, so it must be safe for concurrent use, and
-// must not block. Without it, the informer logs them as warnings. It must
-// be called before Run.
+// must not block. Without it, the informer logs them as warnings. A panic
+// in f is logged as an error and goes no further. It must be called before
+// Run.
 func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -405,6 +406,13 @@ func (s *SharedIndexInformer[T]) reportError(err error) {
 	h := s.errorHandler
 	s.mu.Unlock()
 	if h != nil {
+		defer func() {
+			if p := recover(); p != nil {
+				// The goroutine that called it (the reflector's, say) is
+				// the informer's, not the handler's: it goes on.
+				s.logger.Error("watch error handler panicked", "resource", s.name, "err", err, "panic", p)
+			}
+		}()
 		h(err)
 		return
 	}

@@ -738,3 +738,20 @@ func TestPanickingIndexFunctionIsReported(t *testing.T) {
 		assert.ErrorContains(t, reported.all()[0], "index function bug")
 	})
 }
+
+// A watch error handler that panics is logged; the informer goes on.
+func TestPanickingWatchErrorHandlerIsLogged(t *testing.T) {
+	var logs syncBuffer
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		src.FailList(errors.New("403 Forbidden"))
+		inf := informer.New[*corev1.Pod](src,
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)),
+			informer.WithLogger[*corev1.Pod](slog.New(slog.NewTextHandler(&logs, nil))))
+		require.NoError(t, inf.SetWatchErrorHandler(func(error) { panic("handler bug") }))
+		defer start(t, inf)()
+		<-inf.Synced() // listed after the failure and a backoff
+	})
+	assert.Contains(t, logs.String(), "handler bug")
+}
