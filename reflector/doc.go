@@ -21,7 +21,14 @@
 //     older than its cache.)
 //   - 429 and 5xx answers, dropped connections and malformed streams back
 //     off with jitter (honouring Retry-After, up to the backoff's maximum)
-//     and resume without relisting.
+//     and resume without relisting; a watch that moved the cache forward
+//     before it broke resumes after the backoff's first wait. A watch that
+//     fails twice in a row in its stream at the same resourceVersion, on
+//     what the server sent (an event it cannot decode, an ERROR event), is
+//     relisted instead: resuming again would bring the same event back.
+//   - A watch that ends at once without moving the resourceVersion forward
+//     counts as a failure, so that a server doing that is not asked again
+//     in a tight loop.
 //   - A server whose resourceVersions go backwards is relisted, and a relist
 //     is never allowed to take the Store back in time. A server restored
 //     from a backup without a jump in its resourceVersions answers "too
