@@ -30,6 +30,7 @@ type Factory struct {
 	informers map[factoryKey]*entry
 	order     []*entry // in creation order, for stable error messages
 	shutdown  bool
+	nilStart  bool // Start was called with a nil context
 	wg        sync.WaitGroup
 }
 
@@ -182,6 +183,9 @@ func describe(gvr schema.GroupVersionResource, t reflector.Target) string {
 func (f *Factory) Start(ctx context.Context) {
 	if ctx == nil {
 		f.opt.logger.Error("informer factory: Start with a nil context: nothing started")
+		f.mu.Lock()
+		f.nilStart = true // WaitForCacheSync names what it did not start
+		f.mu.Unlock()
 		return
 	}
 	f.mu.Lock()
@@ -217,11 +221,15 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	if ctx == nil {
 		return errors.New("informer factory: WaitForCacheSync: nil context")
 	}
+	var errs []error
 	f.mu.Lock()
 	var started []*entry
 	for _, e := range f.order {
-		if e.cancel != nil {
+		switch {
+		case e.cancel != nil:
 			started = append(started, e)
+		case f.nilStart:
+			errs = append(errs, fmt.Errorf("%s: not started: Start was given a nil context", e.informer.Name()))
 		}
 	}
 	f.mu.Unlock()
@@ -233,7 +241,6 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
-	var errs []error
 	for _, e := range started {
 		inf := e.informer
 		if inf.HasSynced() {

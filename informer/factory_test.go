@@ -315,5 +315,7 @@ func TestFactoryWithNilContext(t *testing.T) {
 	var nilCtx context.Context
 	f.Start(nilCtx)
 	assert.ErrorContains(t, f.WaitForCacheSync(nilCtx), "nil context")
+	assert.ErrorContains(t, f.WaitForCacheSync(t.Context()), "not started: Start was given a nil context",
+		"an informer the refused Start did not start is not synced")
 	f.Shutdown()
 }

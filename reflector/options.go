@@ -107,8 +107,8 @@ func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 // WithBackoff sets the first and the largest wait between failed attempts.
 // The defaults are 800ms and 30s. Each wait is random in [d/2, d], d
 // doubling from initial up to max with each failure, and back to initial
-// once no failure has come for 2×max or a watch moved the cache forward
-// before it failed. An initial of zero or less keeps the default, one below
+// once no failure has come for 2×max or a watch that moved the cache
+// forward before it failed is resumed. An initial of zero or less keeps the default, one below
 // a millisecond is raised to it, and a max below initial is raised to it.
 func WithBackoff[T metav1.Object](initial, max time.Duration) Option[T] {
 	return func(o *options[T]) {

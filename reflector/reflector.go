@@ -147,9 +147,10 @@ type runState struct {
 	latest         bool      // ask for the server's latest state, not one at least as new as the Store's
 	listedAt       time.Time // when the Store was last refilled
 	backoff        *backoff
-	progressed     bool // the last attempt's watch moved the resourceVersion forward
-	failedInStream bool // the last attempt's watch failed after it was opened
-	stuck          int  // watches in a row that failed in their stream at the same resourceVersion
+	progressed     bool   // the last attempt's watch moved the resourceVersion forward
+	failedInStream bool   // the last attempt's watch failed after it was opened
+	stuck          int    // watches that failed in their stream at stuckAt, in a row
+	stuckAt        string // the resourceVersion they failed at
 }
 
 // refilled records a Store refilled by a list. The backoff is not reset:
@@ -157,7 +158,7 @@ type runState struct {
 // answers every watch with 410) must not be retried at the initial delay
 // for ever. It resets by itself once no failure has come for a while.
 func (s *runState) refilled() {
-	s.needList, s.listOnce, s.latest, s.listedAt, s.stuck = false, false, false, time.Now(), 0
+	s.needList, s.listOnce, s.latest, s.listedAt, s.stuck, s.stuckAt = false, false, false, time.Now(), 0, ""
 }
 
 // maxStuckWatches is how many watches in a row may fail in their stream at
@@ -183,13 +184,6 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	}
 	r.report(err)
 	refill := s.needList // the attempt that failed was a list
-	if s.progressed {
-		// The watch moved the cache forward before it failed (a proxy
-		// that cuts long streams does that): not one of a run of
-		// failures.
-		s.backoff.reset()
-		s.stuck = 0
-	}
 
 	var fallback *streamingUnsupportedError
 	switch {
@@ -246,9 +240,20 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		s.needList = true
 		return max(s.backoff.next(now), time.Second)
 	case !refill && !s.progressed && s.failedInStream && answeredBadly(err):
+		if rv := r.LastSyncResourceVersion(); rv != s.stuckAt {
+			s.stuck, s.stuckAt = 0, rv
+		}
 		if s.stuck++; s.stuck >= maxStuckWatches {
 			s.needList = true
 		}
+	}
+	if s.progressed && !s.needList {
+		// The watch moved the cache forward before it failed (a proxy
+		// that cuts long streams does that) and is resumed: not one of
+		// a run of failures. (One that relists is: a server that sends
+		// an event and then 410 on every watch must not be listed at
+		// the initial delay for ever.)
+		s.backoff.reset()
 	}
 	wait := s.backoff.next(now)
 	if ra := retryAfter(err); ra > wait {
@@ -529,8 +534,5 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // statusError turns the Status of an ERROR event into an error that the
 // apimachinery errors helpers (and this package) can classify.
 func statusError(st *metav1.Status) error {
-	if st == nil {
-		return errors.New("ERROR event without a Status")
-	}
-	return rest.FromStatus(st)
+	return rest.FromStatus(st) // a nil one is a 500
 }

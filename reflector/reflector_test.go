@@ -23,6 +23,7 @@ import (
 
 	"github.com/listwatch/listwatch/internal/fakelw"
 	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/internal/wire"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -1085,10 +1086,11 @@ func TestLastSyncResourceVersionIsSetBeforeTheStoreGetsTheList(t *testing.T) {
 }
 
 // scriptedWatches is a ListerWatcher whose LIST gives an empty list at
-// resourceVersion 1 and whose every watch is made by watch, from the
-// number of the watch (1, 2, ...) and the resourceVersion asked for. It
-// records when each watch was asked for (fake time, in a bubble) and ends
-// Run after maxWatches watches.
+// resourceVersion n+1 after n watches, and whose every watch is made by
+// watch, from the number of the watch (1, 2, ...) and the resourceVersion
+// asked for: watch n may send events up to resourceVersion n+1. It counts
+// LISTs, records when each watch was asked for (fake time, in a bubble) and
+// ends Run after maxWatches watches.
 type scriptedWatches struct {
 	watch      func(n int, rv string) reflector.Watcher[*corev1.Pod]
 	maxWatches int
@@ -1096,10 +1098,14 @@ type scriptedWatches struct {
 
 	mu    sync.Mutex
 	asked []time.Time
+	lists int
 }
 
 func (l *scriptedWatches) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
-	return reflector.ListMeta{ResourceVersion: "1"}, nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lists++
+	return reflector.ListMeta{ResourceVersion: fmt.Sprint(len(l.asked) + 1)}, nil
 }
 
 func (l *scriptedWatches) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
@@ -1208,4 +1214,45 @@ func TestRunReportsWhatItCannotRunWith(t *testing.T) {
 	}
 	_, err := reflector.NewListerWatcher[*corev1.Pod](nil, reflector.Target{})
 	assert.ErrorContains(t, err, "Client is nil")
+}
+
+// A watch that delivers an event and then 410 Gone, every time (a busy
+// resource compacted often): each relist backs off further. Resetting the
+// backoff because the watch had moved forward listed at the initial delay
+// for ever.
+func TestGoneAfterProgressStillBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		lw := &scriptedWatches{maxWatches: 30, watch: func(n int, _ string) reflector.Watcher[*corev1.Pod] {
+			time.Sleep(100 * time.Millisecond)
+			return &eventsThen{
+				events: []reflector.Event[*corev1.Pod]{{Type: reflector.Added, Object: withRV(pod(fmt.Sprint("p", n)), fmt.Sprint(n+1))}},
+				err:    fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version"),
+			}
+		}}
+		lw.run()
+		assert.Greater(t, time.Since(start), 5*time.Minute, "30 lists, each after a watch that ended in 410")
+	})
+}
+
+// Two spoiled events at different resourceVersions, an hour apart, are two
+// resumed watches, not a relist: only twice at the same resourceVersion is.
+func TestSpoiledWatchesAtDifferentVersionsAreResumed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spoiled := fmt.Errorf("%w: watch event 1: spoiled on its way", wire.ErrMalformed)
+		lw := &scriptedWatches{maxWatches: 4, watch: func(n int, _ string) reflector.Watcher[*corev1.Pod] {
+			switch n {
+			case 2:
+				time.Sleep(time.Hour)
+				return &eventsThen{events: []reflector.Event[*corev1.Pod]{{Type: reflector.Added, Object: withRV(pod("a"), "2")}}, err: io.EOF}
+			case 4:
+				return &eventsThen{err: io.EOF}
+			}
+			return &eventsThen{err: spoiled}
+		}}
+		lw.run()
+		lw.mu.Lock()
+		defer lw.mu.Unlock()
+		assert.Equal(t, 1, lw.lists)
+	})
 }
