@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -244,7 +245,7 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 	defer cancel()
 	resp, err := lw.client.get(ctx, lw.path, q, lw.acceptList)
 	if err != nil {
-		return ListMeta{}, err
+		return ListMeta{}, lw.hint(err)
 	}
 	defer resp.Body.Close()
 
@@ -311,7 +312,7 @@ func (lw *HTTPListerWatcher[T]) Watch(ctx context.Context, opts WatchOptions) (W
 	}
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, lw.hint(err)
 	}
 	body := newWatchdog(resp.Body, lw.opt.idleTimeout, cancel)
 	w := &httpWatcher[T]{body: body, cancel: cancel}
@@ -342,4 +343,18 @@ func (lw *HTTPListerWatcher[T]) values() url.Values {
 func isProtobuf(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == mediaProtobuf
+}
+
+// hint adds to a 404 what usually causes it: a resource that is not
+// installed (a CustomResourceDefinition missing) or, when a namespace was
+// asked for, a cluster-scoped resource, which has no namespaced path.
+func (lw *HTTPListerWatcher[T]) hint(err error) error {
+	s, ok := statusOf(err)
+	if !ok || s.Code != http.StatusNotFound {
+		return err
+	}
+	if lw.target.Namespace != "" {
+		return fmt.Errorf("%w (is %s cluster-scoped? Target.Namespace must then be empty. Or is it not installed?)", err, lw.gvr.Resource)
+	}
+	return fmt.Errorf("%w (is %s installed?)", err, lw.gvr.Resource)
 }

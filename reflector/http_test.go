@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -228,5 +229,30 @@ func TestEventServedBadlyEveryTimeIsListedPast(t *testing.T) {
 	assert.Equal(t, int32(2), lists.Load(), "LIST requests")
 	for range 2 {
 		assert.ErrorContains(t, <-errs, `unknown watch event type "RESTARTED"`)
+	}
+}
+
+// A 404 says what usually causes it: a namespace asked of a cluster-scoped
+// resource (which has no namespaced path), or a resource not installed.
+func TestNotFoundSaysWhy(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"the server could not find the requested resource"}`))
+	}))
+	defer srv.Close()
+	client, err := reflector.NewClient(&reflector.Config{Host: srv.URL})
+	require.NoError(t, err)
+	for target, want := range map[string]string{
+		"default": "is nodes cluster-scoped? Target.Namespace must then be empty",
+		"":        "is nodes installed?",
+	} {
+		lw, err := reflector.NewListerWatcher[*corev1.Node](client, reflector.Target{Namespace: target})
+		require.NoError(t, err)
+		_, err = lw.List(t.Context(), reflector.ListOptions{}, func(*corev1.Node) error { return nil })
+		assert.ErrorContains(t, err, want)
+		assert.True(t, apierrors.IsNotFound(err), "still a NotFound: %v", err)
+		_, err = lw.Watch(t.Context(), reflector.WatchOptions{})
+		assert.ErrorContains(t, err, want)
 	}
 }
