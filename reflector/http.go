@@ -40,7 +40,9 @@ type Target struct {
 	Resource schema.GroupVersionResource
 	// Kind is the kind of the objects, such as "Widget". For unstructured
 	// objects it is optional: with it, objects of another kind are skipped,
-	// and list items get it filled in. For k8s.io/api types it is found
+	// and list items get it filled in; without it, list items that carry
+	// no kind get their list's kind without "List". Either way, objects of
+	// another group or version are skipped. For k8s.io/api types it is found
 	// from the type; for types of your own it is required.
 	Kind string
 	// Namespace limits the watch to one namespace; "" watches all.
@@ -131,14 +133,14 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 	protobuf := false
 	switch any(*new(T)).(type) {
 	case *unstructured.Unstructured:
-		if t.Resource.Resource == "" {
-			return errors.New("an unstructured ListerWatcher needs Target.Resource")
+		if t.Resource.Resource == "" || t.Resource.Version == "" {
+			return errors.New("an unstructured ListerWatcher needs Target.Resource, with its version")
 		}
 		lw.gvr = t.Resource
 		codec = wire.UnstructuredCodec(t.Resource.GroupVersion().WithKind(t.Kind), codecOpts...)
 	case *metav1.PartialObjectMetadata:
-		if t.Resource.Resource == "" {
-			return errors.New("a metadata ListerWatcher needs Target.Resource")
+		if t.Resource.Resource == "" || t.Resource.Version == "" {
+			return errors.New("a metadata ListerWatcher needs Target.Resource, with its version")
 		}
 		if lw.opt.contentType == Protobuf {
 			return errors.New("a metadata ListerWatcher reads JSON; use AutoContentType or JSON")

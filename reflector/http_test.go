@@ -256,3 +256,16 @@ func TestNotFoundSaysWhy(t *testing.T) {
 		assert.ErrorContains(t, err, want)
 	}
 }
+
+// A resource without its version cannot be asked for (the path would lack
+// it, and the server answer 404 for ever): refused when built, as it is
+// for types of one's own.
+func TestTargetNeedsAVersion(t *testing.T) {
+	client, err := reflector.NewClient(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	noVersion := reflector.Target{Resource: schema.GroupVersionResource{Group: "example.com", Resource: "widgets"}, Kind: "Widget"}
+	_, err = reflector.NewListerWatcher[*unstructured.Unstructured](client, noVersion)
+	assert.ErrorContains(t, err, "version")
+	_, err = reflector.NewListerWatcher[*metav1.PartialObjectMetadata](client, noVersion)
+	assert.ErrorContains(t, err, "version")
+}

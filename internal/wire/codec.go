@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	jsoniter "github.com/json-iterator/go"
@@ -42,8 +43,12 @@ type Codec[T any] struct {
 	// accepts both PartialObjectMetadata and the full resource's kind).
 	alsoAPIVersion, alsoKind string
 	// anyKind accepts objects and lists of any kind (a metadata codec that
-	// was not told the resource's kind).
-	anyKind bool
+	// was not told the resource's kind); with sameVersion, only of
+	// objAPIVersion (an unstructured codec).
+	anyKind, sameVersion bool
+	// fillListItem, when set, gives a JSON list item what it lacks from
+	// its list's kind, before the item is checked.
+	fillListItem func(obj T, listKind string)
 
 	json    jsoniter.API
 	strings *internTable // nil: WithoutStringInterning
@@ -201,11 +206,20 @@ func TypedCodec[T runtime.Object](gvk schema.GroupVersionKind, opts ...CodecOpti
 // of the given kind, for custom resources and any type without Go structs.
 // It decodes JSON only; numbers become int64 when they are integers and
 // float64 otherwise, as in k8s.io/apimachinery. gvk.Kind may be empty when
-// the caller does not know it: objects of any kind are then accepted and
-// keep the kind they carry (list items, which omit theirs, get none).
+// the caller does not know it: objects of any kind of gvk's group and
+// version are then accepted and keep the kind they carry; list items that
+// carry none (kube-apiserver omits it in lists of built-in resources) get
+// the list's kind without "List", as client-go's dynamic client gives them.
 func UnstructuredCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[*unstructured.Unstructured] {
 	c := newCodec[*unstructured.Unstructured](gvk, opts)
-	c.anyKind = gvk.Kind == ""
+	c.anyKind, c.sameVersion = gvk.Kind == "", true
+	if c.anyKind {
+		c.fillListItem = func(u *unstructured.Unstructured, listKind string) {
+			if _, ok := u.Object["kind"]; !ok && len(listKind) > len("List") && strings.HasSuffix(listKind, "List") {
+				u.Object["kind"] = strings.TrimSuffix(listKind, "List")
+			}
+		}
+	}
 	c.readJSON = func(it *jsoniter.Iterator) *unstructured.Unstructured {
 		return readUnstructured(it, c.dropManagedFields)
 	}
@@ -324,7 +338,9 @@ func (c *Codec[T]) accepts(apiVersion, kind string) bool {
 		return (kind == "" || kind == wantKind) && (apiVersion == "" || apiVersion == wantAPIVersion)
 	}
 	switch {
-	case c.anyKind, matches(c.objAPIVersion, c.objKind):
+	case c.anyKind && (!c.sameVersion || apiVersion == "" || apiVersion == c.objAPIVersion):
+		return true
+	case matches(c.objAPIVersion, c.objKind):
 		return true
 	case c.alsoKind != "" && matches(c.alsoAPIVersion, c.alsoKind):
 		return true

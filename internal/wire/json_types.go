@@ -35,6 +35,7 @@ var (
 	quantityType    = reflect.TypeFor[resource.Quantity]()
 	intOrStringType = reflect.TypeFor[intstr.IntOrString]()
 	stringMapType   = reflect.TypeFor[map[string]string]()
+	anyType         = reflect.TypeFor[any]()
 )
 
 // CreateDecoder implements jsoniter.Extension.
@@ -52,8 +53,20 @@ func (v *valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 		return stringMapDecoder{v.table}
 	case fieldsV1Type:
 		return fieldsV1Decoder{v.table}
+	case anyType:
+		return anyDecoder{}
 	}
 	return nil
+}
+
+// anyDecoder decodes an interface{} field (a type of one's own may have
+// them; no k8s.io/api type does) as sigs.k8s.io/json does for client-go:
+// integers that fit are int64, other numbers float64. json-iterator's own
+// made every number a float64, which cannot hold integers beyond 2^53.
+type anyDecoder struct{}
+
+func (anyDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	*(*any)(ptr) = readAny(it)
 }
 
 // DecorateDecoder implements jsoniter.Extension.

@@ -23,6 +23,11 @@ type valueHolder struct {
 	M   map[string]string            `json:"m"`
 	TS  []metav1.Time                `json:"ts"`
 	Raw string                       `json:"raw"`
+	// interface{} fields, as a type of one's own may have: integers stay
+	// int64, as sigs.k8s.io/json keeps them.
+	A  any            `json:"a"`
+	AM map[string]any `json:"am"`
+	AS []any          `json:"as"`
 }
 
 // The value decoders must agree with the types' own UnmarshalJSON, as
@@ -66,6 +71,9 @@ func TestValueTypesMatchApimachinery(t *testing.T) {
 		`{"q":"1e3","qm":{"a":"1e3","b":"1E3","c":"1Ki","d":"+1","e":"0.1"}}`,
 		`{"q":"1Ei0"}`,
 		`{"q":"99999999999999999999999999999Ei"}`,
+		`{"a":9007199254740993,"am":{"i":3,"f":1.5,"e":1e3,"n":null,"s":"x","o":{"i":-9223372036854775808}},"as":[5,1.0,[],{}]}`,
+		`{"a":{"big":99999999999999999999,"neg":-0}}`,
+		`{"a":1e400}`,
 	} {
 		for name, table := range map[string]*internTable{"copied": nil, "interned": newInternTable()} {
 			api := newJSONAPI(false, table, nil)

@@ -126,6 +126,9 @@ func (l *jsonList[T]) item(it *jsoniter.Iterator) bool {
 	if it.Error != nil {
 		return false
 	}
+	if l.codec.fillListItem != nil {
+		l.codec.fillListItem(obj, l.kind)
+	}
 	if err := l.codec.finishJSON(obj); err != nil {
 		l.stop = fmt.Errorf("%s: %w", l.what(), err)
 		return false

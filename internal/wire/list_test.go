@@ -517,3 +517,27 @@ func TestProtobufListWithTwoListsIsMalformed(t *testing.T) {
 	_, err := DecodeProtobufList(bytes.NewReader(body), mustCodec[*corev1.Pod](t, podGVK), 0, func(p *corev1.Pod) error { return nil })
 	require.ErrorIs(t, err, ErrMalformed)
 }
+
+// An unstructured codec told no kind: list items without one get the list's
+// kind without "List", as client-go's dynamic client gives them
+// (kube-apiserver leaves it out of the items of built-in resources' lists,
+// and watched objects carry it); objects of another group or version are
+// not its resource's, and are refused rather than stamped with its version.
+func TestUnstructuredListOfAnyKind(t *testing.T) {
+	c := UnstructuredCodec(schemaGVK("", "v1", ""))
+	var got []*unstructured.Unstructured
+	body := `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a"}},{"kind":"Binding","metadata":{"name":"b"}}]}`
+	if _, err := DecodeJSONList(strings.NewReader(body), c, 0, collect(&got)); err != nil || len(got) != 2 {
+		t.Fatalf("%d items, %v", len(got), err)
+	}
+	for i, want := range []string{"Pod", "Binding"} {
+		if got[i].GetKind() != want || got[i].GetAPIVersion() != "v1" {
+			t.Errorf("item %d: %q %q, want %q v1", i, got[i].GetKind(), got[i].GetAPIVersion(), want)
+		}
+	}
+	body = `{"kind":"WidgetList","apiVersion":"example.com/v1","metadata":{},"items":[{"apiVersion":"other.io/v9","kind":"Gadget","metadata":{"name":"a"}}]}`
+	got = nil
+	if _, err := DecodeJSONList(strings.NewReader(body), UnstructuredCodec(schemaGVK("example.com", "v1", "")), 0, collect(&got)); !errors.Is(err, ErrWrongKind) {
+		t.Fatalf("an other.io/v9 Gadget in example.com/v1's list: %v, %d items", err, len(got))
+	}
+}
