@@ -149,7 +149,7 @@ type runState struct {
 	backoff        *backoff
 	progressed     bool   // the last attempt's watch moved the resourceVersion forward
 	failedInStream bool   // the last attempt's watch failed after it was opened
-	stuck          int    // watches that failed in their stream at stuckAt, in a row
+	stuck          int    // watches that failed in their stream at stuckAt
 	stuckAt        string // the resourceVersion they failed at
 }
 
@@ -161,9 +161,9 @@ func (s *runState) refilled() {
 	s.needList, s.listOnce, s.latest, s.listedAt, s.stuck, s.stuckAt = false, false, false, time.Now(), 0, ""
 }
 
-// maxStuckWatches is how many watches in a row may fail in their stream at
-// the same resourceVersion, on what the server sent (an event that cannot
-// be decoded, an ERROR event), before the Reflector relists. Resuming is cheap
+// maxStuckWatches is how many watches may fail in their stream at the same
+// resourceVersion, on what the server sent (an event that cannot be
+// decoded, an ERROR event), before the Reflector relists. Resuming is cheap
 // and gets back an event spoiled on its way; but an event the server sends
 // again every time stops the cache for good, where a list moves past it,
 // as client-go's relist after such errors does.
