@@ -22,8 +22,9 @@ const tokenFileMaxAge = time.Minute
 // the User-Agent and one kind of credentials on every request bound for the
 // configured apiserver (same scheme and host; a redirect elsewhere gets
 // none), and reacts to a 401 by dropping cached credentials so that the
-// next request fetches new ones. A client certificate is not its business:
-// the TLS configuration presents it.
+// next request fetches new ones. A client certificate is the TLS
+// configuration's to present; when it lives in files, this transport has
+// them looked at before each request, so that a new pair is used at once.
 type authTransport struct {
 	next      http.RoundTripper
 	origin    *url.URL
@@ -35,6 +36,8 @@ type authTransport struct {
 	username, password string
 	basic              bool
 	exec               *execPlugin
+
+	certFiles *certFiles // nil unless the client certificate and key are files
 }
 
 // RoundTrip implements http.RoundTripper. It does not modify req.
@@ -43,7 +46,13 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.Header.Get("User-Agent") == "" {
 		r.Header.Set("User-Agent", t.userAgent)
 	}
-	if !sameOrigin(r.URL, t.origin) || r.Header.Get("Authorization") != "" {
+	if !sameOrigin(r.URL, t.origin) {
+		return t.next.RoundTrip(r)
+	}
+	if t.certFiles != nil {
+		t.certFiles.refresh()
+	}
+	if r.Header.Get("Authorization") != "" {
 		return t.next.RoundTrip(r)
 	}
 	var used *execCredential

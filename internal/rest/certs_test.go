@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,4 +135,48 @@ func newClientCertServerCounting(t *testing.T, ca *testCA, conns *atomic.Int32) 
 // as CAData.
 func serverCAPEM(srv *httptest.Server) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// Client certificate and key files replaced while the program runs (the
+// kubelet rotates its client certificate so) are read again: the next
+// request closes the connections made with the old pair, and a new one
+// presents the new pair. They were read once, and the old pair presented
+// until it expired.
+func TestClientCertFilesAreReadAgainWhenReplaced(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	srv := newClientCertServer(t, ca) // answers with the client certificate's CN
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
+	write := func(cn string) {
+		c, k := ca.issue(t, cn, true, nil, nil)
+		for path, data := range map[string][]byte{certFile: c, keyFile: k} {
+			tmp := path + ".tmp" // replaced whole, as rotations do
+			if err := os.WriteFile(tmp, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write("node-old")
+	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: ca.certPEM, CertFile: certFile, KeyFile: keyFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, who := get(t, c, "/"); who != "node-old" {
+		t.Fatalf("first request as %q", who)
+	}
+	write("node-new")
+	if _, who := get(t, c, "/"); who != "node-new" {
+		t.Errorf("after the files were replaced, the request went as %q, want node-new", who)
+	}
+	// A pair caught half-written keeps the last good one in use.
+	if err := os.WriteFile(keyFile, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.CloseIdleConnections()
+	if _, who := get(t, c, "/"); who != "node-new" {
+		t.Errorf("with a broken key file, the request went as %q, want node-new (the last good pair)", who)
+	}
 }

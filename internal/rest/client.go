@@ -84,7 +84,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	if base.User != nil {
 		return nil, fmt.Errorf("rest: Host %q carries user info; set Username and Password instead", base.Redacted())
 	}
-	base.RawQuery, base.Fragment = "", ""
+	base.RawQuery, base.Fragment = "", "" // as client-go's REST client
 
 	hasBearer := c.BearerToken != "" || c.BearerTokenFile != ""
 	hasBasic := c.Username != "" || c.Password != ""
@@ -123,6 +123,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 			CertificateAuthorityData: caBundle(&c.TLS),
 			ProxyURL:                 c.ProxyURL,
 			DisableCompression:       c.DisableCompression,
+			Config:                   ex.ClusterConfig,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("rest: %w", err)
@@ -130,16 +131,31 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 		auth.exec.log = o.logger
 	}
 
-	tlsConfig, err := newTLSConfig(&c.TLS, auth.exec)
+	if c.TLS.CertFile != "" && c.TLS.KeyFile != "" && len(c.TLS.CertData) == 0 && len(c.TLS.KeyData) == 0 {
+		// Both in files, which may be replaced: read again when they
+		// change (as client-go does only in this case too).
+		if auth.certFiles, err = newCertFiles(&c.TLS, o.logger); err != nil {
+			return nil, fmt.Errorf("rest: %w", err)
+		}
+	}
+	tlsConfig, err := newTLSConfig(&c.TLS, auth.exec, auth.certFiles)
 	if err != nil {
 		return nil, fmt.Errorf("rest: %w", err)
 	}
 	var tracker *connTracker
-	if auth.exec != nil {
+	if auth.exec != nil || auth.certFiles != nil {
 		tracker = &connTracker{}
-		log := o.logger
+	}
+	log := o.logger
+	if auth.exec != nil {
 		auth.exec.onCertRotation = func() {
 			log.Info("exec plugin returned a new client certificate; closing connections that used the old one")
+			tracker.closeAll()
+		}
+	}
+	if auth.certFiles != nil {
+		auth.certFiles.onRotation = func() {
+			log.Info("client certificate files changed; closing connections that used the old pair", "cert", c.TLS.CertFile)
 			tracker.closeAll()
 		}
 	}

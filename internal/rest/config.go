@@ -107,7 +107,10 @@ type TLSConfig struct {
 	CAData []byte
 	CAFile string
 	// CertData (PEM) or CertFile, with KeyData or KeyFile, are the client
-	// certificate and its private key.
+	// certificate and its private key. When both are files, they are looked
+	// at before each request and read again when they changed (the kubelet
+	// rotates its client certificate so), and the connections made with
+	// the old pair are closed.
 	CertData []byte
 	CertFile string
 	KeyData  []byte

@@ -65,11 +65,13 @@ type ExecConfig struct {
 	// InstallHint is shown when the command is not found.
 	InstallHint string
 	// ProvideClusterInfo passes the cluster's server, CA data, TLS server
-	// name and proxy to the plugin in KUBERNETES_EXEC_INFO. The cluster's
-	// per-plugin configuration (spec.cluster.config, from the kubeconfig
-	// cluster extension client.authentication.k8s.io/exec) is not read
-	// nor passed: a plugin that needs it fails as it would without it.
+	// name and proxy to the plugin in KUBERNETES_EXEC_INFO, and
+	// ClusterConfig as spec.cluster.config.
 	ProvideClusterInfo bool
+	// ClusterConfig is the cluster's configuration for the plugin, JSON:
+	// LoadKubeconfig fills it from the cluster's extension named
+	// client.authentication.k8s.io/exec, as kubectl does.
+	ClusterConfig json.RawMessage
 	// InteractiveMode is Never, IfAvailable (the default when empty) or
 	// Always, which is refused: plugins get no terminal here.
 	InteractiveMode string
@@ -122,12 +124,13 @@ type execSpec struct {
 
 // execCluster is the cluster information handed to plugins that ask for it.
 type execCluster struct {
-	Server                   string `json:"server"`
-	TLSServerName            string `json:"tls-server-name,omitempty"`
-	InsecureSkipTLSVerify    bool   `json:"insecure-skip-tls-verify,omitempty"`
-	CertificateAuthorityData []byte `json:"certificate-authority-data,omitempty"`
-	ProxyURL                 string `json:"proxy-url,omitempty"`
-	DisableCompression       bool   `json:"disable-compression,omitempty"`
+	Server                   string          `json:"server"`
+	TLSServerName            string          `json:"tls-server-name,omitempty"`
+	InsecureSkipTLSVerify    bool            `json:"insecure-skip-tls-verify,omitempty"`
+	CertificateAuthorityData []byte          `json:"certificate-authority-data,omitempty"`
+	ProxyURL                 string          `json:"proxy-url,omitempty"`
+	DisableCompression       bool            `json:"disable-compression,omitempty"`
+	Config                   json.RawMessage `json:"config,omitempty"`
 }
 
 type execStatus struct {

@@ -292,6 +292,7 @@ func TestExecPluginInput(t *testing.T) {
 	infoFile := filepath.Join(t.TempDir(), "info.json")
 	exec := testPlugin(t, ExecAPIVersionV1, map[string]string{"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_INFO_FILE": infoFile})
 	exec.ProvideClusterInfo = true
+	exec.ClusterConfig = json.RawMessage(`{"audience":"a"}`)
 	exec.InteractiveMode = ExecInteractiveIfAvailable
 	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv), ServerName: "example.com"}, Exec: exec})
 	if err != nil {
@@ -310,9 +311,10 @@ func TestExecPluginInput(t *testing.T) {
 			Spec       struct {
 				Interactive *bool `json:"interactive"`
 				Cluster     *struct {
-					Server        string `json:"server"`
-					TLSServerName string `json:"tls-server-name"`
-					CAData        []byte `json:"certificate-authority-data"`
+					Server        string          `json:"server"`
+					TLSServerName string          `json:"tls-server-name"`
+					CAData        []byte          `json:"certificate-authority-data"`
+					Config        json.RawMessage `json:"config"`
 				} `json:"cluster"`
 			} `json:"spec"`
 		} `json:"info"`
@@ -332,6 +334,9 @@ func TestExecPluginInput(t *testing.T) {
 	}
 	if cl := in.Spec.Cluster; cl == nil || cl.Server != srv.URL || cl.TLSServerName != "example.com" || string(cl.CAData) != string(serverCAPEM(srv)) {
 		t.Errorf("spec.cluster = %+v, want the server, name and CA", cl)
+	}
+	if cl := in.Spec.Cluster; cl == nil || string(cl.Config) != `{"audience":"a"}` {
+		t.Errorf("spec.cluster.config = %s, want the cluster's configuration for the plugin", cl.Config)
 	}
 }
 

@@ -3,6 +3,7 @@ package rest
 import (
 	"cmp"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -152,6 +153,56 @@ type kubeCluster struct {
 	TLSServerName            string `yaml:"tls-server-name"`
 	ProxyURL                 string `yaml:"proxy-url"`
 	DisableCompression       bool   `yaml:"disable-compression"`
+	Extensions               []struct {
+		Name      string `yaml:"name"`
+		Extension any    `yaml:"extension"`
+	} `yaml:"extensions"`
+}
+
+// execExtension is the cluster's configuration for exec plugins (the
+// extension client.authentication.k8s.io/exec) as JSON, or nil.
+func (c *kubeCluster) execExtension() (json.RawMessage, error) {
+	for _, e := range c.Extensions {
+		if e.Name != "client.authentication.k8s.io/exec" {
+			continue
+		}
+		v, err := jsonValue(e.Extension)
+		if err != nil {
+			return nil, fmt.Errorf("extension %s: %w", e.Name, err)
+		}
+		return json.Marshal(v)
+	}
+	return nil, nil
+}
+
+// jsonValue turns a value decoded from YAML into one JSON can encode: maps
+// with string keys.
+func jsonValue(v any) (any, error) {
+	switch v := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			s, ok := k.(string)
+			if !ok {
+				return nil, fmt.Errorf("key %v is not a string", k)
+			}
+			var err error
+			if m[s], err = jsonValue(e); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	case []any:
+		s := make([]any, len(v))
+		for i, e := range v {
+			var err error
+			if s[i], err = jsonValue(e); err != nil {
+				return nil, err
+			}
+		}
+		return s, nil
+	}
+	return v, nil
 }
 
 type kubeUser struct {
@@ -167,7 +218,10 @@ type kubeUser struct {
 	AuthProvider          *struct {
 		Name string `yaml:"name"`
 	} `yaml:"auth-provider"`
-	Impersonate string `yaml:"as"`
+	Impersonate       string              `yaml:"as"`
+	ImpersonateUID    string              `yaml:"as-uid"`
+	ImpersonateGroups []string            `yaml:"as-groups"`
+	ImpersonateExtra  map[string][]string `yaml:"as-user-extra"`
 }
 
 type kubeExec struct {
@@ -307,6 +361,13 @@ func (kc *kubeconfig) config(contextName string) (*Config, error) {
 	if err := user.apply(cfg); err != nil {
 		return nil, fmt.Errorf("user %q: %w", ctx.User, err)
 	}
+	if cfg.Exec != nil {
+		ext, err := cluster.execExtension()
+		if err != nil {
+			return nil, fmt.Errorf("cluster %q: %w", ctx.Cluster, err)
+		}
+		cfg.Exec.ClusterConfig = ext
+	}
 	return cfg, nil
 }
 
@@ -339,8 +400,10 @@ func (u *kubeUser) apply(cfg *Config) error {
 	if u.AuthProvider != nil {
 		return fmt.Errorf("auth-provider %q is not supported; use an exec credential plugin", u.AuthProvider.Name)
 	}
-	if u.Impersonate != "" {
-		return errors.New("impersonation (as) is not supported")
+	if u.Impersonate != "" || u.ImpersonateUID != "" || len(u.ImpersonateGroups) > 0 || len(u.ImpersonateExtra) > 0 {
+		// Ignored, the requests would go out as the user's own identity,
+		// often one with more rights than asked for.
+		return errors.New("impersonation (as, as-uid, as-groups, as-user-extra) is not supported")
 	}
 	cfg.BearerToken = u.Token
 	cfg.BearerTokenFile = u.TokenFile

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -121,6 +122,14 @@ clusters:
   cluster:
     server: https://k.example
     certificate-authority: certs/ca.crt
+    extensions:
+    - name: other.example/thing
+      extension: {ignored: true}
+    - name: client.authentication.k8s.io/exec
+      extension:
+        audience: my-audience
+        regions: [eu-west-1]
+        nested: {depth: 2}
 users:
 - name: u
   user:
@@ -163,6 +172,8 @@ contexts:
 		InstallHint:        "run make",
 		ProvideClusterInfo: true,
 		InteractiveMode:    "Never",
+		// the cluster's configuration for exec plugins, as JSON
+		ClusterConfig: json.RawMessage(`{"audience":"my-audience","nested":{"depth":2},"regions":["eu-west-1"]}`),
 	}
 	if !reflect.DeepEqual(cfg.Exec, wantExec) {
 		t.Errorf("Exec = %+v\nwant   %+v", *cfg.Exec, *wantExec)
@@ -303,6 +314,20 @@ contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{`auth-prov
 		{"impersonation", `
 clusters: [{name: k, cluster: {server: "https://k"}}]
 users: [{name: u, user: {as: admin, token: ` + secret + `}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"impersonation"}},
+		// Without "as", the other impersonation fields were dropped: the
+		// requests went out as the user's own identity.
+		{"impersonation of groups", `
+clusters: [{name: k, cluster: {server: "https://k"}}]
+users: [{name: u, user: {as-groups: ["system:masters"], token: ` + secret + `}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"impersonation", "as-groups"}},
+		{"impersonation of a uid", `
+clusters: [{name: k, cluster: {server: "https://k"}}]
+users: [{name: u, user: {as-uid: "1234", token: ` + secret + `}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"impersonation"}},
+		{"impersonation extra", `
+clusters: [{name: k, cluster: {server: "https://k"}}]
+users: [{name: u, user: {as-user-extra: {reason: [break-glass]}, token: ` + secret + `}}]
 contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"impersonation"}},
 	}
 	for _, tt := range tests {

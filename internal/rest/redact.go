@@ -136,6 +136,7 @@ func (e ExecConfig) fields() fieldList {
 	l.str("APIVersion", e.APIVersion)
 	l.str("InstallHint", e.InstallHint)
 	l.flag("ProvideClusterInfo", e.ProvideClusterInfo)
+	l.secret("ClusterConfig", len(e.ClusterConfig) > 0)
 	l.str("InteractiveMode", e.InteractiveMode)
 	return l
 }

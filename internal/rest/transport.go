@@ -90,8 +90,9 @@ func newTransport(cfg *Config, tlsConfig *tls.Config, tracker *connTracker) (*ht
 
 // newTLSConfig builds the TLS configuration: verification against the
 // configured roots (the system's when none), TLS 1.2 at least, and the
-// static client certificate or, failing that, the exec plugin's.
-func newTLSConfig(t *TLSConfig, exec *execPlugin) (*tls.Config, error) {
+// static client certificate (read again when its files change, files) or,
+// failing that, the exec plugin's.
+func newTLSConfig(t *TLSConfig, exec *execPlugin, files *certFiles) (*tls.Config, error) {
 	c := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         t.ServerName,
@@ -116,13 +117,16 @@ func newTLSConfig(t *TLSConfig, exec *execPlugin) (*tls.Config, error) {
 		}
 		c.RootCAs = pool
 	}
-	if t.hasClientCert() {
+	switch {
+	case files != nil:
+		c.GetClientCertificate = files.clientCertificate
+	case t.hasClientCert():
 		cert, err := loadClientCert(t)
 		if err != nil {
 			return nil, err
 		}
 		c.Certificates = []tls.Certificate{cert}
-	} else if exec != nil {
+	case exec != nil:
 		c.GetClientCertificate = exec.clientCertificate
 	}
 	return c, nil

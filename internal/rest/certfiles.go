@@ -1,0 +1,109 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// certFiles keeps a client certificate and key that live in files, which
+// their owner may replace while the program runs: the kubelet rotates the
+// client certificate its kubeconfig names, as do certificate agents. Before
+// each request to the apiserver, refresh looks at the files, and reads them
+// again when they changed, as the token file is; the TLS handshake of every
+// new connection presents the pair read last. A new pair also closes the
+// connections that were made with the old one (onRotation), as client-go
+// does. A pair that no longer loads (caught mid-write) leaves the last good
+// one in use. It is safe for concurrent use.
+type certFiles struct {
+	certFile, keyFile string
+	log               *slog.Logger
+	onRotation        func() // called, outside the lock, when the pair changed
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	stamp   [2]fileStamp // of certFile and keyFile when cert was read
+	failing bool         // the last read failed and was warned about
+}
+
+// fileStamp tells whether a file changed: its size and modification time.
+type fileStamp struct {
+	size    int64
+	modTime time.Time
+}
+
+func stampOf(path string) (fileStamp, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{info.Size(), info.ModTime()}, nil
+}
+
+// newCertFiles reads the pair once, so that bad files fail NewClient.
+func newCertFiles(t *TLSConfig, log *slog.Logger) (*certFiles, error) {
+	f := &certFiles{certFile: t.CertFile, keyFile: t.KeyFile, log: log}
+	stamp, err := f.stamps()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := loadClientCert(t)
+	if err != nil {
+		return nil, err
+	}
+	f.cert, f.stamp = &cert, stamp
+	return f, nil
+}
+
+func (f *certFiles) stamps() ([2]fileStamp, error) {
+	var s [2]fileStamp
+	var err error
+	if s[0], err = stampOf(f.certFile); err != nil {
+		return s, err
+	}
+	s[1], err = stampOf(f.keyFile)
+	return s, err
+}
+
+// clientCertificate is the tls.Config's GetClientCertificate.
+func (f *certFiles) clientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cert, nil
+}
+
+// refresh reads the files again if they changed since they were read.
+func (f *certFiles) refresh() {
+	f.mu.Lock()
+	stamp, err := f.stamps()
+	if err == nil && stamp == f.stamp {
+		f.mu.Unlock()
+		return
+	}
+	var cert tls.Certificate
+	if err == nil {
+		cert, err = loadClientCert(&TLSConfig{CertFile: f.certFile, KeyFile: f.keyFile})
+	}
+	if err != nil {
+		// Looked at again before every request until it loads: warn
+		// once, not at every request.
+		level := slog.LevelWarn
+		if f.failing {
+			level = slog.LevelDebug
+		}
+		f.failing = true
+		f.mu.Unlock()
+		f.log.Log(context.Background(), level, "cannot read the client certificate files; using the pair read before", "cert", f.certFile, "key", f.keyFile, "error", err)
+		return
+	}
+	rotated := !bytes.Equal(cert.Certificate[0], f.cert.Certificate[0])
+	f.cert, f.stamp, f.failing = &cert, stamp, false
+	f.mu.Unlock()
+	if rotated && f.onRotation != nil {
+		f.onRotation()
+	}
+}
