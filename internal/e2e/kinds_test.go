@@ -168,6 +168,7 @@ func wrap[T metav1.Object](label string, target reflector.Target, inf *informer.
 		},
 	}
 	w.rec = newOracle(w.label)
+	w.rec.noSelector = target.LabelSelector == ""
 	if err := inf.SetWatchErrorHandler(w.errs.add); err != nil {
 		return nil, err
 	}
@@ -301,6 +302,9 @@ func converge(t *testing.T, srv server, within time.Duration, nss []string, ws .
 			for _, w := range ws {
 				if s := w.errs.String(); s != "" {
 					t.Logf("%s reported:%s", w.label, s)
+				}
+				for _, p := range w.rec.problems() {
+					t.Error(p) // often the cause: say it before giving up
 				}
 			}
 			t.FailNow()

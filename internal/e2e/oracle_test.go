@@ -37,6 +37,8 @@ type oracle struct {
 	view       map[string]state
 	highest    map[string]uint64 // the largest resourceVersion each key has shown
 	deletes    map[string][]bool // each key's deletes, true when the final state was unknown
+	goneUIDs   map[string]bool
+	noSelector bool
 	violations []string
 	adds       int
 	updates    int
@@ -44,12 +46,22 @@ type oracle struct {
 
 // state is what the oracle keeps of an object.
 type state struct {
-	rv  string
-	uid string
+	rv     string
+	uid    string
+	labels string
+}
+
+func labelsOf(obj metav1.Object) string {
+	var kv []string
+	for k, v := range obj.GetLabels() {
+		kv = append(kv, k+"="+v)
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, ",")
 }
 
 func newOracle(name string) *oracle {
-	return &oracle{name: name, view: map[string]state{}, highest: map[string]uint64{}, deletes: map[string][]bool{}}
+	return &oracle{name: name, view: map[string]state{}, highest: map[string]uint64{}, deletes: map[string][]bool{}, goneUIDs: map[string]bool{}}
 }
 
 // handlerOf adapts an oracle to processor.Handler[T].
@@ -66,6 +78,9 @@ func (r *oracle) onAdd(obj metav1.Object) {
 	r.adds++
 	if cur, ok := r.view[key]; ok {
 		r.violate("Add of %s@%s while the view holds it at %s", key, obj.GetResourceVersion(), cur.rv)
+	}
+	if r.noSelector && r.goneUIDs[string(obj.GetUID())] {
+		r.violate("Add of %s@%s with uid %s, which was deleted: an update delivered as Delete then Add", key, obj.GetResourceVersion(), obj.GetUID())
 	}
 	r.grow(key, obj, "Add")
 	r.view[key] = stateOf(obj)
@@ -108,6 +123,7 @@ func (r *oracle) onDelete(obj metav1.Object, finalStateUnknown bool) {
 			r.violate("Delete of %s at %s after the key showed %d", key, obj.GetResourceVersion(), r.highest[key])
 		}
 	}
+	r.goneUIDs[string(obj.GetUID())] = true
 	delete(r.view, key)
 }
 
@@ -134,7 +150,7 @@ func (r *oracle) lines(keep func(key string) bool) []string {
 	out := []string{}
 	for key, s := range r.view {
 		if keep(key) {
-			out = append(out, key+"@"+s.rv+"#"+s.uid)
+			out = append(out, key+"@"+s.rv+"#"+s.uid+"{"+s.labels+"}")
 		}
 	}
 	slices.Sort(out)
@@ -175,7 +191,7 @@ func keyOf(obj metav1.Object) string {
 }
 
 func stateOf(obj metav1.Object) state {
-	return state{rv: obj.GetResourceVersion(), uid: string(obj.GetUID())}
+	return state{rv: obj.GetResourceVersion(), uid: string(obj.GetUID()), labels: labelsOf(obj)}
 }
 
 // linesOf returns objects as sorted "key@rv#uid" lines, keeping only the
@@ -184,7 +200,7 @@ func linesOf[T metav1.Object](objs []T, keep func(key string) bool) []string {
 	out := []string{}
 	for _, o := range objs {
 		if key := keyOf(o); keep(key) {
-			out = append(out, key+"@"+o.GetResourceVersion()+"#"+string(o.GetUID()))
+			out = append(out, key+"@"+o.GetResourceVersion()+"#"+string(o.GetUID())+"{"+labelsOf(o)+"}")
 		}
 	}
 	slices.Sort(out)

@@ -163,7 +163,15 @@ func isPlainBookmark(ev map[string]any) bool {
 }
 
 // fact records something the test established from raw values.
-func (r *recorder) fact(name string, value any) { r.g.Facts[name] = value }
+func (r *recorder) fact(name string, value any) {
+	if b, ok := value.(bool); ok && !b {
+		// Every such fact is something the recording shows to be true:
+		// false fails here, not only against a golden file that -update
+		// would rewrite.
+		r.t.Errorf("fact %q does not hold", name)
+	}
+	r.g.Facts[name] = value
+}
 
 // finish compares the record with the golden file, or writes it.
 func (r *recorder) finish() {

@@ -551,7 +551,9 @@ func scenarioForbidden(t *testing.T, srv server, ns string) {
 		f.Shutdown()
 	})
 	f.Start(ctx)
-	wait, cancelWait := context.WithTimeout(ctx, 3*time.Second)
+	// Long enough for the first 403 to come back under CI's load (the
+	// error then names it); the informers never sync, so all of it passes.
+	wait, cancelWait := context.WithTimeout(ctx, 15*time.Second)
 	defer cancelWait()
 	err := f.WaitForCacheSync(wait)
 	require.Error(t, err)
