@@ -41,8 +41,9 @@ type Target struct {
 	// Kind is the kind of the objects, such as "Widget". For unstructured
 	// objects it is optional: with it, objects of another kind are skipped,
 	// and list items get it filled in; without it, list items that carry
-	// no kind get their list's kind without "List". Either way, objects of
-	// another group or version are skipped. For k8s.io/api types it is found
+	// no kind get their list's kind without "List". Either way, an object
+	// of another group or version is refused: a watch event is skipped, a
+	// list holding one fails. For k8s.io/api types it is found
 	// from the type; for types of your own it is required.
 	Kind string
 	// Namespace limits the watch to one namespace; "" watches all.
@@ -155,6 +156,9 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 	default:
 		gvk, gvr, err := kinds.Of[T]()
 		if t.Resource.Resource != "" {
+			if t.Resource.Version == "" {
+				return errors.New("Target.Resource needs its version")
+			}
 			gvr, err = t.Resource, nil
 			if t.Kind != "" {
 				gvk = gvr.GroupVersion().WithKind(t.Kind)

@@ -258,8 +258,8 @@ func TestNotFoundSaysWhy(t *testing.T) {
 }
 
 // A resource without its version cannot be asked for (the path would lack
-// it, and the server answer 404 for ever): refused when built, as it is
-// for types of one's own.
+// it, and the server answer 404 for ever): refused when built, for every
+// kind of object.
 func TestTargetNeedsAVersion(t *testing.T) {
 	client, err := reflector.NewClient(&reflector.Config{Host: "http://127.0.0.1:1"})
 	require.NoError(t, err)
@@ -267,5 +267,7 @@ func TestTargetNeedsAVersion(t *testing.T) {
 	_, err = reflector.NewListerWatcher[*unstructured.Unstructured](client, noVersion)
 	assert.ErrorContains(t, err, "version")
 	_, err = reflector.NewListerWatcher[*metav1.PartialObjectMetadata](client, noVersion)
+	assert.ErrorContains(t, err, "version")
+	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Resource: schema.GroupVersionResource{Resource: "pods"}})
 	assert.ErrorContains(t, err, "version")
 }

@@ -37,11 +37,30 @@ type authTransport struct {
 	basic              bool
 	exec               *execPlugin
 
-	certFiles *certFiles // nil unless the client certificate and key are files
+	certFiles *certFiles   // nil unless the client certificate and key are files
+	tracker   *connTracker // closes the connections when the client certificate changes; nil when it cannot
 }
 
 // RoundTrip implements http.RoundTripper. It does not modify req.
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var closes uint64
+	if t.tracker != nil {
+		closes = t.tracker.closes.Load()
+	}
+	resp, err := t.send(req)
+	if err != nil && t.tracker != nil && t.tracker.closes.Load() != closes &&
+		(req.Body == nil || req.Body == http.NoBody) && req.Context().Err() == nil {
+		// A new client certificate closed the connections while this
+		// request was on its way, and HTTP/2's pool may still have handed
+		// it one of them ("use of closed network connection"): once more,
+		// on a new connection.
+		return t.send(req)
+	}
+	return resp, err
+}
+
+// send is one attempt of RoundTrip.
+func (t *authTransport) send(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	if r.Header.Get("User-Agent") == "" {
 		r.Header.Set("User-Agent", t.userAgent)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"time"
 )
 
 // certFiles keeps a client certificate and key that live in files, which
@@ -30,18 +29,21 @@ type certFiles struct {
 	failing bool         // the last read failed and was warned about
 }
 
-// fileStamp tells whether a file changed: its size and modification time.
+// fileStamp tells whether a file changed: its size, its modification time,
+// and which file it is (a symlink swapped to another file, as the kubelet
+// does, may keep both; os.SameFile compares the files themselves).
 type fileStamp struct {
-	size    int64
-	modTime time.Time
+	info os.FileInfo
 }
 
 func stampOf(path string) (fileStamp, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, err
-	}
-	return fileStamp{info.Size(), info.ModTime()}, nil
+	info, err := os.Stat(path) // through symlinks
+	return fileStamp{info}, err
+}
+
+func (s fileStamp) same(o fileStamp) bool {
+	return s.info != nil && o.info != nil && os.SameFile(s.info, o.info) &&
+		s.info.Size() == o.info.Size() && s.info.ModTime().Equal(o.info.ModTime())
 }
 
 // newCertFiles reads the pair once, so that bad files fail NewClient.
@@ -80,7 +82,7 @@ func (f *certFiles) clientCertificate(*tls.CertificateRequestInfo) (*tls.Certifi
 func (f *certFiles) refresh() {
 	f.mu.Lock()
 	stamp, err := f.stamps()
-	if err == nil && stamp == f.stamp {
+	if err == nil && stamp[0].same(f.stamp[0]) && stamp[1].same(f.stamp[1]) {
 		f.mu.Unlock()
 		return
 	}

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -8,6 +9,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -178,5 +181,141 @@ func TestClientCertFilesAreReadAgainWhenReplaced(t *testing.T) {
 	c.CloseIdleConnections()
 	if _, who := get(t, c, "/"); who != "node-new" {
 		t.Errorf("with a broken key file, the request went as %q, want node-new (the last good pair)", who)
+	}
+}
+
+// newH2ClientCertServer is newClientCertServer over HTTP/2, as
+// kube-apiserver speaks: it answers with the client certificate's CN, and
+// /stream sends a byte and holds the stream open (a watch).
+func newH2ClientCertServer(t *testing.T, ca *testCA) *httptest.Server {
+	certPEM, keyPEM := ca.issue(t, "apiserver", false, []string{"apiserver.test"}, []net.IP{net.ParseIP("127.0.0.1")})
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stream" {
+			_, _ = w.Write([]byte("x"))
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		_, _ = w.Write([]byte(r.TLS.PeerCertificates[0].Subject.CommonName))
+	}))
+	srv.EnableHTTP2 = true
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Over HTTP/2 the request that notices new certificate files closes the
+// connections, and the pool could still hand it one of them: it failed
+// with "use of closed network connection" about a third of the time. It
+// is sent once more on a new connection. With a watch open on the
+// connection, too.
+func TestClientCertRotationOverHTTP2(t *testing.T) {
+	for _, watching := range []bool{false, true} {
+		t.Run(fmt.Sprint("watching=", watching), func(t *testing.T) {
+			ca := newTestCA(t, "ca")
+			srv := newH2ClientCertServer(t, ca)
+			dir := t.TempDir()
+			certFile, keyFile := filepath.Join(dir, "c.crt"), filepath.Join(dir, "c.key")
+			write := func(cn string) {
+				c, k := ca.issue(t, cn, true, nil, nil)
+				for path, data := range map[string][]byte{certFile: c, keyFile: k} {
+					if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Rename(path+".tmp", path); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			write("n0")
+			c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: ca.certPEM, CertFile: certFile, KeyFile: keyFile}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 40; i++ {
+				var stream io.Closer
+				if watching {
+					resp, err := c.Do(mustRequest(t, c.URL("/stream", nil).String()))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := io.ReadFull(resp.Body, make([]byte, 1)); err != nil {
+						t.Fatal(err)
+					}
+					stream = resp.Body
+				} else {
+					get(t, c, "/")
+				}
+				write(fmt.Sprint("n", i))
+				resp, err := c.Do(mustRequest(t, c.URL("/", nil).String()))
+				if stream != nil {
+					stream.Close()
+				}
+				if err != nil {
+					t.Fatalf("round %d: the request after the rotation failed: %v", i, err)
+				}
+				who, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(who) != fmt.Sprint("n", i) {
+					t.Fatalf("round %d: the request went as %q", i, who)
+				}
+			}
+		})
+	}
+}
+
+func mustRequest(t *testing.T, url string) *http.Request {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// The kubelet keeps its client certificate and key in one file behind a
+// symlink, which it swaps to a new file. A new file of the same size and
+// modification time (staged with cp -p, tar, rsync -a) is still a new file.
+func TestClientCertSymlinkSwappedToAFileOfTheSameSizeAndTime(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	srv := newClientCertServer(t, ca)
+	dir := t.TempDir()
+	current := filepath.Join(dir, "kubelet-client-current.pem")
+	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
+	swap := func(cn string) {
+		c, k := ca.issue(t, cn, true, nil, nil)
+		data := append(c, k...)
+		data = append(data, bytes.Repeat([]byte("\n"), 4096-len(data))...) // every file 4096 bytes
+		target := filepath.Join(dir, "kubelet-client-"+cn+".pem")
+		if err := os.WriteFile(target, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(target, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, current+".tmp"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(current+".tmp", current); err != nil {
+			t.Fatal(err)
+		}
+	}
+	swap("node-a")
+	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: ca.certPEM, CertFile: current, KeyFile: current}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, who := get(t, c, "/"); who != "node-a" {
+		t.Fatalf("first request as %q", who)
+	}
+	swap("node-b")
+	if _, who := get(t, c, "/"); who != "node-b" {
+		t.Errorf("after the symlink was swapped to a file of the same size and time, the request went as %q, want node-b", who)
 	}
 }

@@ -145,6 +145,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	var tracker *connTracker
 	if auth.exec != nil || auth.certFiles != nil {
 		tracker = &connTracker{}
+		auth.tracker = tracker
 	}
 	log := o.logger
 	if auth.exec != nil {

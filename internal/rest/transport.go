@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,7 +24,8 @@ const readBufferSize = 64 << 10
 
 // newTransport builds the *http.Transport for cfg, whose timeouts have their
 // defaults applied. tracker, when not nil, records every connection so that
-// they can all be closed when an exec plugin rotates the client certificate.
+// they can all be closed when the client certificate changes (an exec
+// plugin rotates it, or its files are replaced).
 func newTransport(cfg *Config, tlsConfig *tls.Config, tracker *connTracker) (*http.Transport, error) {
 	proxy := http.ProxyFromEnvironment
 	if cfg.ProxyURL != "" {
@@ -161,12 +163,13 @@ func loadClientCert(t *TLSConfig) (tls.Certificate, error) {
 }
 
 // connTracker remembers open connections so that closeAll can close them:
-// after an exec plugin hands out a new client certificate, connections
-// authenticated with the old one must not be reused. It is safe for
-// concurrent use.
+// after a new client certificate (from an exec plugin, or files replaced),
+// connections authenticated with the old one must not be reused. It is
+// safe for concurrent use.
 type connTracker struct {
-	mu    sync.Mutex
-	conns map[*trackedConn]struct{}
+	mu     sync.Mutex
+	conns  map[*trackedConn]struct{}
+	closes atomic.Uint64 // how many times closeAll ran
 }
 
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -189,6 +192,7 @@ func (t *connTracker) wrap(dial dialFunc) dialFunc {
 }
 
 func (t *connTracker) closeAll() {
+	t.closes.Add(1)
 	t.mu.Lock()
 	conns := t.conns
 	t.conns = nil
