@@ -182,10 +182,17 @@ func (s *SharedIndexInformer[T]) handleDeltas(key string, deltas []deltafifo.Del
 func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], isInInitialList bool) error {
 	obj := d.Object
 	if d.Type == deltafifo.Deleted {
-		if _, cached := s.indexer.GetByKey(key); !cached {
+		last, cached := s.indexer.GetByKey(key)
+		if !cached {
 			// The handlers were never told of it (its Add failed to
 			// apply) or were told of its delete already.
 			return nil
+		}
+		if d.FinalStateUnknown {
+			// Inferred by a relist, with the newest state the FIFO had:
+			// one that failed to apply was never told to the handlers.
+			// They get the last state they were told of.
+			obj = last
 		}
 		if err := s.indexer.Delete(obj); err != nil {
 			return err

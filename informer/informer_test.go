@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -754,4 +755,53 @@ func TestPanickingWatchErrorHandlerIsLogged(t *testing.T) {
 		<-inf.Synced() // listed after the failure and a backoff
 	})
 	assert.Contains(t, logs.String(), "handler bug")
+}
+
+// A relist that finds an object gone while its update is being applied,
+// and the update then fails (an index error): the handlers are told of the
+// delete with the state they last saw, not with the update they never got.
+func TestInferredDeleteCarriesTheStateHandlersSaw(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a")) // resourceVersion 1
+		entered, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		inf := informer.New[*corev1.Pod](src,
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)),
+			informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"refuses-v2": func(p *corev1.Pod) ([]string, error) {
+				if p.Labels["v"] != "2" {
+					return nil, nil
+				}
+				once.Do(func() { close(entered) })
+				<-release
+				return nil, errors.New("index refuses v2")
+			}}))
+		var errs errorList
+		require.NoError(t, inf.SetWatchErrorHandler(errs.add))
+		var deleted []string
+		inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{DeleteFunc: func(p *corev1.Pod, unknown bool) {
+			deleted = append(deleted, fmt.Sprintf("%s@%s unknown=%v", p.Name, p.ResourceVersion, unknown))
+		}})
+		defer start(t, inf)()
+		<-inf.Synced()
+
+		v2 := pod("ns", "a")
+		v2.Labels = map[string]string{"v": "2"}
+		src.Update(v2) // resourceVersion 2: applying it blocks in the index function
+		<-entered
+		// a is deleted where the watch does not see it: the watch resumed
+		// gets 410, and the relist (after one that fails, so that the
+		// delete comes first) lacks a.
+		src.FailWatch(fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version"))
+		src.FailList(errors.New("busy"))
+		src.CloseWatches()
+		src.Delete("ns/a")
+		time.Sleep(time.Minute)
+		synctest.Wait() // relisted: a delete queued while the update is in flight
+		close(release)  // the update fails
+		synctest.Wait()
+		assert.Equal(t, []string{"a@1 unknown=true"}, deleted)
+		assert.True(t, slices.ContainsFunc(errs.all(), func(err error) bool { return strings.Contains(err.Error(), "index refuses v2") }),
+			"the failed update is reported: %v", errs.all())
+	})
 }
