@@ -168,7 +168,7 @@ func wrap[T metav1.Object](label string, target reflector.Target, inf *informer.
 		},
 	}
 	w.rec = newOracle(w.label)
-	w.rec.noSelector = target.LabelSelector == ""
+	w.rec.noSelector = target.LabelSelector == "" && target.FieldSelector == ""
 	if err := inf.SetWatchErrorHandler(w.errs.add); err != nil {
 		return nil, err
 	}
