@@ -33,11 +33,11 @@ import (
 type oracle struct {
 	name string
 
-	mu         sync.Mutex
-	view       map[string]state
-	highest    map[string]uint64 // the largest resourceVersion each key has shown
-	deletes    map[string][]bool // each key's deletes, true when the final state was unknown
-	goneUIDs   map[string]bool // uids the handler was told were deleted
+	mu       sync.Mutex
+	view     map[string]state
+	highest  map[string]uint64 // the largest resourceVersion each key has shown
+	deletes  map[string][]bool // each key's deletes, true when the final state was unknown
+	goneUIDs map[string]bool   // uids the handler was told were deleted
 	// noSelector: the informer selects nothing away, so an object it was
 	// told was deleted never comes back with the same uid (with a
 	// selector, one that leaves it and comes back does).
