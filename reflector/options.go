@@ -110,17 +110,14 @@ func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 // once no failure has come for 2×max or a watch that moved the cache
 // forward before it failed is resumed. An initial of zero or less keeps the default, one below
 // a millisecond is raised to it, and a max below initial is raised to it.
-func WithBackoff[T metav1.Object](initial, max time.Duration) Option[T] {
+func WithBackoff[T metav1.Object](initial, maximum time.Duration) Option[T] {
 	return func(o *options[T]) {
 		if initial > 0 {
-			o.backoffInitial = maxDuration(initial, time.Millisecond)
+			o.backoffInitial = max(initial, time.Millisecond)
 		}
-		o.backoffMax = maxDuration(max, o.backoffInitial)
+		o.backoffMax = max(maximum, o.backoffInitial)
 	}
 }
-
-// maxDuration is the builtin max, which WithBackoff's parameter hides.
-func maxDuration(a, b time.Duration) time.Duration { return max(a, b) }
 
 // WithMinWatchTimeout sets the shortest timeoutSeconds asked of the server
 // for one watch; each watch picks a random value between it and twice it.

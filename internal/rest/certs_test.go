@@ -150,18 +150,7 @@ func TestClientCertFilesAreReadAgainWhenReplaced(t *testing.T) {
 	srv := newClientCertServer(t, ca) // answers with the client certificate's CN
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
-	write := func(cn string) {
-		c, k := ca.issue(t, cn, true, nil, nil)
-		for path, data := range map[string][]byte{certFile: c, keyFile: k} {
-			tmp := path + ".tmp" // replaced whole, as rotations do
-			if err := os.WriteFile(tmp, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename(tmp, path); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	write := func(cn string) { writePair(t, ca, cn, certFile, keyFile) }
 	write("node-old")
 	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: ca.certPEM, CertFile: certFile, KeyFile: keyFile}})
 	if err != nil {
@@ -223,17 +212,7 @@ func TestClientCertRotationOverHTTP2(t *testing.T) {
 			srv := newH2ClientCertServer(t, ca)
 			dir := t.TempDir()
 			certFile, keyFile := filepath.Join(dir, "c.crt"), filepath.Join(dir, "c.key")
-			write := func(cn string) {
-				c, k := ca.issue(t, cn, true, nil, nil)
-				for path, data := range map[string][]byte{certFile: c, keyFile: k} {
-					if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.Rename(path+".tmp", path); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			write := func(cn string) { writePair(t, ca, cn, certFile, keyFile) }
 			write("n0")
 			c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: ca.certPEM, CertFile: certFile, KeyFile: keyFile}})
 			if err != nil {
@@ -317,5 +296,20 @@ func TestClientCertSymlinkSwappedToAFileOfTheSameSizeAndTime(t *testing.T) {
 	swap("node-b")
 	if _, who := get(t, c, "/"); who != "node-b" {
 		t.Errorf("after the symlink was swapped to a file of the same size and time, the request went as %q, want node-b", who)
+	}
+}
+
+// writePair issues a client certificate for cn and replaces certFile and
+// keyFile with it, each whole (written aside, then renamed), as rotations do.
+func writePair(t *testing.T, ca *testCA, cn, certFile, keyFile string) {
+	t.Helper()
+	c, k := ca.issue(t, cn, true, nil, nil)
+	for path, data := range map[string][]byte{certFile: c, keyFile: k} {
+		if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
