@@ -172,7 +172,7 @@ func wrap[T metav1.Object](label string, target reflector.Target, inf *informer.
 	if err := inf.SetWatchErrorHandler(w.errs.add); err != nil {
 		return nil, err
 	}
-	inf.AddEventHandler(handlerOf[T]{w.rec})
+	w.rec.registrationSynced = inf.AddEventHandler(handlerOf[T]{w.rec}).HasSynced
 	return w, nil
 }
 

@@ -25,7 +25,10 @@ import (
 //     inferred from a relist (final state unknown) carries the last state
 //     the handler saw;
 //   - an Add is for a key the view does not hold (an object deleted and
-//     created again comes as Delete then Add, never as an Update).
+//     created again comes as Delete then Add, never as an Update);
+//   - an Add says it is in the initial list exactly while the handler's
+//     registration has not synced: the registration syncs when the handler
+//     has returned from the last such Add, and every later Add is news.
 //
 // Comparing the view with the server's state at the end checks that every
 // delete was delivered: an object that vanished without a Delete stays in
@@ -42,9 +45,12 @@ type oracle struct {
 	// told was deleted never comes back with the same uid (with a
 	// selector, one that leaves it and comes back does).
 	noSelector bool
-	violations []string
-	adds       int
-	updates    int
+	// registrationSynced is the HasSynced of the handler's registration,
+	// set before the informer runs.
+	registrationSynced func() bool
+	violations         []string
+	adds               int
+	updates            int
 }
 
 // state is what the oracle keeps of an object.
@@ -70,15 +76,23 @@ func newOracle(name string) *oracle {
 // handlerOf adapts an oracle to processor.Handler[T].
 type handlerOf[T metav1.Object] struct{ r *oracle }
 
-func (h handlerOf[T]) OnAdd(obj T, _ bool)                    { h.r.onAdd(obj) }
+func (h handlerOf[T]) OnAdd(obj T, isInInitialList bool)      { h.r.onAdd(obj, isInInitialList) }
 func (h handlerOf[T]) OnUpdate(old, obj T)                    { h.r.onUpdate(old, obj) }
 func (h handlerOf[T]) OnDelete(obj T, finalStateUnknown bool) { h.r.onDelete(obj, finalStateUnknown) }
 
-func (r *oracle) onAdd(obj metav1.Object) {
+func (r *oracle) onAdd(obj metav1.Object, isInInitialList bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := keyOf(obj)
 	r.adds++
+	if r.registrationSynced != nil {
+		switch synced := r.registrationSynced(); {
+		case isInInitialList && synced:
+			r.violate("Add of %s@%s in the initial list after the registration synced", key, obj.GetResourceVersion())
+		case !isInInitialList && !synced:
+			r.violate("Add of %s@%s not in the initial list before the registration synced", key, obj.GetResourceVersion())
+		}
+	}
 	if cur, ok := r.view[key]; ok {
 		r.violate("Add of %s@%s while the view holds it at %s", key, obj.GetResourceVersion(), cur.rv)
 	}
