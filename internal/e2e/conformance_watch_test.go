@@ -208,7 +208,7 @@ func TestConformanceWatchTooOldResourceVersion(t *testing.T) {
 	t.Parallel()
 	const ns = "conf-too-old-watch"
 	a := adminAPI(t, shared)
-	rec := newRecorder(t, "too-old-rv-watch", "WATCH and LIST from resourceVersion=1 on a cluster whose etcd has not compacted yet (the apiserver compacts every 5 minutes): nothing is too old yet. See compaction-*.json for compacted versions.")
+	rec := newRecorder(t, "too-old-rv-watch", "WATCH and LIST from resourceVersion=1 on a cluster whose etcd never compacts (--etcd-compaction-interval=0): nothing is too old. See compaction-*.json for compacted versions.")
 	a.createNamespace(ns)
 	for _, c := range []struct{ step, query string }{
 		{"plain watch", "watch=true&resourceVersion=1"},
