@@ -21,8 +21,11 @@
 // ByIndex(NamespaceIndex, "kube-system") lists the objects of a namespace
 // without scanning the whole cache.
 //
-// Index values are computed before anything is changed: a write whose index
-// function fails returns an error and leaves the store exactly as it was. A
+// Index values are computed before anything is changed, without the lock: a
+// write whose index function fails returns an error and leaves the store
+// exactly as it was. [Indexer.Prepare] and [Indexer.Commit] are those two
+// steps of a write apart, for a caller that stores under a lock of its own
+// and must not run user code under it (the informer). A
 // Replace is built aside and swapped in at once, so readers see either the
 // old contents or the new, never a mix.
 //

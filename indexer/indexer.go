@@ -77,30 +77,71 @@ func (x *Indexer[T]) Add(obj T) error { return x.put("Add", obj) }
 func (x *Indexer[T]) Update(obj T) error { return x.put("Update", obj) }
 
 func (x *Indexer[T]) put(op string, obj T) error {
-	key, err := x.keyOf(obj)
-	if err != nil {
-		return fmt.Errorf("indexer: %s: %w", op, err)
-	}
 	for {
-		indexes := x.indexes()
-		// Index functions are user code: run them without the lock.
-		values, err := indexes.indexValues(key, obj)
+		w, err := x.prepare(obj)
 		if err != nil {
 			return fmt.Errorf("indexer: %s: %w", op, err)
 		}
-		x.wmu.Lock()
-		x.mu.Lock()
-		done := x.s.indexes == indexes
-		if done {
-			x.s.put(key, obj, values)
-		}
-		x.mu.Unlock()
-		x.wmu.Unlock()
-		if done {
+		if x.Commit(w) {
 			return nil
 		}
 		// AddIndexers ran meanwhile: compute again
 	}
+}
+
+// A Write is an object made ready to store by [Indexer.Prepare]: its key
+// and its index values are computed. The zero Write is not usable.
+type Write[T metav1.Object] struct {
+	key     string
+	obj     T
+	indexes *indexSet[T] // the index functions values came from
+	values  [][]string
+}
+
+// Key returns the key the object will be stored under.
+func (w Write[T]) Key() string { return w.key }
+
+// Prepare does the part of [Indexer.Add] that runs user code, the key and
+// index functions, without taking any lock, and returns the rest as a
+// Write for [Indexer.Commit]. The informer prepares each write this way so
+// that it can store it and tell the handlers under a lock of its own
+// without running user code under that lock. It fails as Add would, and
+// changes nothing.
+func (x *Indexer[T]) Prepare(obj T) (Write[T], error) {
+	w, err := x.prepare(obj)
+	if err != nil {
+		return Write[T]{}, fmt.Errorf("indexer: Prepare: %w", err)
+	}
+	return w, nil
+}
+
+func (x *Indexer[T]) prepare(obj T) (Write[T], error) {
+	key, err := x.keyOf(obj)
+	if err != nil {
+		return Write[T]{}, err
+	}
+	indexes := x.indexes()
+	values, err := indexes.indexValues(key, obj)
+	if err != nil {
+		return Write[T]{}, err
+	}
+	return Write[T]{key: key, obj: obj, indexes: indexes, values: values}, nil
+}
+
+// Commit stores a prepared write's object, replacing any object with the
+// same key, as Add does; it runs no user code. It reports false and stores
+// nothing if the Write is the zero Write, or if [Indexer.AddIndexers] added
+// indexes since the Write was prepared: prepare it again.
+func (x *Indexer[T]) Commit(w Write[T]) bool {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if w.indexes == nil || x.s.indexes != w.indexes {
+		return false
+	}
+	x.s.put(w.key, w.obj, w.values)
+	return true
 }
 
 // Delete removes the object with obj's key. Deleting an absent key is not

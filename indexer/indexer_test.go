@@ -239,3 +239,39 @@ func TestIndexerNamespaceIndex(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"cluster-thing"}, keys, "cluster-scoped objects have the empty namespace value")
 }
+
+// Prepare runs the index functions and changes nothing; Commit stores
+// without running any, and refuses a write prepared before AddIndexers,
+// which must be prepared again.
+func TestIndexerPrepareCommit(t *testing.T) {
+	calls := 0
+	counting := func(p *corev1.Pod) ([]string, error) { calls++; return byNode(p) }
+	x := indexer.New(indexer.Indexers[*corev1.Pod]{"node": counting})
+
+	w, err := x.Prepare(pod("a", "p1", "1", "n1"))
+	require.NoError(t, err)
+	assert.Equal(t, "a/p1", w.Key())
+	assert.Equal(t, 1, calls)
+	assert.Zero(t, x.Len(), "Prepare stores nothing")
+
+	require.True(t, x.Commit(w))
+	assert.Equal(t, 1, calls, "Commit runs no index function")
+	assert.Equal(t, []string{"a/p1@1", "node n1: a/p1"}, dump(t, x, "node"))
+
+	stale, err := x.Prepare(pod("a", "p1", "2", "n2"))
+	require.NoError(t, err)
+	require.NoError(t, x.AddIndexers(indexer.Indexers[*corev1.Pod]{"label": byLabel}))
+	assert.False(t, x.Commit(stale), "prepared before AddIndexers")
+	assert.Equal(t, []string{"a/p1@1", "node n1: a/p1"}, dump(t, x, "node"), "a refused Commit stores nothing")
+
+	assert.False(t, x.Commit(indexer.Write[*corev1.Pod]{}), "the zero Write")
+	other := indexer.New[*corev1.Pod](nil)
+	fromOther, err := other.Prepare(pod("a", "p9", "1", ""))
+	require.NoError(t, err)
+	assert.False(t, x.Commit(fromOther), "a Write prepared by another Indexer")
+
+	_, err = x.Prepare(nil)
+	assert.ErrorIs(t, err, indexer.ErrInvalidObject)
+	_, err = indexer.New(indexer.Indexers[*corev1.Pod]{"failing": failing}).Prepare(pod("a", "p1", "1", "", "fail=true"))
+	assert.ErrorIs(t, err, errIndex)
+}

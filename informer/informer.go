@@ -40,9 +40,11 @@ type SharedIndexInformer[T metav1.Object] struct {
 	mutations *mutationDetector[T] // nil unless WithMutationDetector
 	setupErr  error                // what New was given that Run cannot run with
 
-	// blockDeltas is held while one key's deltas are applied and
+	// blockDeltas is held while a delta is stored in the indexer and
 	// distributed, and while a late handler is given the cache: so the
 	// handler gets every cached object once and then every later change.
+	// No user code runs under it: index functions run before, through
+	// indexer.Prepare.
 	blockDeltas sync.Mutex
 
 	mu           sync.Mutex
@@ -167,9 +169,6 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 // the handlers about each change. The old state of an object comes from the
 // indexer, so it is the state the handlers were last told about.
 func (s *SharedIndexInformer[T]) handleDeltas(key string, deltas []deltafifo.Delta[T], isInInitialList bool) error {
-	s.blockDeltas.Lock()
-	defer s.blockDeltas.Unlock()
-
 	var errs []error
 	for _, d := range deltas {
 		if err := s.applyDelta(key, d, isInInitialList); err != nil {
@@ -179,69 +178,100 @@ func (s *SharedIndexInformer[T]) handleDeltas(key string, deltas []deltafifo.Del
 	return errors.Join(errs...)
 }
 
+// applyDelta applies one delta. What runs user code (the index functions,
+// and the mutation detector's DeepCopyObject) runs first; then, under
+// blockDeltas, the indexer changes and the handlers are told, together.
+// The mutation detector remembers only what the indexer took.
 func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], isInInitialList bool) error {
-	obj := d.Object
 	if d.Type == deltafifo.Deleted {
-		last, cached := s.indexer.GetByKey(key)
-		if !cached {
-			// The handlers were never told of it (its Add failed to
-			// apply) or were told of its delete already.
-			return nil
-		}
-		if d.FinalStateUnknown {
-			// Inferred by a relist, with the newest state the FIFO had:
-			// one that failed to apply was never told to the handlers.
-			// They get the last state they were told of.
-			obj = last
-		}
-		if err := s.indexer.Delete(obj); err != nil {
+		s.blockDeltas.Lock()
+		defer s.blockDeltas.Unlock()
+		return s.applyDelete(key, d)
+	}
+	// Added, Updated, Replaced or Sync.
+	for {
+		w, err := s.indexer.Prepare(d.Object)
+		if err != nil {
 			return err
 		}
+		var c *copied[T]
 		if s.mutations != nil {
-			s.mutations.forget(key)
+			c = s.mutations.copyOf(key, d.Object)
 		}
-		s.processor.Distribute(processor.Notification[T]{
-			Kind: processor.Delete, Key: key, Old: obj, FinalStateUnknown: d.FinalStateUnknown,
-		}, false)
+		s.blockDeltas.Lock()
+		stored, err := s.applyState(key, d, w, isInInitialList)
+		if stored && err == nil && s.mutations != nil {
+			s.mutations.remember(c)
+		}
+		s.blockDeltas.Unlock()
+		if stored {
+			return err
+		}
+		// AddIndexers ran meanwhile: prepare again
+	}
+}
+
+// applyDelete removes a deleted object and tells the handlers.
+// blockDeltas is held.
+func (s *SharedIndexInformer[T]) applyDelete(key string, d deltafifo.Delta[T]) error {
+	last, cached := s.indexer.GetByKey(key)
+	if !cached {
+		// The handlers were never told of it (its Add failed to apply) or
+		// were told of its delete already.
 		return nil
 	}
-
-	// Added, Updated, Replaced or Sync.
-	if s.mutations != nil {
-		s.mutations.remember(key, obj)
+	obj := d.Object
+	if d.FinalStateUnknown {
+		// Inferred by a relist, with the newest state the FIFO had: one
+		// that failed to apply was never told to the handlers. They get
+		// the last state they were told of.
+		obj = last
 	}
+	if err := s.indexer.Delete(obj); err != nil {
+		return err
+	}
+	if s.mutations != nil {
+		s.mutations.forget(key)
+	}
+	s.processor.Distribute(processor.Notification[T]{
+		Kind: processor.Delete, Key: key, Old: obj, FinalStateUnknown: d.FinalStateUnknown,
+	}, false)
+	return nil
+}
+
+// applyState stores a new state of an object, prepared as w, and tells the
+// handlers. It reports false, having stored nothing new, if w must be
+// prepared again. blockDeltas is held.
+func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w indexer.Write[T], isInInitialList bool) (stored bool, _ error) {
+	obj := d.Object
 	old, exists := s.indexer.GetByKey(key)
 	if exists && recreated(old, obj) {
 		// Deleted and created again while we were not watching: the
 		// handlers see the old object go and the new one come.
 		if err := s.indexer.Delete(old); err != nil {
-			return err
+			return true, err
 		}
 		s.processor.Distribute(processor.Notification[T]{
 			Kind: processor.Delete, Key: key, Old: old, FinalStateUnknown: true,
 		}, false)
 		exists = false
 	}
-	if !exists {
-		if err := s.indexer.Add(obj); err != nil {
-			return err
-		}
+	if !s.indexer.Commit(w) {
+		return false, nil
+	}
+	switch {
+	case !exists:
 		s.processor.Distribute(processor.Notification[T]{
 			Kind: processor.Add, Key: key, New: obj, IsInInitialList: isInInitialList,
 		}, false)
-		return nil
-	}
-	if err := s.indexer.Update(obj); err != nil {
-		return err
-	}
-	if d.Type == deltafifo.Replaced && old.GetResourceVersion() == obj.GetResourceVersion() {
+	case d.Type == deltafifo.Replaced && old.GetResourceVersion() == obj.GetResourceVersion():
 		// A relist found the object unchanged: nothing to tell.
-		return nil
+	default:
+		s.processor.Distribute(processor.Notification[T]{
+			Kind: processor.Update, Key: key, Old: old, New: obj,
+		}, d.Type == deltafifo.Sync)
 	}
-	s.processor.Distribute(processor.Notification[T]{
-		Kind: processor.Update, Key: key, Old: old, New: obj,
-	}, d.Type == deltafifo.Sync)
-	return nil
+	return true, nil
 }
 
 // recreated reports whether cur is a different object than old under the

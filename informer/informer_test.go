@@ -805,3 +805,41 @@ func TestInferredDeleteCarriesTheStateHandlersSaw(t *testing.T) {
 			"the failed update is reported: %v", errs.all())
 	})
 }
+
+// No user code runs under the lock that delivery and AddEventHandler share:
+// an index function may add a handler (it deadlocked the informer when
+// index functions ran under that lock), and the handler it adds gets the
+// cache as usual.
+func TestIndexFunctionMayAddAHandler(t *testing.T) {
+	src := newSource()
+	src.Create(pod("ns", "a"))
+	src.Create(pod("ns", "b"))
+	var inf *informer.SharedIndexInformer[*corev1.Pod]
+	v := newView(t)
+	added := make(chan *informer.Registration[*corev1.Pod], 1)
+	var once sync.Once
+	inf = informer.New[*corev1.Pod](src, informer.WithIndexers(indexer.Indexers[*corev1.Pod]{
+		"by-name": func(p *corev1.Pod) ([]string, error) {
+			once.Do(func() { added <- inf.AddEventHandler(v) })
+			return []string{p.Name}, nil
+		},
+	}))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	// A deadline, not a wait: on a deadlock nothing else would end the test.
+	deadline := time.After(30 * time.Second)
+	select {
+	case reg := <-added:
+		select {
+		case <-reg.Synced():
+		case <-deadline:
+			t.Fatal("the handler added by an index function never synced: the informer is deadlocked")
+		}
+	case <-deadline:
+		t.Fatal("AddEventHandler from an index function never returned: the informer is deadlocked")
+	}
+	assert.Equal(t, []string{"ns/a@1#uid-1", "ns/b@2#uid-2"}, v.keys(), "the handler synced with the initial list")
+	cancel()
+	require.NoError(t, <-done)
+}

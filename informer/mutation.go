@@ -88,8 +88,9 @@ func deepCopy[T reflector.Object](obj T) (c T, err error) {
 const keepRetired = time.Minute
 
 // mutationDetector keeps a deep copy of each object the informer caches and
-// compares the two. The informer's goroutine calls remember and forget, in
-// the order it changes the cache; check runs on the detector's goroutine,
+// compares the two. The informer's goroutine calls copyOf before it caches
+// an object, and remember and forget in the order it changes the cache;
+// check runs on the detector's goroutine,
 // and once more after everything has stopped.
 type mutationDetector[T metav1.Object] struct {
 	resource string
@@ -106,11 +107,11 @@ type mutationDetector[T metav1.Object] struct {
 // copied is one object and its copy. copy is read and replaced only by
 // check, which runs on one goroutine at a time.
 type copied[T metav1.Object] struct {
-	key      string
-	obj      T
-	copy     T
-	uncopied bool      // obj could not be copied: not checked
-	retired  time.Time // when obj left the cache; zero while cached
+	key     string
+	obj     T
+	copy    T
+	copyErr error     // why obj could not be copied (then it is not checked)
+	retired time.Time // when obj left the cache; zero while cached
 }
 
 func newMutationDetector[T metav1.Object](resource string, o *mutationOptions[T], log func(error)) *mutationDetector[T] {
@@ -144,26 +145,35 @@ func (d *mutationDetector[T]) run(ctx context.Context) {
 	}
 }
 
-// remember records that the cache now holds obj under key: it copies obj,
-// unless the cache held obj already (a resync), and retires what the cache
-// held before. It must be called before anyone else can see obj. An object
-// that cannot be copied is not checked, and the next check reports it
-// (so that report runs where the doc says, never under the informer's
-// locks); the cache takes it all the same.
-func (d *mutationDetector[T]) remember(key string, obj T) {
+// copyOf copies obj, which the cache is about to hold under key, for
+// remember; nil if the detector watches obj already (a resync). It must be
+// called before anyone else can see obj, and without the informer's locks:
+// DeepCopyObject may be user code. An object that cannot be copied is not
+// checked, and the next check reports it (so that report runs where the
+// doc says); the cache takes it all the same.
+func (d *mutationDetector[T]) copyOf(key string, obj T) *copied[T] {
 	d.mu.Lock()
 	held := d.cached[key]
 	d.mu.Unlock()
 	if held != nil && samePointer(held.obj, obj) {
-		return
+		return nil
 	}
 	c, err := d.deepCopy(obj)
+	return &copied[T]{key: key, obj: obj, copy: c, copyErr: err}
+}
+
+// remember records that the cache now holds the object of c, from copyOf,
+// and retires what it held before under that key. Nothing for nil.
+func (d *mutationDetector[T]) remember(c *copied[T]) {
+	if c == nil {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.retireLocked(key)
-	d.cached[key] = &copied[T]{key: key, obj: obj, copy: c, uncopied: err != nil}
-	if err != nil {
-		d.failed = append(d.failed, fmt.Errorf("%s: mutation detector cannot check %s: %w", d.resource, key, err))
+	d.retireLocked(c.key)
+	d.cached[c.key] = c
+	if c.copyErr != nil {
+		d.failed = append(d.failed, fmt.Errorf("%s: mutation detector cannot check %s: %w", d.resource, c.key, c.copyErr))
 	}
 }
 
@@ -208,7 +218,7 @@ func (d *mutationDetector[T]) check() {
 		d.report(err)
 	}
 	for _, c := range all {
-		if c.uncopied || semanticEqual(c.copy, c.obj) {
+		if c.copyErr != nil || semanticEqual(c.copy, c.obj) {
 			continue
 		}
 		err := &MutationError{Resource: d.resource, Key: c.key, Diff: diff.Diff(c.copy, c.obj)}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/listwatch/listwatch/indexer"
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/internal/apisim"
 	"github.com/listwatch/listwatch/internal/fakelw"
@@ -430,5 +431,38 @@ func TestMutationDetectorFallbackIgnoresQuantityReads(t *testing.T) {
 		if len(reports) != 0 {
 			t.Errorf("a read reported as a mutation: %v", reports)
 		}
+	})
+}
+
+// The detector watches what the cache holds: an update the indexer refuses
+// leaves the old object cached, and checked for as long as it is cached,
+// not only for the minute a replaced object is.
+func TestMutationDetectorKeepsCheckingWhenAnUpdateIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		var got reports
+		inf := informer.New[*corev1.Pod](src,
+			informer.WithMutationDetector[*corev1.Pod](time.Hour, got.add),
+			informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"refusing": func(p *corev1.Pod) ([]string, error) {
+				if p.Labels["refuse"] == "yes" {
+					return nil, errors.New("refused")
+				}
+				return nil, nil
+			}}))
+		require.NoError(t, inf.SetWatchErrorHandler(func(error) {}))
+		stop := start(t, inf)
+		synctest.Wait()
+		cached, _ := inf.Indexer().GetByKey("ns/a")
+		refused := pod("ns", "a")
+		refused.Labels = map[string]string{"refuse": "yes"}
+		src.Update(refused)
+		synctest.Wait()
+		still, _ := inf.Indexer().GetByKey("ns/a")
+		require.Same(t, cached, still, "the refused update left the cached object")
+		time.Sleep(2 * time.Minute) // past the minute a replaced object stays checked
+		cached.Annotations = map[string]string{"changed": "later"}
+		stop()
+		assert.Equal(t, []string{"ns/a"}, got.keys())
 	})
 }
