@@ -137,6 +137,9 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 		defer s.mutations.check()
 		wg.Go(func() { s.mutations.run(ctx) })
 	}
+	// The FIFO closes after its producer, the reflector, has returned: an
+	// event it stores while stopping is dropped without an error.
+	defer s.fifo.Close()
 	defer wg.Wait()
 	defer cancel()
 
@@ -157,7 +160,6 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 		err := s.fifo.Pop(ctx, s.handleDeltas)
 		switch {
 		case ctx.Err() != nil, errors.Is(err, deltafifo.ErrClosed):
-			s.fifo.Close()
 			return nil
 		case err != nil:
 			s.reportError(err)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -842,4 +843,41 @@ func TestIndexFunctionMayAddAHandler(t *testing.T) {
 	assert.Equal(t, []string{"ns/a@1#uid-1", "ns/b@2#uid-2"}, v.keys(), "the handler synced with the initial list")
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// Events the reflector still holds when the informer stops are dropped
+// quietly: the error handler and LastError hear nothing of the stop (they
+// heard "queue is closed" for each when the queue closed before the
+// reflector had returned).
+func TestStoppingReportsNoErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		inf := informer.New[*corev1.Pod](src)
+		var errs errorList
+		require.NoError(t, inf.SetWatchErrorHandler(errs.add))
+		gate := make(chan struct{})
+		var hold atomic.Bool
+		require.NoError(t, inf.SetTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+			if hold.Load() && p.Name == "b" {
+				<-gate
+			}
+			return p, nil
+		}))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(ctx) }()
+		synctest.Wait()
+		require.True(t, inf.HasSynced())
+		hold.Store(true)
+		src.Create(pod("ns", "b"))
+		src.Create(pod("ns", "c"))
+		synctest.Wait() // the reflector waits in the transform of b
+		cancel()
+		synctest.Wait() // Run waits for the reflector
+		close(gate)
+		require.NoError(t, <-done)
+		assert.Empty(t, errs.all())
+		assert.NoError(t, inf.LastError())
+	})
 }

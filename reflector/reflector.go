@@ -292,11 +292,17 @@ func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) erro
 	if r.opt.relistInterval > 0 {
 		// Due one interval after the last refill, however many watches
 		// came in between: watches that end sooner must not postpone it.
+		closed := make(chan struct{})
 		t := time.AfterFunc(time.Until(s.listedAt.Add(r.opt.relistInterval)), func() {
+			defer close(closed)
 			relistDue.Store(true)
 			w.Close()
 		})
-		defer t.Stop()
+		defer func() {
+			if !t.Stop() {
+				<-closed // the timer's goroutine is Run's too: wait for it
+			}
+		}()
 	}
 	for {
 		ev, err := w.Next()

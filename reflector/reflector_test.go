@@ -1256,3 +1256,67 @@ func TestSpoiledWatchesAtDifferentVersionsAreResumed(t *testing.T) {
 		assert.Equal(t, 1, lw.lists)
 	})
 }
+
+// slowClose is a ListerWatcher whose first watcher's first Close, which
+// the periodic relist's timer makes, waits for release before it returns.
+type slowClose struct {
+	*fakelw.Source[*corev1.Pod]
+	release    chan struct{}
+	closedOnce atomic.Bool
+	closing    atomic.Bool
+}
+
+func (l *slowClose) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	w, err := l.Source.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &slowCloseWatcher{Watcher: w, l: l}, nil
+}
+
+type slowCloseWatcher struct {
+	reflector.Watcher[*corev1.Pod]
+	l *slowClose
+}
+
+func (w *slowCloseWatcher) Close() error {
+	err := w.Watcher.Close()
+	if w.l.closedOnce.CompareAndSwap(false, true) {
+		w.l.closing.Store(true)
+		<-w.l.release
+		w.l.closing.Store(false)
+	}
+	return err
+}
+
+// The periodic relist's timer closes the watch on a goroutine of its own;
+// Run waits for it, as for every goroutine it starts.
+func TestRunWaitsForTheRelistTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("a"))
+		lw := &slowClose{Source: src, release: make(chan struct{})}
+		r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithRelistInterval[*corev1.Pod](time.Second))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.Run(ctx)
+		}()
+		time.Sleep(time.Second) // the timer fires and closes the watch
+		synctest.Wait()
+		require.True(t, lw.closing.Load(), "the timer's Close is under way")
+		cancel()
+		synctest.Wait()
+		returnedEarly := false
+		select {
+		case <-done:
+			returnedEarly = true
+		default:
+		}
+		close(lw.release)
+		<-done
+		assert.False(t, returnedEarly, "Run returned while the relist timer's goroutine was still in Close")
+	})
+}
