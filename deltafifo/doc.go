@@ -28,7 +28,8 @@
 //     carries the newest state of the object we had, typed: there is no
 //     tombstone wrapper to type-assert.
 //   - Resync queues a Sync delta for every known key that is neither queued
-//     nor being processed.
+//     nor being processed, or whose newest delta there is a Replaced (which
+//     a consumer may drop when it changes nothing).
 //   - Pop runs the caller's process function with the queue unlocked, so
 //     producers are never blocked by a slow consumer. A key queued again
 //     while its previous batch is being processed is a new entry.

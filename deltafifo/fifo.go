@@ -229,10 +229,13 @@ func (f *FIFO[T]) deleteUnlistedLocked(key string, newest Delta[T]) {
 	f.enqueueLocked(key, Delta[T]{Type: Deleted, Object: newest.Object, FinalStateUnknown: true})
 }
 
-// Resync queues a Sync delta, carrying the known object, for every key of
-// the known objects that is neither queued nor being processed (those will
-// reach the consumer anyway, with a state at least as new). Without known
-// objects it does nothing.
+// Resync queues a Sync delta for every key of the known objects, carrying
+// the known object, unless the key is queued or being processed: those
+// reach the consumer anyway, with a state at least as new. A key whose
+// newest delta there is a Replaced gets its Sync all the same, after it and
+// carrying its object: a consumer may drop a Replaced that changes nothing
+// (the informer tells its handlers nothing of it), and the Sync must not
+// be lost with it. Without known objects Resync does nothing.
 func (f *FIFO[T]) Resync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -243,11 +246,14 @@ func (f *FIFO[T]) Resync() error {
 		return nil
 	}
 	for _, key := range f.known.ListKeys() {
-		if f.heldLocked(key) {
-			continue
-		}
-		if obj, ok := f.known.GetByKey(key); ok {
-			f.enqueueLocked(key, Delta[T]{Type: Sync, Object: obj})
+		newest, held := f.newestLocked(key)
+		switch {
+		case !held:
+			if obj, ok := f.known.GetByKey(key); ok {
+				f.enqueueLocked(key, Delta[T]{Type: Sync, Object: obj})
+			}
+		case newest.Type == Replaced:
+			f.enqueueLocked(key, Delta[T]{Type: Sync, Object: newest.Object})
 		}
 	}
 	return nil
@@ -452,15 +458,22 @@ func (f *FIFO[T]) deleteIsNewsLocked(key string) bool {
 
 // heldLocked reports whether key is queued or being processed.
 func (f *FIFO[T]) heldLocked(key string) bool {
-	if _, ok := f.items[key]; ok {
-		return true
+	_, held := f.newestLocked(key)
+	return held
+}
+
+// newestLocked returns the newest delta of key that is queued or being
+// processed, and whether there is one.
+func (f *FIFO[T]) newestLocked(key string) (Delta[T], bool) {
+	if deltas := f.items[key]; len(deltas) > 0 {
+		return deltas[len(deltas)-1], true
 	}
-	for i := range f.inflight {
+	for i := len(f.inflight) - 1; i >= 0; i-- { // newest batch first
 		if f.inflight[i].key == key {
-			return true
+			return f.inflight[i].newest, true
 		}
 	}
-	return false
+	return Delta[T]{}, false
 }
 
 // markPopulatedLocked marks the FIFO populated and, once nothing of the

@@ -103,6 +103,11 @@ func TestFIFOResync(t *testing.T) {
 		name: "without known objects Resync does nothing",
 		ops:  []op{resync()},
 		want: nil,
+	}, {
+		name:  "a key whose newest delta is a relist's gets a Sync after it, with the listed object",
+		known: newKnown(pod("a", "1"), pod("b", "1")),
+		ops:   []op{replace(pod("a", "1"), pod("b", "2")), resync()},
+		want:  []string{"ns/a: Replaced@1 Sync@1", "ns/b: Replaced@2 Sync@2"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,6 +147,12 @@ func TestFIFOInFlightKeyIsHeld(t *testing.T) {
 		first:  update("a", "2"),
 		during: resync(),
 		want:   nil,
+	}, {
+		name:   "Resync follows an in-flight Replaced with a Sync of its object",
+		known:  newKnown(pod("a", "1")),
+		first:  replace(pod("a", "2")),
+		during: resync(),
+		want:   []string{"ns/a: Sync@2"},
 	}, {
 		name:   "a Delete of an in-flight key not yet known is queued, not dropped",
 		known:  newKnown(),

@@ -881,3 +881,52 @@ func TestStoppingReportsNoErrors(t *testing.T) {
 		assert.NoError(t, inf.LastError())
 	})
 }
+
+// A resync that comes due while a relist is being applied still reaches
+// every object. The FIFO skips the keys it holds, whose deltas reach the
+// handlers anyway; but the relist's deltas of unchanged objects tell the
+// handlers nothing, so the resync round was lost for them.
+func TestResyncDuringARelistReachesEveryObject(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		for _, n := range []string{"a", "b", "c"} {
+			src.Create(pod("ns", n))
+		}
+		var blocking atomic.Bool
+		entered, release := make(chan struct{}), make(chan struct{})
+		inf := informer.New[*corev1.Pod](src,
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)),
+			informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"gate": func(p *corev1.Pod) ([]string, error) {
+				if p.Name == "a" && blocking.CompareAndSwap(true, false) {
+					close(entered)
+					<-release
+				}
+				return nil, nil
+			}}))
+		v := newView(t)
+		inf.AddEventHandler(v, informer.WithHandlerResync(30*time.Second))
+		defer start(t, inf)()
+		synctest.Wait()
+		require.True(t, inf.HasSynced())
+
+		// A relist of the unchanged objects, held on a while the resync
+		// comes due.
+		blocking.Store(true)
+		src.FailWatch(fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version"))
+		src.CloseWatches()
+		src.Compact()
+		<-entered // applying the relist's a; b and c queued
+		time.Sleep(40 * time.Second)
+		synctest.Wait() // the resync due at 30 s was queued
+		close(release)
+		synctest.Wait()
+		var syncs []string
+		for _, c := range v.calls() {
+			if strings.HasPrefix(c, "update ") {
+				syncs = append(syncs, c)
+			}
+		}
+		assert.ElementsMatch(t, []string{"update a@1->1", "update b@2->2", "update c@3->3"}, syncs,
+			"the resync due at 30 s reaches every object (calls: %v)", v.calls())
+	})
+}
