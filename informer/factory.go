@@ -268,9 +268,10 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown stops every informer and waits until all their goroutines have
-// exited. The Factory starts nothing afterwards, and For creates no new
-// informer (ErrShutdown). Since it waits for the informers' handlers,
+// Shutdown stops every informer, waits until all their goroutines have
+// exited, and closes the Factory's connections to the apiserver. The
+// Factory starts nothing afterwards, and For creates no new informer
+// (ErrShutdown). Since it waits for the informers' handlers,
 // error handlers and transforms, it must not be called from one of them:
 // from there, call it on a goroutine of its own (go f.Shutdown()).
 func (f *Factory) Shutdown() {
@@ -283,6 +284,7 @@ func (f *Factory) Shutdown() {
 	}
 	f.mu.Unlock()
 	f.wg.Wait()
+	f.client.CloseConnections()
 }
 
 // FactoryOption configures a Factory.

@@ -2,9 +2,14 @@ package informer_test
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -318,4 +323,46 @@ func TestFactoryWithNilContext(t *testing.T) {
 	assert.ErrorContains(t, f.WaitForCacheSync(t.Context()), "not started: Start was given a nil context",
 		"an informer the refused Start did not start is not synced")
 	f.Shutdown()
+}
+
+// Shutdown closes the Factory's connections: over HTTP/2 the connection of
+// a watch just cancelled is not idle yet, and stayed open for the 90 s idle
+// timeout (a program that makes factories again and again piled them up).
+func TestShutdownClosesConnections(t *testing.T) {
+	sim := apisim.New(apisim.WithResources(apisim.Pods()))
+	t.Cleanup(sim.Close)
+	srv := httptest.NewUnstartedServer(sim)
+	var open atomic.Int32
+	allClosed := make(chan struct{}, 1)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			if open.Add(-1) == 0 {
+				select {
+				case allClosed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+
+	f, err := informer.NewFactory(&reflector.Config{Host: srv.URL, TLS: reflector.TLSConfig{CAData: caPEM}})
+	require.NoError(t, err)
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	f.Start(t.Context())
+	require.NoError(t, f.WaitForCacheSync(t.Context()))
+	require.NotZero(t, open.Load())
+	f.Shutdown()
+	select {
+	case <-allClosed:
+	case <-time.After(30 * time.Second): // a deadline, not a wait
+		t.Fatalf("%d connections still open after Shutdown", open.Load())
+	}
 }

@@ -108,6 +108,13 @@ func (c *Client) ServerVersion(ctx context.Context) (*version.Info, error) {
 // reuse and is not using.
 func (c *Client) CloseIdleConnections() { c.rest.CloseIdleConnections() }
 
+// CloseConnections closes every connection the Client has open, idle or
+// carrying a request (those requests fail, watches included). Call it when
+// done with the Client: an HTTP/2 connection is not idle yet right after
+// its last watch was cancelled, and would stay open until the idle timeout
+// (90 s). The Client stays usable; a later request opens a new connection.
+func (c *Client) CloseConnections() { c.rest.CloseConnections() }
+
 // get sends a GET and returns the response if it is a 2xx, or the
 // server's answer as an error.
 func (c *Client) get(ctx context.Context, path string, q url.Values, accept string) (*http.Response, error) {

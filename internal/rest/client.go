@@ -27,6 +27,7 @@ type Client struct {
 	http    *http.Client
 	auth    *authTransport
 	conns   *http.Transport
+	tracker *connTracker // every connection conns opened
 	timeout time.Duration
 }
 
@@ -142,10 +143,9 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rest: %w", err)
 	}
-	var tracker *connTracker
+	tracker := &connTracker{}
 	if auth.exec != nil || auth.certFiles != nil {
-		tracker = &connTracker{}
-		auth.tracker = tracker
+		auth.tracker = tracker // a rotation may cut requests off: they are sent again
 	}
 	log := o.logger
 	if auth.exec != nil {
@@ -174,6 +174,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 		http:    &http.Client{Transport: rt},
 		auth:    auth,
 		conns:   transport,
+		tracker: tracker,
 		timeout: c.Timeout,
 	}, nil
 }
@@ -238,6 +239,14 @@ func (c *Client) InvalidateCredentials() {
 
 // CloseIdleConnections closes the connections that carry no request.
 func (c *Client) CloseIdleConnections() {
+	c.conns.CloseIdleConnections()
+}
+
+// CloseConnections closes every connection, idle or carrying a request:
+// those requests fail. The owner of a Client calls it when done with it;
+// the Client stays usable, and a later request opens a new connection.
+func (c *Client) CloseConnections() {
+	c.tracker.closeConns()
 	c.conns.CloseIdleConnections()
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -511,5 +513,67 @@ func TestLimitReaderBoundsDecompressedBody(t *testing.T) {
 	n, err := io.Copy(io.Discard, LimitReader(resp.Body, 64<<10))
 	if !errors.Is(err, ErrBodyTooLarge) || n != 64<<10 {
 		t.Errorf("read %d bytes, err %v; want %d bytes and ErrBodyTooLarge", n, err, 64<<10)
+	}
+}
+
+// CloseConnections closes every connection, the idle ones and those that
+// carry a stream, over HTTP/2 and HTTP/1.1; the client stays usable.
+func TestCloseConnections(t *testing.T) {
+	for _, disableHTTP2 := range []bool{false, true} {
+		t.Run(fmt.Sprint("DisableHTTP2=", disableHTTP2), func(t *testing.T) {
+			released := make(chan struct{})
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/stream" {
+					fmt.Fprint(w, "x")
+					w.(http.Flusher).Flush()
+					select {
+					case <-r.Context().Done():
+					case <-released:
+					}
+					return
+				}
+				fmt.Fprint(w, "ok")
+			}))
+			var open atomic.Int32
+			allClosed := make(chan struct{}, 1)
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				switch s {
+				case http.StateNew:
+					open.Add(1)
+				case http.StateClosed, http.StateHijacked:
+					if open.Add(-1) == 0 {
+						select {
+						case allClosed <- struct{}{}:
+						default:
+						}
+					}
+				}
+			}
+			srv.EnableHTTP2 = true
+			srv.StartTLS()
+			defer srv.Close()
+			defer close(released)
+			c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}, DisableHTTP2: disableHTTP2})
+
+			stream, err := c.Do(mustRequest(t, c.URL("/stream", nil).String()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stream.Body.Close()
+			if _, err := io.ReadFull(stream.Body, make([]byte, 1)); err != nil {
+				t.Fatal(err)
+			}
+			get(t, c, "/") // an idle connection after it, on HTTP/1.1
+			c.CloseConnections()
+			select {
+			case <-allClosed:
+			case <-time.After(30 * time.Second): // a deadline, not a wait
+				t.Fatalf("%d connections still open on the server after CloseConnections", open.Load())
+			}
+			if _, err := io.ReadAll(stream.Body); err == nil {
+				t.Error("the stream ended cleanly: want an error")
+			}
+			get(t, c, "/") // still usable
+		})
 	}
 }

@@ -24,8 +24,7 @@ const readBufferSize = 64 << 10
 
 // newTransport builds the *http.Transport for cfg, whose timeouts have their
 // defaults applied. tracker, when not nil, records every connection so that
-// they can all be closed when the client certificate changes (an exec
-// plugin rotates it, or its files are replaced).
+// they can all be closed.
 func newTransport(cfg *Config, tlsConfig *tls.Config, tracker *connTracker) (*http.Transport, error) {
 	proxy := http.ProxyFromEnvironment
 	if cfg.ProxyURL != "" {
@@ -162,10 +161,10 @@ func loadClientCert(t *TLSConfig) (tls.Certificate, error) {
 	return cert, nil
 }
 
-// connTracker remembers open connections so that closeAll can close them:
-// after a new client certificate (from an exec plugin, or files replaced),
-// connections authenticated with the old one must not be reused. It is
-// safe for concurrent use.
+// connTracker remembers open connections so that they can be closed: after
+// a new client certificate (from an exec plugin, or files replaced),
+// connections authenticated with the old one must not be reused, and
+// Client.CloseConnections closes them all. It is safe for concurrent use.
 type connTracker struct {
 	mu     sync.Mutex
 	conns  map[*trackedConn]struct{}
@@ -191,8 +190,15 @@ func (t *connTracker) wrap(dial dialFunc) dialFunc {
 	}
 }
 
+// closeAll closes every connection for a rotation of the client
+// certificate: a request it cuts off may be sent again (authTransport).
 func (t *connTracker) closeAll() {
 	t.closes.Add(1)
+	t.closeConns()
+}
+
+// closeConns closes every connection.
+func (t *connTracker) closeConns() {
 	t.mu.Lock()
 	conns := t.conns
 	t.conns = nil
