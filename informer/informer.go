@@ -327,7 +327,9 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h processor.Handler[T], opts ..
 
 // RemoveEventHandler stops delivering to the handler of reg and returns at
 // once, as client-go's does: a handler call in progress goes on, and
-// reg.Stopped is closed when it returns. It may be called from any handler,
+// reg.Stopped is closed when it returns. A call about to begin may also
+// begin just after RemoveEventHandler returns: only reg.Stopped says that
+// the handler will not be called again. It may be called from any handler,
 // reg's own included. Removing a registration twice, or nil, is harmless.
 func (s *SharedIndexInformer[T]) RemoveEventHandler(reg *Registration[T]) {
 	if reg == nil {

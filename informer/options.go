@@ -66,7 +66,9 @@ func WithReflectorOptions[T metav1.Object](opts ...reflector.Option[T]) Option[T
 }
 
 // WithHandlerErrorHandler sets a function called when a handler panics, with
-// a *processor.HandlerPanicError. The default logs it.
+// a *processor.HandlerPanicError. It runs on that handler's goroutine, so
+// calls for different handlers may overlap; a panic in it is logged. The
+// default logs the handler's panic.
 func WithHandlerErrorHandler[T metav1.Object](f func(error)) Option[T] {
 	return func(o *options[T]) { o.handlerErrors = f }
 }

@@ -18,8 +18,10 @@ type config struct {
 
 // WithErrorHandler sets the function told about handler panics, each as a
 // *HandlerPanicError. It is called on the panicking listener's goroutine, so
-// that listener waits for it; it must not panic. Without it (or with nil),
-// panics are logged at level Error through the logger of WithLogger.
+// that listener waits for it, and calls for different listeners may run at
+// once. A panic in it is logged, with the panic it was told of. Without it
+// (or with nil), panics are logged at level Error through the logger of
+// WithLogger.
 func WithErrorHandler(f func(error)) Option {
 	return func(c *config) { c.errorHandler = f }
 }
@@ -53,6 +55,12 @@ func (c *config) synced() bool {
 // it.
 func (c *config) reportPanic(e *HandlerPanicError) {
 	if c.errorHandler != nil {
+		defer func() {
+			if r := recover(); r != nil {
+				c.log().Error("processor: the error handler panicked",
+					"listener", e.Listener, "panic", fmt.Sprint(r), "handling", e.Error())
+			}
+		}()
 		c.errorHandler(e)
 		return
 	}

@@ -77,8 +77,10 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions, initial .
 	for _, n := range initial {
 		l.Add(n) // the listener is idle: into its early buffer
 	}
-	p.listeners = append(slices.Clip(p.listeners), l)
 	over := p.state == stopped
+	if !over { // a stopped Processor keeps no new listener
+		p.listeners = append(slices.Clip(p.listeners), l)
+	}
 	if p.state == running {
 		l.start(&p.wg)
 	}
@@ -208,7 +210,10 @@ func (p *Processor[T]) MinResyncPeriod() time.Duration {
 
 // RemoveListener stops l, dropping the notifications it has not handled,
 // and returns at once: the handler call in progress, if any, goes on, and
-// l.Stopped is closed when it returns. It may be called from any handler,
+// l.Stopped is closed when it returns. A call about to begin as l is
+// removed may also begin just after RemoveListener returns (from another
+// goroutine than l's handler): only Stopped says that the handler will not
+// be called again. It may be called from any handler,
 // l's own included. Removing a listener twice, or one that belongs to
 // another Processor, does nothing.
 func (p *Processor[T]) RemoveListener(l *Listener[T]) {

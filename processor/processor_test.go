@@ -200,6 +200,35 @@ func TestPanicIsLoggedWithoutErrorHandler(t *testing.T) {
 	})
 }
 
+// An error handler that panics is logged, with the panic it was told of,
+// and the listener goes on: the panic used to take the process down.
+func TestPanickingErrorHandlerIsLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&buf, nil))
+		p := processor.New[*corev1.Pod](processor.WithLogger(logger),
+			processor.WithErrorHandler(func(error) { panic("in the error handler") }))
+		r := &recorder{before: func(line string) {
+			if strings.Contains(line, "ns/bad") {
+				panic("oops")
+			}
+		}}
+		p.AddListener(r, processor.ListenerOptions{})
+		stop := run(p)
+		p.Distribute(addOf("bad", "1", false), false)
+		p.Distribute(addOf("good", "1", false), false)
+		synctest.Wait()
+		stop()
+		checkLines(t, "listener", r, []string{"Add ns/good 1"})
+		out := buf.String()
+		for _, want := range []string{"level=ERROR", "the error handler panicked", "panic=\"in the error handler\"", "oops"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("log %q does not contain %q", out, want)
+			}
+		}
+	})
+}
+
 // A listener removed after handling its initial notifications but before
 // the upstream synced never syncs: HasSynced agrees with Synced, which
 // CheckSynced no longer reaches (HasSynced used to turn true while Synced
