@@ -44,7 +44,11 @@ type FIFO[T metav1.Object] struct {
 	// items holds the deltas of every queued key, oldest first; a key is in
 	// items if and only if it is in queue.
 	items map[string][]Delta[T]
-	queue keyQueue
+	// itemsPeak is the most keys items has held since it was made: a map
+	// keeps the room of its largest size, so once a large backlog (the
+	// first list) is drained, next makes a new one.
+	itemsPeak int
+	queue     keyQueue
 	// inflight lists the batches popped whose process call has not returned
 	// yet, in pop order. Replace, Resync and Delete treat them as known, so
 	// that releasing the lock during process loses no deletion.
@@ -314,6 +318,9 @@ func (f *FIFO[T]) next(ctx context.Context) (b inflightBatch[T], deltas []Delta[
 	key := f.queue.pop()
 	deltas = f.items[key]
 	delete(f.items, key)
+	if len(f.items) == 0 && f.itemsPeak > shrinkAbove {
+		f.items, f.itemsPeak = make(map[string][]Delta[T]), 0
+	}
 	if f.queue.len() > 0 {
 		f.signal() // pass the wake-up on to another waiting Pop
 	}
@@ -434,6 +441,7 @@ func (f *FIFO[T]) enqueueLocked(key string, d Delta[T]) {
 	}
 	f.items[key] = append(deltas, d)
 	if !queued {
+		f.itemsPeak = max(f.itemsPeak, len(f.items))
 		f.queue.push(key)
 		f.signal()
 	}

@@ -12,6 +12,11 @@ type keyQueue struct {
 // compactAfter is the smallest dead prefix worth a copy.
 const compactAfter = 64
 
+// shrinkAbove is the most keys whose room the queue, and the FIFO's map of
+// deltas, keep once empty: a drained backlog larger than that (the first
+// list of a large cache) gives its memory back.
+const shrinkAbove = 1024
+
 func (q *keyQueue) len() int { return len(q.keys) - q.head }
 
 func (q *keyQueue) push(key string) { q.keys = append(q.keys, key) }
@@ -22,6 +27,8 @@ func (q *keyQueue) pop() string {
 	q.keys[q.head] = "" // let the string be collected
 	q.head++
 	switch {
+	case q.head == len(q.keys) && cap(q.keys) > shrinkAbove:
+		q.keys, q.head = nil, 0
 	case q.head == len(q.keys):
 		q.keys, q.head = q.keys[:0], 0
 	case q.head >= compactAfter && 2*q.head >= len(q.keys):

@@ -1,10 +1,14 @@
 package deltafifo
 
 import (
+	"context"
 	"strconv"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestKeyQueueOrderAcrossCompaction interleaves pushes and pops so the
@@ -31,4 +35,27 @@ func TestKeyQueueOrderAcrossCompaction(t *testing.T) {
 		want++
 	}
 	require.Equal(t, next, want)
+}
+
+// A drained backlog larger than shrinkAbove gives its memory back: the
+// queue's array and the FIFO's map of deltas are made anew (they kept the
+// room of the first list for good). A small one keeps its room.
+func TestDrainedBacklogIsReleased(t *testing.T) {
+	f := New[*corev1.Pod]()
+	fill := func(n int) {
+		for i := range n {
+			require.NoError(t, f.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: strconv.Itoa(i)}}))
+		}
+		for range n {
+			require.NoError(t, f.Pop(context.Background(), func(string, []Delta[*corev1.Pod], bool) error { return nil }))
+		}
+	}
+	fill(10)
+	assert.Positive(t, cap(f.queue.keys), "a small backlog keeps its room")
+	assert.Equal(t, 10, f.itemsPeak)
+	fill(3 * shrinkAbove)
+	assert.Zero(t, cap(f.queue.keys), "the queue's array is released")
+	assert.Zero(t, f.itemsPeak, "the map of deltas is made anew")
+	fill(10)
+	assert.Equal(t, 10, f.itemsPeak)
 }
