@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	start := time.Now()
 	factory.Start(ctx)
-	defer factory.Shutdown() // stops every informer and waits for its goroutines
+	defer factory.Shutdown() // stops every informer, waits for its goroutines, closes the connections
 
 	// Wait for all three caches. On failure (an RBAC rule missing, a
 	// resource the server does not serve) the error names each informer
