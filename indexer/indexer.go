@@ -316,8 +316,9 @@ func (x *Indexer[T]) ListIndexFuncValues(name string) []string {
 // meanwhile, and the objects they store or remove are indexed again before
 // the indexes are installed. If writes keep coming during each of a few
 // such passes, the last pass holds them back (readers go on), so
-// AddIndexers returns whatever the rate of writes; an index function must
-// therefore not write to the Indexer.
+// AddIndexers returns whatever the rate of writes; an index function added
+// this way must therefore not write to the Indexer, nor wait for anything
+// that waits for a write (an informer's AddEventHandler does).
 func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 	names, funcs := sorted(indexers)
 	for i, name := range names {

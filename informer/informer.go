@@ -44,7 +44,9 @@ type SharedIndexInformer[T metav1.Object] struct {
 	// distributed, and while a late handler is given the cache: so the
 	// handler gets every cached object once and then every later change.
 	// No user code runs under it: index functions run before, through
-	// indexer.Prepare.
+	// indexer.Prepare. (But a commit under it waits while AddIndexers,
+	// held up by writes, runs its new index functions over the last
+	// writes: see indexer.AddIndexers.)
 	blockDeltas sync.Mutex
 
 	mu           sync.Mutex
@@ -190,15 +192,16 @@ func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], is
 		defer s.blockDeltas.Unlock()
 		return s.applyDelete(key, d)
 	}
-	// Added, Updated, Replaced or Sync.
+	// Added, Updated, Replaced or Sync. The copy comes first, before the
+	// index functions can see (and change) the object.
+	var c *copied[T]
+	if s.mutations != nil {
+		c = s.mutations.copyOf(key, d.Object)
+	}
 	for {
 		w, err := s.indexer.Prepare(d.Object)
 		if err != nil {
 			return err
-		}
-		var c *copied[T]
-		if s.mutations != nil {
-			c = s.mutations.copyOf(key, d.Object)
 		}
 		s.blockDeltas.Lock()
 		stored, err := s.applyState(key, d, w, isInInitialList)
@@ -377,7 +380,9 @@ func (s *SharedIndexInformer[T]) Indexer() *indexer.Indexer[T] { return s.indexe
 func (s *SharedIndexInformer[T]) Lister() *Lister[T] { return &Lister[T]{indexer: s.indexer} }
 
 // AddIndexers adds named indexes to the cache, indexing what it already
-// holds.
+// holds (see indexer.Indexer.AddIndexers). While the informer runs, the new
+// index functions must not call AddEventHandler: if changes keep coming,
+// AddIndexers runs them while holding changes back.
 func (s *SharedIndexInformer[T]) AddIndexers(ix indexer.Indexers[T]) error {
 	return s.indexer.AddIndexers(ix)
 }

@@ -466,3 +466,26 @@ func TestMutationDetectorKeepsCheckingWhenAnUpdateIsRefused(t *testing.T) {
 		assert.Equal(t, []string{"ns/a"}, got.keys())
 	})
 }
+
+// An index function that changes the object it is given changes what the
+// cache and every handler hold: the detector copies the object before the
+// index functions see it, and reports the change.
+func TestMutationDetectorSeesAnIndexFunctionsChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		var got reports
+		inf := informer.New[*corev1.Pod](src,
+			informer.WithMutationDetector[*corev1.Pod](time.Hour, got.add),
+			informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"changing": func(p *corev1.Pod) ([]string, error) {
+				if p.Labels == nil {
+					p.Labels = map[string]string{"changed-by": "an index function"}
+				}
+				return nil, nil
+			}}))
+		stop := start(t, inf)
+		synctest.Wait()
+		stop()
+		assert.Equal(t, []string{"ns/a"}, got.keys())
+	})
+}

@@ -109,10 +109,11 @@ func (c *Client) ServerVersion(ctx context.Context) (*version.Info, error) {
 func (c *Client) CloseIdleConnections() { c.rest.CloseIdleConnections() }
 
 // CloseConnections closes every connection the Client has open, idle or
-// carrying a request (those requests fail, watches included). Call it when
-// done with the Client: an HTTP/2 connection is not idle yet right after
-// its last watch was cancelled, and would stay open until the idle timeout
-// (90 s). The Client stays usable; a later request opens a new connection.
+// carrying a request: answers being read (watches) fail. Call it when done
+// with the Client: an HTTP/2 connection is not idle yet right after its
+// last watch was cancelled, and would stay open until the idle timeout
+// (90 s). The Client stays usable: a later request opens a new connection
+// (one handed a closed connection by HTTP/2's pool is sent once more).
 func (c *Client) CloseConnections() { c.rest.CloseConnections() }
 
 // get sends a GET and returns the response if it is a 2xx, or the

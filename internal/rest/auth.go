@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -48,12 +49,13 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closes = t.tracker.closes.Load()
 	}
 	resp, err := t.send(req)
-	if err != nil && t.tracker != nil && t.tracker.closes.Load() != closes &&
+	rotated := t.tracker != nil && t.tracker.closes.Load() != closes
+	if err != nil && (rotated || errors.Is(err, net.ErrClosed)) &&
 		(req.Body == nil || req.Body == http.NoBody) && req.Context().Err() == nil {
-		// A new client certificate closed the connections while this
-		// request was on its way, and HTTP/2's pool may still have handed
-		// it one of them ("use of closed network connection"): once more,
-		// on a new connection.
+		// Connections were closed on our side while this request was on
+		// its way (a new client certificate, Client.CloseConnections),
+		// and HTTP/2's pool may still have handed it one of them ("use of
+		// closed network connection"): once more, on a new connection.
 		return t.send(req)
 	}
 	return resp, err

@@ -243,8 +243,9 @@ func (c *Client) CloseIdleConnections() {
 }
 
 // CloseConnections closes every connection, idle or carrying a request:
-// those requests fail. The owner of a Client calls it when done with it;
-// the Client stays usable, and a later request opens a new connection.
+// answers being read fail. The owner of a Client calls it when done with
+// it; the Client stays usable, and a later request opens a new connection
+// (RoundTrip sends one that got a closed connection once more).
 func (c *Client) CloseConnections() {
 	c.tracker.closeConns()
 	c.conns.CloseIdleConnections()

@@ -577,3 +577,50 @@ func TestCloseConnections(t *testing.T) {
 		})
 	}
 }
+
+// A request sent right after CloseConnections succeeds, over HTTP/2 too,
+// where the pool may still hand out the connection of a stream it has not
+// yet seen closed ("use of closed network connection"): it is sent once
+// more, on a new connection.
+func TestRequestRightAfterCloseConnections(t *testing.T) {
+	released := make(chan struct{})
+	defer close(released)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stream" {
+			fmt.Fprint(w, "x")
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-released:
+			}
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+	failed := 0
+	const rounds = 50
+	for range rounds {
+		stream, err := c.Do(mustRequest(t, c.URL("/stream", nil).String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(stream.Body, make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		c.CloseConnections()
+		if err := getErr(c, "/"); err != nil {
+			failed++
+			if failed == 1 {
+				t.Logf("first failure: %v", err)
+			}
+		}
+		stream.Body.Close()
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d requests sent right after CloseConnections failed", failed, rounds)
+	}
+}
