@@ -31,6 +31,21 @@ var (
 	errEmptyWatch = errors.New("watch ended at once without progress")
 	// errRelistDue: the periodic relist (WithRelistInterval) is due.
 	errRelistDue = errors.New("periodic relist due")
+	// errNoWatcher: a ListerWatcher's Watch returned neither a Watcher
+	// nor an error.
+	errNoWatcher = errors.New("the ListerWatcher's Watch returned no Watcher and no error")
+	// errZeroEvent: a Watcher's Next returned an Event without a type and
+	// no error.
+	errZeroEvent = errors.New("the Watcher returned an event without a type (a zero Event) and no error")
+	// errNoListRV: a LIST answered without a resourceVersion, from which
+	// no watch could resume without a gap.
+	errNoListRV = errors.New("the list has no resourceVersion")
+	// errRepeatedContinue: a LIST page gave back the continue token it
+	// was asked with, which would page for ever.
+	errRepeatedContinue = errors.New("the list page gave back its own continue token")
+	// errAddAfterList: a ListerWatcher's List called add after it had
+	// returned; the object is dropped.
+	errAddAfterList = errors.New("the ListerWatcher's List called add after it returned")
 )
 
 // streamingUnsupportedError says the server cannot serve streaming lists;

@@ -10,7 +10,9 @@ import (
 //
 // An error from Add, Update or Delete is reported (wrapping ErrSkipped) and
 // the event skipped: the watch goes on. An error from Replace fails the
-// list, which is tried again after a backoff.
+// list, which is tried again after a backoff. A Store's methods are called
+// on Run's goroutine, and must not panic: unlike a transform's, a Store's
+// panic is not recovered (nor is it in client-go).
 type Store[T metav1.Object] interface {
 	Add(obj T) error
 	Update(obj T) error
@@ -23,11 +25,26 @@ type Store[T metav1.Object] interface {
 // ListerWatcher is the Reflector's view of the apiserver for one resource.
 // NewListerWatcher returns the HTTP implementation; tests may supply their
 // own. Implementations must be safe for concurrent use.
+//
+// One's own must know resourceVersions as the apiserver does: List answers
+// with the resourceVersion of the listed state, and Watch delivers the
+// events after the resourceVersion it is given. The Reflector's default
+// mode (Auto) first asks Watch for a streaming list (SendInitialEvents);
+// a ListerWatcher that ignores that option must be run in ListWatch mode
+// (WithMode), or the Reflector waits for the initial-events-end bookmark
+// for as long as the stream stays open.
 type ListerWatcher[T metav1.Object] interface {
 	// List fetches one page. Each item is handed to add as soon as it is
-	// decoded; an error from add stops the list and is returned.
+	// decoded, on List's own goroutine and before List returns (an add
+	// after that is refused, with an error that is also reported); an
+	// error from add stops the list and is returned. List should return
+	// when ctx ends. The first page's ListMeta must carry a
+	// resourceVersion, and a Continue token must not repeat the one
+	// asked with: both fail the list.
 	List(ctx context.Context, opts ListOptions, add func(T) error) (ListMeta, error)
-	// Watch opens a watch stream. Closing the Watcher, or ending ctx, ends it.
+	// Watch opens a watch stream, returning a Watcher or an error (both
+	// nil fails the watch). Closing the Watcher, or ending ctx, ends it;
+	// the Reflector closes it when its own ctx ends.
 	Watch(ctx context.Context, opts WatchOptions) (Watcher[T], error)
 }
 
@@ -96,7 +113,8 @@ type Watcher[T metav1.Object] interface {
 	// ended the stream cleanly, and another error when the stream broke or
 	// could not be decoded. An error wrapping ErrSkipped means one event
 	// was skipped and Next may be called again; after any other error the
-	// Watcher is done.
+	// Watcher is done. An Event without a Type and a nil error (what a
+	// receive from a closed channel gives) ends the watch as a failure.
 	Next() (Event[T], error)
 	// Close ends the stream; a blocked Next returns. Close is safe to call
 	// from another goroutine and more than once.

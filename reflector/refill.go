@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,20 +28,40 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	}
 	first := opts
 
-	var items []T
-	add := func(obj T) error {
-		obj, _, err := r.admit(obj)
-		if err != nil {
-			r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
-			return nil // skip this item, keep the rest of the page
+	// add takes the items of one List call, on that call's goroutine; one
+	// made after the call returned is refused and reported (it would be
+	// lost from the cache without a word).
+	var (
+		mu    sync.Mutex // guards over against a late add
+		items []T
+	)
+	addUntilReturn := func() (add func(T) error, returned func()) {
+		over := false
+		add = func(obj T) error {
+			mu.Lock()
+			late := over
+			mu.Unlock()
+			if late {
+				err := fmt.Errorf("listing %s: %w", r.opt.name, errAddAfterList)
+				r.report(err)
+				return err
+			}
+			obj, _, err := r.admit(obj)
+			if err != nil {
+				r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
+				return nil // skip this item, keep the rest of the page
+			}
+			items = append(items, obj)
+			return nil
 		}
-		items = append(items, obj)
-		return nil
+		return add, func() { mu.Lock(); over = true; mu.Unlock() }
 	}
 
 	var listRV string
 	for restarts := 0; ; {
+		add, returned := addUntilReturn()
 		meta, err := r.lw.List(ctx, opts, add)
+		returned()
 		if err != nil {
 			if opts.Continue != "" && isExpired(err) && restarts < maxListRestarts {
 				// The continue token expired between pages: the pages
@@ -51,13 +72,23 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 			}
 			return fmt.Errorf("listing %s: %w", r.opt.name, err)
 		}
-		if listRV == "" {
+		if opts.Continue == "" { // the first page
+			if meta.ResourceVersion == "" {
+				return fmt.Errorf("listing %s: %w", r.opt.name, errNoListRV)
+			}
 			listRV = meta.ResourceVersion
 		}
-		if meta.Continue == "" {
-			break
+		switch {
+		case meta.Continue == "":
+		case meta.Continue == opts.Continue:
+			return fmt.Errorf("listing %s: %w", r.opt.name, errRepeatedContinue)
+		case ctx.Err() != nil:
+			return fmt.Errorf("listing %s: %w", r.opt.name, ctx.Err())
+		default:
+			opts = ListOptions{Limit: r.opt.pageSize, Continue: meta.Continue}
+			continue
 		}
-		opts = ListOptions{Limit: r.opt.pageSize, Continue: meta.Continue}
+		break
 	}
 
 	if olderThan(listRV, since) {
@@ -100,7 +131,11 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 		}
 		return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)
 	}
+	if w == nil || isNilPointer(w) {
+		return fmt.Errorf("listing %s (streaming): %w", r.opt.name, errNoWatcher)
+	}
 	defer w.Close()
+	defer closeOnCancel(ctx, w)()
 	r.watching()
 
 	var initial []T

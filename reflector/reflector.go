@@ -274,9 +274,29 @@ func (r *Reflector[T]) watch(ctx context.Context, s *runState) error {
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", r.opt.name, err)
 	}
+	if w == nil || isNilPointer(w) {
+		return fmt.Errorf("watching %s: %w", r.opt.name, errNoWatcher)
+	}
 	defer w.Close()
+	defer closeOnCancel(ctx, w)()
 	r.watching()
 	return r.follow(s, w, started)
+}
+
+// closeOnCancel closes w when ctx ends, so that a Next blocked in a Watcher
+// that does not watch ctx itself returns. The func it returns stops that,
+// waiting for a Close under way: its goroutine is Run's too.
+func closeOnCancel[T metav1.Object](ctx context.Context, w Watcher[T]) (stop func()) {
+	closed := make(chan struct{})
+	cancelStop := context.AfterFunc(ctx, func() {
+		defer close(closed)
+		w.Close()
+	})
+	return func() {
+		if !cancelStop() {
+			<-closed
+		}
+	}
 }
 
 // follow applies the events of an open watch to the Store until the stream
@@ -319,6 +339,11 @@ func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) erro
 				return fmt.Errorf("watching %s: %w", r.opt.name, errEmptyWatch)
 			}
 			return nil
+		}
+		if ev.Type == "" {
+			// A zero Event: a Watcher whose source is gone (a receive from
+			// a closed channel) would send them for ever.
+			return fmt.Errorf("watching %s: %w", r.opt.name, errZeroEvent)
 		}
 		if err := r.apply(ev); err != nil {
 			return fmt.Errorf("watching %s: %w", r.opt.name, err)

@@ -1,0 +1,240 @@
+package reflector_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// One's own ListerWatcher, written carelessly: the Reflector stays correct,
+// or fails with an error that says what the ListerWatcher did.
+
+// ownLW is a ListerWatcher whose List and Watch the test supplies.
+type ownLW struct {
+	list    func(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error)
+	watch   func(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error)
+	lists   atomic.Int64
+	watches atomic.Int64
+}
+
+func (l *ownLW) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	l.lists.Add(1)
+	if l.list == nil {
+		return reflector.ListMeta{ResourceVersion: "1"}, add(withRV(pod("a"), "1"))
+	}
+	return l.list(ctx, opts, add)
+}
+
+func (l *ownLW) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.watches.Add(1)
+	return l.watch(ctx, opts)
+}
+
+// closeOnly is a Watcher that ends when closed, but does not watch any
+// context: its Next blocks until Close.
+type closeOnly struct {
+	done chan struct{}
+	once sync.Once
+}
+
+func newCloseOnly() *closeOnly { return &closeOnly{done: make(chan struct{})} }
+
+func (w *closeOnly) Next() (reflector.Event[*corev1.Pod], error) {
+	<-w.done
+	return reflector.Event[*corev1.Pod]{}, errors.New("closed")
+}
+
+func (w *closeOnly) Close() error { w.once.Do(func() { close(w.done) }); return nil }
+
+func ownReflector(lw *ownLW, errs *errorLog, mode reflector.Mode) (*reflector.Reflector[*corev1.Pod], *recorder) {
+	store := newRecorder()
+	return reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](mode),
+		reflector.WithErrorHandler[*corev1.Pod](errs.add)), store
+}
+
+func errorsContaining(errs []error, s string) int {
+	n := 0
+	for _, err := range errs {
+		if strings.Contains(err.Error(), s) {
+			n++
+		}
+	}
+	return n
+}
+
+// A Watch that returns neither a Watcher nor an error fails the watch,
+// which is tried again after a backoff; Run used to panic.
+func TestWatchReturningNothingFailsTheWatch(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw := &ownLW{watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+					return nil, nil
+				}}
+				var errs errorLog
+				r, _ := ownReflector(lw, &errs, mode)
+				defer run(t, r)()
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				assert.NotZero(t, errorsContaining(errs.all(), "returned no Watcher and no error"))
+				assert.Less(t, lw.watches.Load(), int64(20), "tried again after a backoff")
+			})
+		})
+	}
+}
+
+// Run returns when its ctx ends, also with a Watcher that does not watch
+// the ctx it was opened with: the Reflector closes it.
+func TestRunClosesAWatcherThatIgnoresCtx(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw := &ownLW{watch: func(_ context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+					return newCloseOnly(), nil
+				}}
+				var errs errorLog
+				r, _ := ownReflector(lw, &errs, mode)
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					r.Run(ctx)
+				}()
+				synctest.Wait()
+				require.Equal(t, int64(1), lw.watches.Load(), "watching")
+				cancel()
+				synctest.Wait()
+				select {
+				case <-done:
+				default:
+					t.Fatal("Run did not return when its ctx ended")
+				}
+			})
+		})
+	}
+}
+
+// zeroEvents is a Watcher whose source is gone: a receive from a closed
+// channel, a zero Event and no error, for ever.
+type zeroEvents struct {
+	ch chan reflector.Event[*corev1.Pod]
+}
+
+func (w zeroEvents) Next() (reflector.Event[*corev1.Pod], error) { return <-w.ch, nil }
+func (w zeroEvents) Close() error                                { return nil }
+
+// A zero Event ends the watch as a failure, so a Watcher that sends them
+// for ever is watched again after a backoff; it used to spin, reporting
+// "unknown event type" thousands of times a second.
+func TestZeroEventsEndTheWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ch := make(chan reflector.Event[*corev1.Pod])
+		close(ch)
+		lw := &ownLW{watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			return zeroEvents{ch: ch}, nil
+		}}
+		var errs errorLog
+		r, _ := ownReflector(lw, &errs, reflector.ListWatch)
+		defer run(t, r)()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		all := errs.all()
+		assert.Less(t, len(all), 40, "one error a watch, with a backoff between watches")
+		assert.Equal(t, len(all), errorsContaining(all, "without a type (a zero Event)"), "errors: %v", all)
+	})
+}
+
+// A page that gives back the continue token it was asked with fails the
+// list, which is tried again after a backoff; it used to page for ever
+// without a word, and without noticing ctx.
+func TestRepeatedContinueTokenFailsTheList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var pages atomic.Int64
+		lw := &ownLW{
+			list: func(_ context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+				n := pages.Add(1)
+				if err := add(withRV(pod(fmt.Sprint("p", n)), "1")); err != nil {
+					return reflector.ListMeta{}, err
+				}
+				return reflector.ListMeta{ResourceVersion: "1", Continue: "same-token"}, nil
+			},
+			watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+				return newCloseOnly(), nil
+			},
+		}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.ListWatch)
+		defer run(t, r)()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Less(t, pages.Load(), int64(60), "two pages a list, with a backoff between lists")
+		assert.NotZero(t, errorsContaining(errs.all(), "gave back its own continue token"))
+		assert.Empty(t, store.calls(), "nothing half-listed is stored")
+	})
+}
+
+// A list without a resourceVersion fails: no watch could resume from it
+// without a gap. It used to be taken, and LastSyncResourceVersion stayed
+// empty in a synced Reflector.
+func TestListWithoutResourceVersionFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &ownLW{
+			list: func(_ context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+				return reflector.ListMeta{}, add(withRV(pod("a"), "1"))
+			},
+			watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+				return newCloseOnly(), nil
+			},
+		}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.ListWatch)
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Empty(t, store.calls())
+		assert.Zero(t, lw.watches.Load())
+		assert.ErrorContains(t, r.LastError(), "the list has no resourceVersion")
+	})
+}
+
+// An add made after List returned is refused and reported: the object
+// would be missing from the cache without a word.
+func TestAddAfterListReturnedIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		late := make(chan error, 1)
+		lw := &ownLW{
+			list: func(_ context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+				if err := add(withRV(pod("a"), "1")); err != nil {
+					return reflector.ListMeta{}, err
+				}
+				go func() {
+					time.Sleep(time.Second)
+					late <- add(withRV(pod("late"), "1"))
+				}()
+				return reflector.ListMeta{ResourceVersion: "1"}, nil
+			},
+			watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+				return newCloseOnly(), nil
+			},
+		}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.ListWatch)
+		defer run(t, r)()
+		err := <-late
+		synctest.Wait()
+		assert.ErrorContains(t, err, "called add after it returned")
+		assert.Equal(t, 1, errorsContaining(errs.all(), "called add after it returned"))
+		assert.Equal(t, []string{"a@1"}, store.keys())
+	})
+}
