@@ -210,7 +210,7 @@ func (f *FIFO[T]) Replace(list []T, resourceVersion string) error {
 			if f.heldLocked(key) {
 				continue // handled above
 			}
-			if obj, ok := f.known.GetByKey(key); ok {
+			if obj, ok := f.knownLocked(key); ok {
 				f.enqueueLocked(key, Delta[T]{Type: Deleted, Object: obj, FinalStateUnknown: true})
 			}
 		}
@@ -253,7 +253,7 @@ func (f *FIFO[T]) Resync() error {
 		newest, held := f.newestLocked(key)
 		switch {
 		case !held:
-			if obj, ok := f.known.GetByKey(key); ok {
+			if obj, ok := f.knownLocked(key); ok {
 				f.enqueueLocked(key, Delta[T]{Type: Sync, Object: obj})
 			}
 		case newest.Type == Replaced:
@@ -460,8 +460,19 @@ func (f *FIFO[T]) deleteIsNewsLocked(key string) bool {
 			return f.inflight[i].newest.Type != Deleted
 		}
 	}
-	_, known := f.known.GetByKey(key)
+	_, known := f.knownLocked(key)
 	return known
+}
+
+// knownLocked returns the known object of key; a nil one counts as none,
+// since no delta may carry a nil object.
+func (f *FIFO[T]) knownLocked(key string) (T, bool) {
+	obj, ok := f.known.GetByKey(key)
+	if !ok || isNil(obj) {
+		var zero T
+		return zero, false
+	}
+	return obj, true
 }
 
 // heldLocked reports whether key is queued or being processed.

@@ -17,9 +17,12 @@ import (
 // into the FIFO. They must be safe for concurrent use with the consumer's
 // writes, since the consumer writes to them while it processes a popped key.
 type KnownObjects[T metav1.Object] interface {
-	// GetByKey returns the object stored under key, if any.
+	// GetByKey returns the object stored under key, if any (a nil object
+	// counts as none).
 	GetByKey(key string) (T, bool)
-	// ListKeys returns the keys of all stored objects.
+	// ListKeys returns the keys of all stored objects, as the FIFO's key
+	// function makes them: a relist takes a known key it did not list for
+	// an object deleted.
 	ListKeys() []string
 }
 

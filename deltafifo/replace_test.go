@@ -220,3 +220,18 @@ func TestReplaceWithAKeyTwiceKeepsTheNewer(t *testing.T) {
 		assert.Equal(t, []string{"ns/a@5", "ns/b@4"}, got, "list order %v", order)
 	}
 }
+
+// nilKnown says it knows ns/gone, as a nil object.
+type nilKnown struct{}
+
+func (nilKnown) GetByKey(string) (*corev1.Pod, bool) { return nil, true }
+func (nilKnown) ListKeys() []string                 { return []string{"ns/gone"} }
+
+// A known key whose object is nil counts as unknown: no delta carries a
+// nil object (a relist queued a delete of nil, a resync a Sync of nil).
+func TestKnownNilObjectCountsAsNone(t *testing.T) {
+	f := deltafifo.New(deltafifo.WithKnownObjects[*corev1.Pod](nilKnown{}))
+	require.NoError(t, f.Replace([]*corev1.Pod{pod("a", "1")}, "1"))
+	require.NoError(t, f.Resync())
+	assert.Equal(t, []string{"ns/a: Replaced@1"}, snapshot(f))
+}
