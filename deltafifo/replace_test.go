@@ -225,7 +225,7 @@ func TestReplaceWithAKeyTwiceKeepsTheNewer(t *testing.T) {
 type nilKnown struct{}
 
 func (nilKnown) GetByKey(string) (*corev1.Pod, bool) { return nil, true }
-func (nilKnown) ListKeys() []string                 { return []string{"ns/gone"} }
+func (nilKnown) ListKeys() []string                  { return []string{"ns/gone"} }
 
 // A known key whose object is nil counts as unknown: no delta carries a
 // nil object (a relist queued a delete of nil, a resync a Sync of nil).
