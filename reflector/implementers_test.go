@@ -238,3 +238,144 @@ func TestAddAfterListReturnedIsReported(t *testing.T) {
 		assert.Equal(t, []string{"a@1"}, store.keys())
 	})
 }
+
+// closedChanWatcher's Next receives from a channel that Close closes: after
+// Close, Next gives the zero Event and no error.
+type closedChanWatcher struct {
+	ch   chan reflector.Event[*corev1.Pod]
+	once sync.Once
+}
+
+func newClosedChanWatcher() *closedChanWatcher {
+	return &closedChanWatcher{ch: make(chan reflector.Event[*corev1.Pod])}
+}
+
+func (w *closedChanWatcher) Next() (reflector.Event[*corev1.Pod], error) { return <-w.ch, nil }
+func (w *closedChanWatcher) Close() error {
+	w.once.Do(func() { close(w.ch) })
+	return nil
+}
+
+// The zero Event after the relist timer closed the watch is that relist,
+// not a failure (it was taken for one, and the relist never came).
+func TestRelistDueWithAChannelWatcher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &ownLW{watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			return newClosedChanWatcher(), nil
+		}}
+		var errs errorLog
+		r := reflector.New[*corev1.Pod](lw, newRecorder(),
+			reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithRelistInterval[*corev1.Pod](time.Minute),
+			reflector.WithErrorHandler[*corev1.Pod](errs.add))
+		defer run(t, r)()
+		time.Sleep(10*time.Minute + time.Second)
+		synctest.Wait()
+		assert.GreaterOrEqual(t, lw.lists.Load(), int64(10), "a relist every minute")
+		assert.Zero(t, errorsContaining(errs.all(), "zero Event"), "a relist that is due is no failure")
+	})
+}
+
+// A zero Event in a streaming list is a failed streaming list, tried again
+// after a backoff; it used to turn streaming lists off for good, as if the
+// server did not serve them.
+func TestZeroEventInAStreamingListIsAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var streamed atomic.Int64
+		lw := &ownLW{watch: func(_ context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			if opts.SendInitialEvents {
+				streamed.Add(1)
+			}
+			w := newClosedChanWatcher()
+			w.Close() // the source is gone at once
+			return w, nil
+		}}
+		var errs errorLog
+		r, _ := ownReflector(lw, &errs, reflector.Auto)
+		defer run(t, r)()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		assert.Greater(t, streamed.Load(), int64(1), "streaming lists are tried again")
+		assert.Zero(t, errorsContaining(errs.all(), "not supported"), "errors: %v", errs.all())
+	})
+}
+
+// scriptedEvents gives its events, then blocks until closed.
+type scriptedEvents struct {
+	events []reflector.Event[*corev1.Pod] // Next's only
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (w *scriptedEvents) Next() (reflector.Event[*corev1.Pod], error) {
+	if len(w.events) > 0 {
+		ev := w.events[0]
+		w.events = w.events[1:]
+		return ev, nil
+	}
+	<-w.done
+	return reflector.Event[*corev1.Pod]{}, errors.New("closed")
+}
+
+func (w *scriptedEvents) Close() error { w.once.Do(func() { close(w.done) }); return nil }
+
+// An event with an object but no type is skipped and reported, and the
+// watch goes on: only the zero Event ends it.
+func TestEventWithoutATypeIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &ownLW{watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			return &scriptedEvents{done: make(chan struct{}), events: []reflector.Event[*corev1.Pod]{
+				{Object: withRV(pod("b"), "2")}, // no Type
+				{Type: reflector.Added, Object: withRV(pod("c"), "3")},
+			}}, nil
+		}}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.ListWatch)
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, []string{"a@1", "c@3"}, store.keys())
+		assert.Equal(t, int64(1), lw.watches.Load())
+	})
+}
+
+// An add under way when List returns is refused and reported once it is
+// done, not lost without a word.
+func TestAddStraddlingListsReturnIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}), make(chan struct{})
+		lateErr := make(chan error, 1)
+		lw := &ownLW{
+			list: func(_ context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+				if err := add(withRV(pod("a"), "1")); err != nil {
+					return reflector.ListMeta{}, err
+				}
+				go func() { lateErr <- add(withRV(pod("late"), "1")) }()
+				<-entered // the late add is in the transform
+				return reflector.ListMeta{ResourceVersion: "1"}, nil
+			},
+			watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+				return newCloseOnly(), nil
+			},
+		}
+		var errs errorLog
+		store := newRecorder()
+		r := reflector.New[*corev1.Pod](lw, store,
+			reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](errs.add),
+			reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+				if p.Name == "late" {
+					close(entered)
+					<-release
+				}
+				return p, nil
+			}))
+		defer run(t, r)()
+		synctest.Wait() // List returned and the list is stored
+		close(release)
+		err := <-lateErr
+		synctest.Wait()
+		assert.ErrorContains(t, err, "called add after it returned")
+		assert.Equal(t, 1, errorsContaining(errs.all(), "called add after it returned"))
+		assert.Equal(t, []string{"a@1"}, store.keys())
+	})
+}

@@ -113,8 +113,8 @@ type Watcher[T metav1.Object] interface {
 	// ended the stream cleanly, and another error when the stream broke or
 	// could not be decoded. An error wrapping ErrSkipped means one event
 	// was skipped and Next may be called again; after any other error the
-	// Watcher is done. An Event without a Type and a nil error (what a
-	// receive from a closed channel gives) ends the watch as a failure.
+	// Watcher is done. The zero Event with a nil error (what a receive
+	// from a closed channel gives) ends the watch as a failure.
 	Next() (Event[T], error)
 	// Close ends the stream; a blocked Next returns. Close is safe to call
 	// from another goroutine and more than once.

@@ -37,21 +37,30 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	)
 	addUntilReturn := func() (add func(T) error, returned func()) {
 		over := false
+		isOver := func() bool { mu.Lock(); defer mu.Unlock(); return over }
+		refuse := func() error {
+			err := fmt.Errorf("listing %s: %w", r.opt.name, errAddAfterList)
+			r.report(err)
+			return err
+		}
 		add = func(obj T) error {
-			mu.Lock()
-			late := over
-			mu.Unlock()
-			if late {
-				err := fmt.Errorf("listing %s: %w", r.opt.name, errAddAfterList)
-				r.report(err)
-				return err
+			if isOver() {
+				return refuse()
 			}
 			obj, _, err := r.admit(obj)
 			if err != nil {
 				r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
 				return nil // skip this item, keep the rest of the page
 			}
-			items = append(items, obj)
+			mu.Lock()
+			late := over // List may have returned meanwhile
+			if !late {
+				items = append(items, obj)
+			}
+			mu.Unlock()
+			if late {
+				return refuse()
+			}
 			return nil
 		}
 		return add, func() { mu.Lock(); over = true; mu.Unlock() }
@@ -141,6 +150,9 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	var initial []T
 	for {
 		ev, err := w.Next()
+		if err == nil && isZeroEvent(ev) {
+			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, errZeroEvent)
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return &streamingUnsupportedError{reason: "the stream ended before the initial-events-end bookmark", ended: true}

@@ -340,9 +340,13 @@ func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) erro
 			}
 			return nil
 		}
-		if ev.Type == "" {
-			// A zero Event: a Watcher whose source is gone (a receive from
-			// a closed channel) would send them for ever.
+		if isZeroEvent(ev) {
+			// A Watcher whose source is gone (a receive from a closed
+			// channel) would send them for ever: the end of the watch, and
+			// a failure unless the relist timer closed it.
+			if relistDue.Load() {
+				return errRelistDue
+			}
 			return fmt.Errorf("watching %s: %w", r.opt.name, errZeroEvent)
 		}
 		if err := r.apply(ev); err != nil {
@@ -496,6 +500,12 @@ func (id identity) keptBy(out metav1.Object) error {
 }
 
 // isNilPointer reports a typed nil, on which metadata getters would panic.
+// isZeroEvent reports whether ev is the zero Event: no type, no object and
+// no status.
+func isZeroEvent[T metav1.Object](ev Event[T]) bool {
+	return ev.Type == "" && ev.Status == nil && (any(ev.Object) == nil || isNilPointer(ev.Object))
+}
+
 func isNilPointer(obj any) bool {
 	v := reflect.ValueOf(obj)
 	return v.Kind() == reflect.Pointer && v.IsNil()
