@@ -516,24 +516,30 @@ func TestLimitReaderBoundsDecompressedBody(t *testing.T) {
 	}
 }
 
+// streamHandler answers /stream with one byte, then holds the stream open
+// until the request ends or released is closed; any other path with "ok".
+func streamHandler(released <-chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stream" {
+			fmt.Fprint(w, "x")
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-released:
+			}
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+}
+
 // CloseConnections closes every connection, the idle ones and those that
 // carry a stream, over HTTP/2 and HTTP/1.1; the client stays usable.
 func TestCloseConnections(t *testing.T) {
 	for _, disableHTTP2 := range []bool{false, true} {
 		t.Run(fmt.Sprint("DisableHTTP2=", disableHTTP2), func(t *testing.T) {
 			released := make(chan struct{})
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == "/stream" {
-					fmt.Fprint(w, "x")
-					w.(http.Flusher).Flush()
-					select {
-					case <-r.Context().Done():
-					case <-released:
-					}
-					return
-				}
-				fmt.Fprint(w, "ok")
-			}))
+			srv := httptest.NewUnstartedServer(streamHandler(released))
 			var open atomic.Int32
 			allClosed := make(chan struct{}, 1)
 			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -585,18 +591,7 @@ func TestCloseConnections(t *testing.T) {
 func TestRequestRightAfterCloseConnections(t *testing.T) {
 	released := make(chan struct{})
 	defer close(released)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/stream" {
-			fmt.Fprint(w, "x")
-			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-			case <-released:
-			}
-			return
-		}
-		fmt.Fprint(w, "ok")
-	}))
+	srv := httptest.NewUnstartedServer(streamHandler(released))
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()
