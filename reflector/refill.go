@@ -151,7 +151,8 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	for {
 		ev, err := w.Next()
 		if err == nil && isZeroEvent(ev) {
-			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, errZeroEvent)
+			// A channel Watcher's end of stream, as io.EOF is below.
+			return &streamingUnsupportedError{reason: "the stream ended (a zero Event) before the initial-events-end bookmark", ended: true}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
