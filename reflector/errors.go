@@ -43,6 +43,9 @@ var (
 	// errRepeatedContinue: a LIST page gave back the continue token it
 	// was asked with, which would page for ever.
 	errRepeatedContinue = errors.New("the list page gave back its own continue token")
+	// errNoInitialEventsEnd: a streaming list has not sent its
+	// initial-events-end bookmark yet.
+	errNoInitialEventsEnd = errors.New("no initial-events-end bookmark yet")
 	// errAddAfterList: a ListerWatcher's List called add after it had
 	// returned; the object is dropped.
 	errAddAfterList = errors.New("the ListerWatcher's List called add after it returned")

@@ -380,3 +380,27 @@ func TestAddStraddlingListsReturnIsReported(t *testing.T) {
 		assert.Equal(t, []string{"a@1"}, store.keys())
 	})
 }
+
+// Under Auto, a ListerWatcher that ignores SendInitialEvents never sends
+// the initial-events-end bookmark, and the Reflector waits for it as long
+// as the stream is open; after a minute, LastError says what it waits for
+// (it said nothing, and WaitForCacheSync only "still listing").
+func TestAwaitedBookmarkShowsInLastError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &ownLW{watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			return newCloseOnly(), nil
+		}}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.Auto)
+		defer run(t, r)()
+		time.Sleep(59 * time.Second)
+		synctest.Wait()
+		assert.NoError(t, r.LastError(), "not yet")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.ErrorContains(t, r.LastError(), "no initial-events-end bookmark yet after 1m0s")
+		assert.ErrorContains(t, r.LastError(), "WithMode(ListWatch)")
+		assert.Empty(t, errs.all(), "no failure to report")
+		assert.Empty(t, store.calls())
+	})
+}

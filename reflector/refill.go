@@ -114,6 +114,33 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	return nil
 }
 
+// bookmarkPatience is how long a streaming list runs without its
+// initial-events-end bookmark before LastError says so.
+const bookmarkPatience = time.Minute
+
+// noteAwaitedBookmark sets LastError, bookmarkPatience from now, to say that
+// the streaming list's initial-events-end bookmark has not come. The func it
+// returns stops that, waiting for a note under way (the timer's goroutine
+// is Run's too); it may be called more than once.
+func (r *Reflector[T]) noteAwaitedBookmark() (stop func()) {
+	noted := make(chan struct{})
+	t := time.AfterFunc(bookmarkPatience, func() {
+		defer close(noted)
+		r.mu.Lock()
+		r.lastError = fmt.Errorf("listing %s (streaming): %w after %v (a ListerWatcher that ignores SendInitialEvents needs WithMode(ListWatch))",
+			r.opt.name, errNoInitialEventsEnd, bookmarkPatience)
+		r.mu.Unlock()
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if !t.Stop() {
+				<-noted
+			}
+		})
+	}
+}
+
 // maxListRestarts bounds how often one list restarts because its continue
 // token expired, so a server that expires every token cannot keep us listing.
 const maxListRestarts = 3
@@ -146,6 +173,11 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	defer w.Close()
 	defer closeOnCancel(ctx, w)()
 	r.watching()
+	// A ListerWatcher of one's own that ignores SendInitialEvents never
+	// sends the bookmark: after a while, LastError says what is awaited
+	// (WaitForCacheSync quotes it).
+	stopWaiting := r.noteAwaitedBookmark()
+	defer stopWaiting()
 
 	var initial []T
 	for {
@@ -187,6 +219,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				return fmt.Errorf("listing %s (streaming): %w: initial events end at %s, cache already at %s",
 					r.opt.name, errWentBackwards, rv, since)
 			}
+			stopWaiting()
 			r.synced(rv) // first, as in list
 			if err := r.store.Replace(initial, rv); err != nil {
 				r.unsynced(since)

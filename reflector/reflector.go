@@ -81,7 +81,9 @@ func (r *Reflector[T]) LastSyncResourceVersion() string {
 // list or watch, or an event or item skipped (ErrSkipped, ErrRejected). It
 // is cleared when a list is stored (even one that skipped items, which
 // were reported) and when the server accepts a watch, a streaming list's
-// included.
+// included. A streaming list still without its initial-events-end bookmark
+// after a minute sets it too (not reported: it is no failure yet), to say
+// what the Reflector waits for.
 func (r *Reflector[T]) LastError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
