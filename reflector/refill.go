@@ -127,7 +127,7 @@ func (r *Reflector[T]) noteAwaitedBookmark() (stop func()) {
 	t := time.AfterFunc(bookmarkPatience, func() {
 		defer close(noted)
 		r.mu.Lock()
-		r.lastError = fmt.Errorf("listing %s (streaming): %w after %v (a ListerWatcher that ignores SendInitialEvents needs WithMode(ListWatch))",
+		r.lastError = fmt.Errorf("listing %s (streaming): %w after %v: a very large list, or a ListerWatcher that ignores SendInitialEvents (it needs WithMode(ListWatch))",
 			r.opt.name, errNoInitialEventsEnd, bookmarkPatience)
 		r.mu.Unlock()
 	})
