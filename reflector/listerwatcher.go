@@ -35,8 +35,9 @@ type Store[T metav1.Object] interface {
 // for as long as the stream stays open.
 type ListerWatcher[T metav1.Object] interface {
 	// List fetches one page. Each item is handed to add as soon as it is
-	// decoded, on List's own goroutine and before List returns (an add
-	// after that is refused, with an error that is also reported); an
+	// decoded, one add at a time (add runs the transform), and before List
+	// returns: the Reflector waits for an add under way when List returns,
+	// and refuses one made after that, with an error it also reports. An
 	// error from add stops the list and is returned. List should return
 	// when ctx ends. The first page's ListMeta must carry a
 	// resourceVersion, and a Continue token must not repeat the one

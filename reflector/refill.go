@@ -28,42 +28,45 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	}
 	first := opts
 
-	// add takes the items of one List call, on that call's goroutine; one
-	// made after the call returned is refused and reported (it would be
-	// lost from the cache without a word).
+	// add takes the items of one List call. List may not have waited for
+	// an add it started on another goroutine: returned waits for those
+	// under way, and one made after that is refused and reported (it would
+	// be lost from the cache without a word).
 	var (
-		mu    sync.Mutex // guards over against a late add
+		mu    sync.Mutex // guards over and items
 		items []T
 	)
 	addUntilReturn := func() (add func(T) error, returned func()) {
 		over := false
-		isOver := func() bool { mu.Lock(); defer mu.Unlock(); return over }
-		refuse := func() error {
-			err := fmt.Errorf("listing %s: %w", r.opt.name, errAddAfterList)
-			r.report(err)
-			return err
-		}
+		var underWay sync.WaitGroup // adds begun before over
 		add = func(obj T) error {
-			if isOver() {
-				return refuse()
+			mu.Lock()
+			if over {
+				mu.Unlock()
+				err := fmt.Errorf("listing %s: %w", r.opt.name, errAddAfterList)
+				r.report(err)
+				return err
 			}
+			underWay.Add(1)
+			mu.Unlock()
+			defer underWay.Done()
 			obj, _, err := r.admit(obj)
 			if err != nil {
 				r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
 				return nil // skip this item, keep the rest of the page
 			}
 			mu.Lock()
-			late := over // List may have returned meanwhile
-			if !late {
-				items = append(items, obj)
-			}
+			items = append(items, obj)
 			mu.Unlock()
-			if late {
-				return refuse()
-			}
 			return nil
 		}
-		return add, func() { mu.Lock(); over = true; mu.Unlock() }
+		returned = func() {
+			mu.Lock()
+			over = true
+			mu.Unlock()
+			underWay.Wait()
+		}
+		return add, returned
 	}
 
 	var listRV string
