@@ -393,7 +393,7 @@ func TestAwaitedBookmarkShowsInLastError(t *testing.T) {
 		}}
 		var errs errorLog
 		r, store := ownReflector(lw, &errs, reflector.Auto)
-		defer run(t, r)()
+		stop := run(t, r)
 		time.Sleep(59 * time.Second)
 		synctest.Wait()
 		assert.NoError(t, r.LastError(), "not yet")
@@ -403,5 +403,7 @@ func TestAwaitedBookmarkShowsInLastError(t *testing.T) {
 		assert.ErrorContains(t, r.LastError(), "WithMode(ListWatch)")
 		assert.Empty(t, errs.all(), "no failure to report")
 		assert.Empty(t, store.calls())
+		stop()
+		assert.NoError(t, r.LastError(), "nothing is awaited once Run has returned")
 	})
 }

@@ -124,14 +124,16 @@ const bookmarkPatience = time.Minute
 // noteAwaitedBookmark sets LastError, bookmarkPatience from now, to say that
 // the streaming list's initial-events-end bookmark has not come. The func it
 // returns stops that, waiting for a note under way (the timer's goroutine
-// is Run's too); it may be called more than once.
+// is Run's too), and takes the note back if LastError still holds it; it
+// may be called more than once.
 func (r *Reflector[T]) noteAwaitedBookmark() (stop func()) {
+	note := fmt.Errorf("listing %s (streaming): %w after %v: a very large list, or a ListerWatcher that ignores SendInitialEvents (it needs WithMode(ListWatch))",
+		r.opt.name, errNoInitialEventsEnd, bookmarkPatience)
 	noted := make(chan struct{})
 	t := time.AfterFunc(bookmarkPatience, func() {
 		defer close(noted)
 		r.mu.Lock()
-		r.lastError = fmt.Errorf("listing %s (streaming): %w after %v: a very large list, or a ListerWatcher that ignores SendInitialEvents (it needs WithMode(ListWatch))",
-			r.opt.name, errNoInitialEventsEnd, bookmarkPatience)
+		r.lastError = note
 		r.mu.Unlock()
 	})
 	var once sync.Once
@@ -140,6 +142,11 @@ func (r *Reflector[T]) noteAwaitedBookmark() (stop func()) {
 			if !t.Stop() {
 				<-noted
 			}
+			r.mu.Lock()
+			if r.lastError == note {
+				r.lastError = nil
+			}
+			r.mu.Unlock()
 		})
 	}
 }
