@@ -455,10 +455,8 @@ func (f *FIFO[T]) deleteIsNewsLocked(key string) bool {
 	if _, queued := f.items[key]; queued {
 		return true
 	}
-	for i := len(f.inflight) - 1; i >= 0; i-- { // newest batch first
-		if f.inflight[i].key == key {
-			return f.inflight[i].newest.Type != Deleted
-		}
+	if newest, inFlight := f.newestLocked(key); inFlight {
+		return newest.Type != Deleted
 	}
 	_, known := f.knownLocked(key)
 	return known
