@@ -204,10 +204,7 @@ func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], is
 			return err
 		}
 		s.blockDeltas.Lock()
-		stored, err := s.applyState(key, d, w, isInInitialList)
-		if stored && err == nil && s.mutations != nil {
-			s.mutations.remember(c)
-		}
+		stored, err := s.applyState(key, d, w, c, isInInitialList)
 		s.blockDeltas.Unlock()
 		if stored {
 			return err
@@ -244,10 +241,11 @@ func (s *SharedIndexInformer[T]) applyDelete(key string, d deltafifo.Delta[T]) e
 	return nil
 }
 
-// applyState stores a new state of an object, prepared as w, and tells the
-// handlers. It reports false, having stored nothing new, if w must be
-// prepared again. blockDeltas is held.
-func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w indexer.Write[T], isInInitialList bool) (stored bool, _ error) {
+// applyState stores a new state of an object, prepared as w (and copied as
+// c for the mutation detector), and tells the handlers. It reports false,
+// having stored nothing new, if w must be prepared again. blockDeltas is
+// held.
+func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w indexer.Write[T], c *copied[T], isInInitialList bool) (stored bool, _ error) {
 	obj := d.Object
 	old, exists := s.indexer.GetByKey(key)
 	if exists && recreated(old, obj) {
@@ -263,6 +261,9 @@ func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w 
 	}
 	if !s.indexer.Commit(w) {
 		return false, nil
+	}
+	if s.mutations != nil {
+		s.mutations.remember(c)
 	}
 	switch {
 	case !exists:
