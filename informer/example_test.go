@@ -35,11 +35,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := pods.AddIndexers(indexer.Indexers[*corev1.Pod]{
-		indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*corev1.Pod],
-	}); err != nil {
-		panic(err)
-	}
+	// A Factory's informers have the namespace index; others may be
+	// added with AddIndexers.
 	added := make(chan string, 10)
 	pods.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
 		AddFunc: func(pod *corev1.Pod, isInInitialList bool) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/listwatch/listwatch/indexer"
 	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/reflector"
 )
@@ -82,6 +83,11 @@ var ErrShutdown = errors.New("informer factory shut down")
 // of your own with target.Resource and target.Kind set. Targets that differ only in what
 // may be left out for a k8s.io/api type (its Resource, its Kind) share one
 // informer. Informers created after Start run at the next Start.
+//
+// Each informer's cache has the namespace index ([indexer.NamespaceIndex]),
+// as client-go's factories give theirs: Lister().ByNamespace and
+// Indexer().ByIndex(indexer.NamespaceIndex, ns) look up one namespace
+// without going through the whole cache.
 func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexInformer[T], error) {
 	key := factoryKey{typ: reflect.TypeFor[T](), target: canonical[T](target)}
 	f.mu.Lock()
@@ -111,6 +117,7 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	}
 	opts := []Option[T]{
 		WithName[T](describe(lw.Resource(), target)),
+		WithIndexers(indexer.Indexers[T]{indexer.NamespaceIndex: indexer.NamespaceIndexFunc[T]}),
 		WithLogger[T](f.opt.logger),
 		WithResyncPeriod[T](f.opt.resync),
 		WithReflectorOptions(refl...),

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/listwatch/listwatch/indexer"
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/internal/apisim"
 	"github.com/listwatch/listwatch/internal/objkey"
@@ -119,6 +120,17 @@ func TestFactoryPodsOverHTTP(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, server.Labels, p.Labels)
 				assert.Equal(t, server.Spec, p.Spec)
+			}
+			// The factory gives every cache the namespace index, as
+			// client-go's factories do, and it follows the changes.
+			for ns, n := range map[string]int{"ns0": 0, "ns1": 10, "ns2": 10, "new": 10} {
+				inNS, err := inf.Indexer().ByIndex(indexer.NamespaceIndex, ns)
+				require.NoError(t, err)
+				assert.Len(t, inNS, n, ns)
+				for _, p := range inNS {
+					assert.Equal(t, ns, p.Namespace)
+				}
+				assert.ElementsMatch(t, podKeys(inNS), podKeys(inf.Lister().ByNamespace(ns, nil)))
 			}
 		})
 	}

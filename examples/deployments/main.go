@@ -59,12 +59,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The view: an index of the cache by namespace.
-	if err := deployments.AddIndexers(indexer.Indexers[*appsv1.Deployment]{
-		indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*appsv1.Deployment],
-	}); err != nil {
-		return err
-	}
+	// The view: the cache's namespace index, which every informer of a
+	// Factory has (as client-go's do).
 	cache := deployments.Indexer()
 
 	// The handler only passes on which namespace changed.
