@@ -147,6 +147,20 @@ func (f *FIFO[T]) write(op string, typ DeltaType, obj T) error {
 // the set of keys that [FIFO.HasSynced] waits for: every key queued right
 // after it.
 func (f *FIFO[T]) Replace(list []T, resourceVersion string) error {
+	return f.replace(list, nil)
+}
+
+// ReplaceKeeping is [FIFO.Replace] for a list that some objects were left
+// out of: keep holds those objects, of which only the keys are used, and
+// the FIFO queues nothing for them, so that what it and the consumer hold
+// for each stays. The Reflector calls it for the objects of a list on which
+// the transform failed (see reflector.KeepingStore): otherwise they would
+// look deleted.
+func (f *FIFO[T]) ReplaceKeeping(list, keep []T, resourceVersion string) error {
+	return f.replace(list, keep)
+}
+
+func (f *FIFO[T]) replace(list, keep []T) error {
 	keys := make([]string, len(list))
 	objs := make([]T, len(list))
 	for i, obj := range list {
@@ -155,6 +169,12 @@ func (f *FIFO[T]) Replace(list []T, resourceVersion string) error {
 			return fmt.Errorf("deltafifo: Replace: list item %d: %w", i, err)
 		}
 		keys[i], objs[i] = key, obj
+	}
+	var kept []string
+	for _, obj := range keep {
+		if key := f.keyOf(obj); key != "" {
+			kept = append(kept, key)
+		}
 	}
 
 	f.mu.Lock()
@@ -172,6 +192,11 @@ func (f *FIFO[T]) Replace(list []T, resourceVersion string) error {
 	for i, key := range keys {
 		if listed[key] == i {
 			f.enqueueLocked(key, Delta[T]{Type: Replaced, Object: objs[i]})
+		}
+	}
+	for _, key := range kept {
+		if _, ok := listed[key]; !ok {
+			listed[key] = -1 // left as it is: not deleted below
 		}
 	}
 
@@ -400,6 +425,14 @@ func (f *FIFO[T]) GetByKey(key string) (deltas []Delta[T], ok bool) {
 
 // prepare validates obj, computes its key and applies the transform. It runs
 // user code (key function, transform), so it is called without the lock.
+// keyOf is obj's key, or "" for an object without one (nil, or nameless).
+func (f *FIFO[T]) keyOf(obj T) string {
+	if isNil(obj) || obj.GetName() == "" {
+		return ""
+	}
+	return f.keyFunc(obj)
+}
+
 func (f *FIFO[T]) prepare(obj T) (string, T, error) {
 	var zero T
 	if isNil(obj) {

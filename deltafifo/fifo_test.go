@@ -31,6 +31,9 @@ func del(name, rv string) op    { return func(f *fifo) error { return f.Delete(p
 func replace(pods ...*corev1.Pod) op {
 	return func(f *fifo) error { return f.Replace(pods, "100") }
 }
+func replaceKeeping(keep []*corev1.Pod, pods ...*corev1.Pod) op {
+	return func(f *fifo) error { return f.ReplaceKeeping(pods, keep, "100") }
+}
 func resync() op { return func(f *fifo) error { return f.Resync() } }
 
 func TestFIFOOrderAndCollapse(t *testing.T) {

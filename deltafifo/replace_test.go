@@ -38,6 +38,21 @@ func TestFIFOReplace(t *testing.T) {
 		ops:   []op{add("q", "1"), update("q", "2"), replace(pod("a", "1"))},
 		want:  []string{"ns/q: Added@1 Updated@2 Deleted!@2", "ns/a: Replaced@1"},
 	}, {
+		name:  "ReplaceKeeping: the known key kept gets nothing, the others as with Replace",
+		known: newKnown(pod("a", "1"), pod("b", "1"), pod("c", "1")),
+		ops:   []op{replaceKeeping([]*corev1.Pod{pod("b", "9")}, pod("a", "2"))},
+		want:  []string{"ns/a: Replaced@2", "ns/c: Deleted!@1"},
+	}, {
+		name:  "ReplaceKeeping: a queued key kept keeps its deltas, with no delete after them",
+		known: newKnown(),
+		ops:   []op{add("q", "1"), replaceKeeping([]*corev1.Pod{pod("q", "2")})},
+		want:  []string{"ns/q: Added@1"},
+	}, {
+		name:  "ReplaceKeeping: a key both listed and kept is replaced",
+		known: newKnown(pod("a", "1")),
+		ops:   []op{replaceKeeping([]*corev1.Pod{pod("a", "3"), nil, {}}, pod("a", "2"))},
+		want:  []string{"ns/a: Replaced@2"},
+	}, {
 		name: "without known objects, queued keys the list lacks are deleted",
 		ops:  []op{add("q", "1"), replace()},
 		want: []string{"ns/q: Added@1 Deleted!@1"},

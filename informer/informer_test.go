@@ -930,3 +930,51 @@ func TestResyncDuringARelistReachesEveryObject(t *testing.T) {
 			"the resync due at 30 s reaches every object (calls: %v)", v.calls())
 	})
 }
+
+// An object the transform fails on in a relist stays cached as it was,
+// with no delete told to the handlers: it was listed, so it exists. (It
+// used to be left out of the list, which took it for deleted, until it
+// changed again.)
+func TestTransformFailureInARelistKeepsTheObject(t *testing.T) {
+	for name, mode := range map[string]reflector.Mode{"list": reflector.ListWatch, "streaming": reflector.WatchList} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newSource()
+				src.Create(pod("ns", "a"))
+				src.Create(pod("ns", "b"))
+				inf := informer.New[*corev1.Pod](src, informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](mode)))
+				var failB atomic.Bool
+				require.NoError(t, inf.SetTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+					if failB.Load() && p.Name == "b" {
+						p.Labels = map[string]string{"half": "done"} // and then it fails
+						return nil, errors.New("transient failure")
+					}
+					return p, nil
+				}))
+				var errs errorList
+				require.NoError(t, inf.SetWatchErrorHandler(errs.add))
+				v := newView(t)
+				inf.AddEventHandler(v)
+				defer start(t, inf)()
+				synctest.Wait()
+				before := cacheKeys(inf)
+
+				failB.Store(true)
+				src.CloseWatches()
+				src.Update(pod("ns", "a"))
+				src.Compact() // the watch cannot resume: a relist
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				assert.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true", "update a@1->3"}, v.calls())
+				assert.Contains(t, cacheKeys(inf), before[1], "b, listed, is still cached as it was")
+				assert.NotEmpty(t, errs.all(), "the failure is reported")
+
+				failB.Store(false)
+				src.Update(pod("ns", "b"))
+				synctest.Wait()
+				assert.Equal(t, sourceKeys(src), cacheKeys(inf))
+				assert.Equal(t, sourceKeys(src), v.keys())
+			})
+		})
+	}
+}

@@ -22,6 +22,17 @@ type Store[T metav1.Object] interface {
 	Replace(list []T, resourceVersion string) error
 }
 
+// A KeepingStore is a Store that can be told which objects a refill left
+// out because the transform failed on them (WithTransform): ReplaceKeeping
+// is Replace, except that the Store keeps what it holds for the objects in
+// keep (only their keys count), which Replace would take for deleted.
+// deltafifo.FIFO is one. A Store that is not gets Replace without those
+// objects: they look deleted until they change again.
+type KeepingStore[T metav1.Object] interface {
+	Store[T]
+	ReplaceKeeping(list, keep []T, resourceVersion string) error
+}
+
 // ListerWatcher is the Reflector's view of the apiserver for one resource.
 // NewListerWatcher returns the HTTP implementation; tests may supply their
 // own. Implementations must be safe for concurrent use.

@@ -81,10 +81,13 @@ func WithPageSize[T metav1.Object](n int64) Option[T] {
 // UID: without it, an object deleted and created again while the informer
 // was not watching reaches handlers as an update rather than a delete and
 // an add. An object whose transform fails, panics, returns nil or changes
-// its namespace, name or resourceVersion is skipped and the error reported; on a watch, the resourceVersion
-// moves past it, as in client-go, so a skipped DELETED leaves the object
-// cached until the next list. (To keep objects out of the cache, select
-// them away: Target's label and field selectors.)
+// its namespace, name or resourceVersion is skipped and the error
+// reported, and the Store keeps what it had for the object: on a watch, the
+// resourceVersion moves past it, as in client-go, so a skipped DELETED
+// leaves the object cached until the next list; in a list, the Store (a
+// KeepingStore, as deltafifo.FIFO is) is told not to take it for deleted.
+// (To keep objects out of the cache, select them away: Target's label and
+// field selectors.)
 func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
 	return func(o *options[T]) { o.transform = f }
 }

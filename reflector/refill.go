@@ -9,6 +9,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/objkey"
 )
 
 // The two ways Run refills the Store, after which it watches: a paged LIST,
@@ -33,8 +35,9 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	// under way, and one made after that is refused and reported (it would
 	// be lost from the cache without a word).
 	var (
-		mu    sync.Mutex // guards over and items
-		items []T
+		mu      sync.Mutex // guards over, items and leftOut
+		items   []T
+		leftOut []T // the transform failed on them: the Store keeps its own
 	)
 	addUntilReturn := func() (add func(T) error, returned func()) {
 		over := false
@@ -50,9 +53,14 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 			underWay.Add(1)
 			mu.Unlock()
 			defer underWay.Done()
-			obj, _, err := r.admit(obj)
+			obj, kept, err := r.admitListed(obj)
 			if err != nil {
 				r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
+				if kept {
+					mu.Lock()
+					leftOut = append(leftOut, obj)
+					mu.Unlock()
+				}
 				return nil // skip this item, keep the rest of the page
 			}
 			mu.Lock()
@@ -79,7 +87,7 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 				// The continue token expired between pages: the pages
 				// so far are from a state we can no longer complete.
 				restarts++
-				items, listRV, opts = items[:0], "", first
+				items, leftOut, listRV, opts = items[:0], leftOut[:0], "", first
 				continue
 			}
 			return fmt.Errorf("listing %s: %w", r.opt.name, err)
@@ -110,7 +118,7 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	// Recorded first: the Store's consumer may have processed the whole
 	// list (and reported HasSynced) before Replace returns.
 	r.synced(listRV)
-	if err := r.store.Replace(items, listRV); err != nil {
+	if err := r.replace(items, leftOut, listRV); err != nil {
 		r.unsynced(since)
 		return fmt.Errorf("listing %s: storing the list: %w", r.opt.name, err)
 	}
@@ -189,7 +197,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	stopWaiting := r.noteAwaitedBookmark()
 	defer stopWaiting()
 
-	var initial []T
+	var initial, leftOut []T
 	for {
 		ev, err := w.Next()
 		if err == nil && isZeroEvent(ev) {
@@ -214,9 +222,12 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 		}
 		switch ev.Type {
 		case Added:
-			obj, _, err := r.admit(ev.Object)
+			obj, kept, err := r.admitListed(ev.Object)
 			if err != nil {
 				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
+				if kept {
+					leftOut = append(leftOut, obj)
+				}
 				continue
 			}
 			initial = append(initial, obj)
@@ -231,7 +242,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			}
 			stopWaiting()
 			r.synced(rv) // first, as in list
-			if err := r.store.Replace(initial, rv); err != nil {
+			if err := r.replace(initial, leftOut, rv); err != nil {
 				r.unsynced(since)
 				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
 			}
@@ -244,4 +255,34 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			return &streamingUnsupportedError{reason: fmt.Sprintf("a %s event came before the initial-events-end bookmark", ev.Type)}
 		}
 	}
+}
+
+// admitListed admits one object of a refill, as admit does a watched one.
+// An object the transform failed on is returned with kept set, if it still
+// has the key it came with: the Store is to keep what it holds for it
+// (replace). Skipping it would make it look deleted: a transform that fails
+// for a moment would delete a live object from the cache.
+func (r *Reflector[T]) admitListed(obj T) (_ T, kept bool, _ error) {
+	key := ""
+	if any(obj) != nil && !isNilPointer(obj) {
+		key = objkey.Key(obj)
+	}
+	out, rv, err := r.admit(obj)
+	if err != nil {
+		// admit gives a resourceVersion only for a transform's failure.
+		if rv != "" && objkey.Key(obj) == key {
+			return obj, true, err
+		}
+		return out, false, err
+	}
+	return out, false, nil
+}
+
+// replace hands a refill to the Store: list, and the objects the transform
+// failed on, which a KeepingStore keeps as it has them.
+func (r *Reflector[T]) replace(list, leftOut []T, rv string) error {
+	if ks, ok := r.store.(KeepingStore[T]); ok && len(leftOut) > 0 {
+		return ks.ReplaceKeeping(list, leftOut, rv)
+	}
+	return r.store.Replace(list, rv)
 }

@@ -1320,3 +1320,78 @@ func TestRunWaitsForTheRelistTimer(t *testing.T) {
 		assert.False(t, returnedEarly, "Run returned while the relist timer's goroutine was still in Close")
 	})
 }
+
+// keeper is a recorder that is a KeepingStore: it logs which objects a
+// refill left out, and keeps their state.
+type keeper struct{ *recorder }
+
+func (k keeper) ReplaceKeeping(list, keep []*corev1.Pod, rv string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	state := map[string]*corev1.Pod{}
+	for _, p := range list {
+		state[objkey.Key(p)] = p
+	}
+	var kept []string
+	for _, p := range keep {
+		if old, ok := k.state[objkey.Key(p)]; ok {
+			state[objkey.Key(p)] = old
+		}
+		kept = append(kept, p.Name)
+	}
+	k.state = state
+	k.log = append(k.log, fmt.Sprintf("replace %d@%s keeping %v", len(list), rv, kept))
+	return nil
+}
+
+// The objects of a list that the transform failed on (an error, a panic, a
+// result with another key) reach a KeepingStore as kept, so that it keeps
+// what it has for them, but only those that still have the key they came
+// with: a transform that renamed one before it failed leaves nothing to
+// know it by.
+func TestRefillTellsAKeepingStoreWhatItLeftOut(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), keeper{newRecorder()}
+				for _, n := range []string{"a", "fails", "panics", "renamed", "moved"} {
+					src.Create(pod(n))
+				}
+				var failing atomic.Bool
+				r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](mode),
+					reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+						if !failing.Load() {
+							return p, nil
+						}
+						switch p.Name {
+						case "fails":
+							return nil, errors.New("failed")
+						case "panics":
+							panic("transform bug")
+						case "renamed":
+							p.Name = "other"
+							return nil, errors.New("failed after renaming")
+						case "moved":
+							q := p.DeepCopy()
+							q.Name = "elsewhere"
+							return q, nil
+						}
+						return p, nil
+					}))
+				defer run(t, r)()
+				synctest.Wait()
+				require.Equal(t, []string{"a@1", "fails@2", "moved@5", "panics@3", "renamed@4"}, store.keys())
+
+				failing.Store(true)
+				src.CloseWatches()
+				src.Update(pod("a"))
+				src.Compact() // the watch cannot resume: a relist
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				calls := store.calls()
+				assert.Equal(t, "replace 1@6 keeping [fails moved panics]", calls[len(calls)-1])
+				assert.Equal(t, []string{"a@6", "fails@2", "moved@5", "panics@3"}, store.keys())
+			})
+		})
+	}
+}
