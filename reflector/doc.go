@@ -39,6 +39,11 @@
 //     client-go. Restore etcd with --bump-revision and --mark-compacted,
 //     which makes it a 410 and a relist at once, or set WithRelistInterval.
 //   - An event the Store refuses is reported and skipped; the watch goes on.
+//   - A watch answered 403 Forbidden (a role that grants list but not
+//     watch) is followed by a list after the backoff, again and again, so
+//     the cache follows the server at the backoff's pace, as client-go's
+//     does; Auto mode lists with LIST when its streaming list, a watch, is
+//     forbidden.
 //
 // With streaming lists (Auto mode, the default, or WatchList) the initial state arrives as ADDED
 // events on a watch that ends its initial part with a BOOKMARK annotated

@@ -90,6 +90,13 @@ func isExpired(err error) bool {
 	return ok && (s.Code == http.StatusGone || s.Reason == metav1.StatusReasonExpired || s.Reason == metav1.StatusReasonGone)
 }
 
+// isForbidden reports a 403: the caller may not do what it asked, as a
+// watch is for a role that grants list only.
+func isForbidden(err error) bool {
+	s, ok := statusOf(err)
+	return ok && (s.Code == http.StatusForbidden || s.Reason == metav1.StatusReasonForbidden)
+}
+
 // isTooLargeResourceVersion reports the server saying it has not reached the
 // resourceVersion asked for yet. It has used three shapes for that answer:
 // a cause of type ResourceVersionTooLarge, a cause with only the message,

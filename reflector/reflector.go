@@ -206,6 +206,18 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 			"resource", r.opt.name, "reason", fallback.reason)
 		s.streaming = false
 		return 0
+	case isForbidden(err) && refill && s.streaming && !s.listOnce && r.opt.mode == Auto:
+		// The streaming list is a watch, which a role that grants list
+		// only forbids: LIST this once, as client-go falls back to.
+		s.listOnce = true
+		return 0
+	case isForbidden(err) && !refill:
+		// Watching is forbidden where listing was not: list again after
+		// the backoff, and again, so that the cache follows the server
+		// as closely as the backoff lets it (as client-go's does), rather
+		// than stay with the first list for good.
+		s.needList = true
+		return s.backoff.next(now)
 	case isExpired(err) && refill:
 		// A list at least as new as the Store refused with 410: the
 		// server compacted the Store's resourceVersion away, so it is

@@ -1395,3 +1395,38 @@ func TestRefillTellsAKeepingStoreWhatItLeftOut(t *testing.T) {
 		})
 	}
 }
+
+// A role that may list but not watch (403 on every watch): the cache syncs
+// with LIST (Auto falls back to it from the streaming list, which is a
+// watch) and follows the server by listing again after each forbidden
+// watch, as client-go's does, rather than never sync or keep the first
+// list for good.
+func TestForbiddenWatchListsAgain(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.Auto, reflector.ListWatch} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				forbidden := make([]error, 1000)
+				for i := range forbidden {
+					forbidden[i] = fakelw.Status(http.StatusForbidden, metav1.StatusReasonForbidden, "cannot watch pods")
+				}
+				src.FailWatch(forbidden...)
+				var log errorLog
+				r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](mode),
+					reflector.WithErrorHandler[*corev1.Pod](log.add))
+				defer run(t, r)()
+				synctest.Wait()
+				assert.Equal(t, []string{"a@1"}, store.keys(), "synced by LIST")
+
+				src.Create(pod("b"))
+				time.Sleep(time.Minute) // past the backoff's ceiling
+				synctest.Wait()
+				assert.Equal(t, sourceKeys(src), store.keys())
+				assert.LessOrEqual(t, src.Lists.Load(), int64(10), "lists as often as the backoff lets it, no more")
+				require.NotEmpty(t, log.all())
+				assert.ErrorContains(t, log.all()[0], "cannot watch pods")
+			})
+		})
+	}
+}
