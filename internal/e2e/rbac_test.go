@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listwatch/listwatch/informer"
+	"github.com/listwatch/listwatch/internal/e2e/cluster"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// TestListOnlyRole: a role that may list pods but not watch them.
+// kube-apiserver answers the watch, and the streaming list (a watch), with
+// 403 Forbidden. The informer syncs with LIST, in both modes, and follows
+// the server by listing again after each forbidden watch, as client-go's
+// does, rather than never sync (Auto) or keep its first list (ListWatch).
+func TestListOnlyRole(t *testing.T) {
+	admin := adminAPI(t, shared)
+	const ns = "list-only-role"
+	admin.createNamespace(ns)
+	admin.must("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/"+ns+"/roles", map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+		"metadata": map[string]any{"name": "list-pods"},
+		"rules": []any{map[string]any{
+			"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get", "list"},
+		}},
+	}, http.StatusCreated)
+	admin.must("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/"+ns+"/rolebindings", map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+		"metadata": map[string]any{"name": "list-pods"},
+		"subjects": []any{map[string]any{
+			"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": cluster.UnprivilegedUser,
+		}},
+		"roleRef": map[string]any{"kind": "Role", "apiGroup": "rbac.authorization.k8s.io", "name": "list-pods"},
+	}, http.StatusCreated)
+	admin.createPod(ns, "first", nil)
+	cfg := &reflector.Config{Host: shared.URL(), BearerToken: shared.UnprivilegedToken(), TLS: reflector.TLSConfig{CAData: shared.CAPEM()}}
+
+	for name, mode := range map[string]reflector.Mode{"auto": reflector.Auto, "list-watch": reflector.ListWatch} {
+		t.Run(name, func(t *testing.T) {
+			f, err := informer.NewFactory(cfg, informer.WithListMode(mode))
+			require.NoError(t, err)
+			pods, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: ns})
+			require.NoError(t, err)
+			errs := &errorLog{}
+			require.NoError(t, pods.SetWatchErrorHandler(errs.add))
+			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			defer cancel()
+			f.Start(ctx)
+			defer f.Shutdown()
+			require.NoError(t, f.WaitForCacheSync(ctx), "synced with LIST")
+			_, ok := pods.Lister().Get(ns, "first")
+			require.True(t, ok)
+
+			name := "after-sync-" + name
+			admin.createPod(ns, name, nil)
+			for {
+				if _, ok := pods.Lister().Get(ns, name); ok {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatalf("%s never reached the cache: %v", name, pods.LastError())
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			forbidden := 0
+			for _, e := range errs.since(time.Time{}) {
+				if strings.Contains(e.err.Error(), "403") {
+					forbidden++
+				}
+			}
+			assert.Positive(t, forbidden, "the forbidden watches are reported")
+		})
+	}
+}
