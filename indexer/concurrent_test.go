@@ -98,30 +98,53 @@ func TestIndexerConcurrentReadersDuringReplace(t *testing.T) {
 	}
 }
 
-// Writes racing with AddIndexers must end up in the new index too.
+// Writes racing with AddIndexers must end up in the new index too: half
+// the objects are stored before, the other half while AddIndexers computes
+// (its index function holds its first call until 500 of them are written)
+// and after.
 func TestIndexerAddIndexersDuringWrites(t *testing.T) {
 	x := indexer.New[*corev1.Pod](nil)
 	const n = 2000
+	podN := func(i int) *corev1.Pod { return pod(fmt.Sprint("ns", i%7), fmt.Sprint("p", i), "1", "") }
+	for i := range n / 2 {
+		require.NoError(t, x.Add(podN(i)))
+	}
+	entered, progressed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	byNamespace := func(p *corev1.Pod) ([]string, error) {
+		once.Do(func() {
+			close(entered)
+			<-progressed
+		})
+		return []string{p.Namespace}, nil
+	}
 	var writer sync.WaitGroup
 	writer.Go(func() {
-		for i := range n {
-			assert.NoError(t, x.Add(pod(fmt.Sprint("ns", i%7), fmt.Sprint("p", i), "1", "")))
+		<-entered
+		for i := n / 2; i < n; i++ {
+			assert.NoError(t, x.Add(podN(i)))
+			if i == n/2+500 {
+				close(progressed)
+			}
 		}
 	})
-	require.NoError(t, x.AddIndexers(indexer.Indexers[*corev1.Pod]{indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*corev1.Pod]}))
+	require.NoError(t, x.AddIndexers(indexer.Indexers[*corev1.Pod]{indexer.NamespaceIndex: byNamespace}))
 	writer.Wait()
 
 	total := 0
 	for _, ns := range x.ListIndexFuncValues(indexer.NamespaceIndex) {
 		objs, err := x.ByIndex(indexer.NamespaceIndex, ns)
 		require.NoError(t, err)
+		for _, o := range objs {
+			assert.Equal(t, ns, o.Namespace)
+		}
 		total += len(objs)
 	}
 	assert.Equal(t, n, total)
 	// Every object, whichever side of AddIndexers it was written on, can be
-	// updated and deleted without a stale index entry.
+	// deleted without a stale index entry.
 	for i := range n {
-		require.NoError(t, x.Delete(pod(fmt.Sprint("ns", i%7), fmt.Sprint("p", i), "1", "")))
+		require.NoError(t, x.Delete(podN(i)))
 	}
 	assert.Empty(t, x.ListIndexFuncValues(indexer.NamespaceIndex))
 }
