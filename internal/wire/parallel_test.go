@@ -8,7 +8,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -206,26 +208,39 @@ func TestParallelClose(t *testing.T) {
 	}
 }
 
+// TestByteBudget checks that acquire waits while the frames in flight
+// leave no room (unless nothing is held), that release wakes it, and that
+// close wakes a waiting acquire, which then fails. Inside a synctest
+// bubble, synctest.Wait lets the acquiring goroutine park in cond.Wait
+// before each check that it has not returned.
 func TestByteBudget(t *testing.T) {
-	var b byteBudget
-	b.init(10)
-	if !b.acquire(25) { // alone, a frame larger than the budget goes
-		t.Fatal("acquire refused")
-	}
-	acquired := make(chan bool)
-	go func() { acquired <- b.acquire(1) }()
-	select {
-	case <-acquired:
-		t.Fatal("acquired past the budget")
-	default:
-	}
-	b.release(25)
-	if !<-acquired {
-		t.Fatal("acquire refused after release")
-	}
-	go func() { acquired <- b.acquire(20) }()
-	b.close()
-	if <-acquired {
-		t.Fatal("acquire succeeded after close")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var b byteBudget
+		b.init(10)
+		require.True(t, b.acquire(25), "alone, a frame larger than the budget goes")
+
+		acquired := make(chan bool)
+		go func() { acquired <- b.acquire(1) }()
+		synctest.Wait()
+		select {
+		case <-acquired:
+			t.Fatal("acquired past the budget")
+		default:
+		}
+		b.release(25)
+		require.True(t, <-acquired, "acquire refused after release")
+
+		// 1 byte is held; 20 more do not fit, so this acquire waits
+		// until close wakes it.
+		go func() { acquired <- b.acquire(20) }()
+		synctest.Wait()
+		select {
+		case <-acquired:
+			t.Fatal("acquired past the budget while a frame is held")
+		default:
+		}
+		b.close()
+		require.False(t, <-acquired, "acquire succeeded after close")
+		require.False(t, b.acquire(1), "acquire on a closed budget succeeded")
+	})
 }
