@@ -7,13 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	jsoniter "github.com/json-iterator/go"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -241,12 +244,14 @@ func statusSeeds(t testing.TB) [][]byte {
 	return [][]byte{jsonOf(t, st), protoOf(t, st), []byte(`{"kind":"Status","code":"410"}`), []byte("k8s\x00")}
 }
 
-// TestWriteFuzzCorpus writes the seeds above as committed corpus files, so
-// that go test runs them without -fuzz and the fuzzer starts from them.
+// TestWriteFuzzCorpus checks that the committed corpus files under
+// testdata/fuzz are the seeds above, so that go test runs them without
+// -fuzz and the fuzzer starts from them: it fails on a seed file that is
+// missing, differs, or no longer comes from a seed. With
+// -wire.write-corpus it rewrites them instead (and removes the stale
+// ones). Files not named seed-* (inputs the fuzzer found) are left alone.
 func TestWriteFuzzCorpus(t *testing.T) {
-	if !*writeCorpus {
-		t.Skip("run with -wire.write-corpus to rewrite testdata/fuzz")
-	}
+	var bad []string
 	for name, seeds := range map[string][][]byte{
 		"FuzzJSONWatch":     jsonWatchSeeds(t),
 		"FuzzProtobufWatch": protobufWatchSeeds(t),
@@ -260,16 +265,45 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		},
 	} {
 		dir := filepath.Join("testdata", "fuzz", name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		want := map[string]string{} // file name -> content
 		for _, s := range seeds {
-			content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s)
-			file := filepath.Join(dir, fmt.Sprintf("seed-%x", sha256.Sum256(s))[:len("seed-")+16])
-			if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			want[fmt.Sprintf("seed-%x", sha256.Sum256(s))[:len("seed-")+16]] = fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s)
+		}
+		stale, err := filepath.Glob(filepath.Join(dir, "seed-*"))
+		require.NoError(t, err)
+		if *writeCorpus {
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			for file, content := range want {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, file), []byte(content), 0o644))
+			}
+			for _, file := range stale {
+				if _, ok := want[filepath.Base(file)]; !ok {
+					require.NoError(t, os.Remove(file))
+				}
+			}
+			continue
+		}
+		for file, content := range want {
+			got, err := os.ReadFile(filepath.Join(dir, file))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				bad = append(bad, filepath.Join(dir, file)+" (missing)")
+			case err != nil:
 				t.Fatal(err)
+			case string(got) != content:
+				bad = append(bad, filepath.Join(dir, file)+" (differs)")
 			}
 		}
+		for _, file := range stale {
+			if _, ok := want[filepath.Base(file)]; !ok {
+				bad = append(bad, file+" (no seed gives it)")
+			}
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		t.Fatalf("the committed fuzz corpus is not the seeds in fuzz_test.go:\n\t%s\nrerun with go test -run '^TestWriteFuzzCorpus$' ./internal/wire -wire.write-corpus and commit testdata/fuzz",
+			strings.Join(bad, "\n\t"))
 	}
 }
 
