@@ -58,7 +58,7 @@ func loadGolden(t *testing.T, name string) golden {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(goldenDir, name+".json"))
 	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("no recording %s (the e2e suite writes it)", name)
+		t.Fatalf("no recording %s in %s: all recordings are committed (the e2e suite writes them)", name, goldenDir)
 	}
 	require.NoError(t, err)
 	var g golden
