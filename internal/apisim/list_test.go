@@ -194,6 +194,9 @@ func TestListTooLargeResourceVersion(t *testing.T) {
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
 }
 
+// TestListWaitsForAResourceVersionAboutToExist checks that a list at a
+// resourceVersion one past the server's waits for it, and answers once a
+// write creates it: the write happens only after the request is waiting.
 func TestListWaitsForAResourceVersionAboutToExist(t *testing.T) {
 	s := start(t, apisim.WithTooLargeWait(10*time.Second))
 	createPods(t, s, "default", 1)
@@ -207,6 +210,12 @@ func TestListWaitsForAResourceVersionAboutToExist(t *testing.T) {
 		resp.Body.Close()
 		codes <- resp.StatusCode
 	}()
+	require.Eventually(t, s.WaitingForRV, 5*time.Second, time.Millisecond, "the list waits for resourceVersion 2")
+	select {
+	case code := <-codes:
+		t.Fatalf("the list answered %d before resourceVersion 2 existed", code)
+	default:
+	}
 	createPods(t, s, "other", 1)
 	assert.Equal(t, http.StatusOK, <-codes)
 }
