@@ -138,11 +138,22 @@ func TestTruncateAndMalformedFrames(t *testing.T) {
 	assert.Equal(t, []bool{true, false, true, true}, valid, "the stream goes on after the bad frame")
 }
 
+// TestSilentAfterHeaders checks that a silent watch sends its first events
+// and then nothing, though a sibling watch without the fault receives the
+// event the silent one holds back; and that a silent list sends its
+// headers and no body.
 func TestSilentAfterHeaders(t *testing.T) {
 	s, path := watchFrom3(t, apisim.SilentAfterHeaders().After(1))
 	w := watch(t, s, path)
 	assert.Equal(t, "ADDED", w.next(t).Type)
+	sibling := watch(t, s, path) // the fault applies to one watch only
+	for range 3 {
+		assert.Equal(t, "ADDED", sibling.next(t).Type)
+	}
 	createPods(t, s, "other", 1)
+	e := sibling.next(t)
+	assert.Equal(t, "ADDED", e.Type, "the sibling watch receives the new pod")
+	assert.Equal(t, "other", e.obj(t).GetNamespace())
 	select {
 	case e := <-w.events:
 		t.Fatalf("a silent stream delivered %s", e.Type)
@@ -257,28 +268,44 @@ func TestInjectionMatchingAndRemoval(t *testing.T) {
 	assert.Equal(t, "drop-connection after 3", apisim.DropConnection().After(3).String())
 }
 
+// TestHoldBlocksUntilReleased checks that a held request is answered only
+// after its gate is released: the response's goroutine checks that
+// released, closed just before Release, was closed when the answer came.
+// Before releasing, another request (the injection holds one) goes through
+// and is answered, so a held request that was not held would have had the
+// time to answer too.
 func TestHoldBlocksUntilReleased(t *testing.T) {
 	s := start(t)
 	gate := apisim.NewGate()
 	s.Inject(apisim.Match{Verb: apisim.VerbList}, apisim.Hold(gate), 1)
-	codes := make(chan int, 1)
+	released := make(chan struct{})
+	type answer struct {
+		code          int
+		afterReleased bool
+	}
+	answers := make(chan answer, 1)
 	go func() {
 		resp, err := s.Client().Get(s.URL() + "/api/v1/pods")
-		if err != nil {
-			codes <- 0
-			return
+		var a answer
+		select {
+		case <-released:
+			a.afterReleased = true
+		default:
 		}
-		resp.Body.Close()
-		codes <- resp.StatusCode
+		if err == nil {
+			resp.Body.Close()
+			a.code = resp.StatusCode
+		}
+		answers <- a
 	}()
 	<-gate.Entered()
-	select {
-	case c := <-codes:
-		t.Fatalf("a held request answered %d", c)
-	default:
-	}
+	resp, _ := get(t, s, "/api/v1/pods")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "a request after the held one is not held")
+	close(released)
 	gate.Release()
-	assert.Equal(t, http.StatusOK, <-codes)
+	a := <-answers
+	assert.Equal(t, http.StatusOK, a.code)
+	assert.True(t, a.afterReleased, "the held request was answered before the gate was released")
 	gate.Release() // idempotent
 }
 
