@@ -273,8 +273,6 @@ func TestFactoryReflectorSettings(t *testing.T) {
 	eventually(t, "periodic relists", func() bool { return s.Requests(apisim.VerbList, apisim.Pods()) >= 3 })
 }
 
-// WaitForCacheSync returns once every informer synced or stopped: after
-// Shutdown, at once, with an error (it waited for its context).
 // After Shutdown no informer can sync any more: WaitForCacheSync must say so
 // instead of blocking until its context ends (for ever with Background).
 func TestWaitForCacheSyncAfterShutdown(t *testing.T) {

@@ -245,9 +245,6 @@ func TestHandlerRemovesItself(t *testing.T) {
 	})
 }
 
-// A registration's Synced channel closes once the informer has synced and
-// the handler has handled its initial list: for a handler added before Run
-// and for one added later, whose initial list is the cache.
 // TestHandlerAddedDuringTheInitialList: a handler added while the informer
 // applies its first list gets each object once, as an add from the initial
 // list (the cached ones first, then the rest as they are applied), and
@@ -286,6 +283,9 @@ func TestHandlerAddedDuringTheInitialList(t *testing.T) {
 	assert.Equal(t, sourceKeys(src), v.keys())
 }
 
+// A registration's Synced channel closes once the informer has synced and
+// the handler has handled its initial list: for a handler added before Run
+// and for one added later, whose initial list is the cache.
 func TestRegistrationSynced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newSource()
@@ -548,8 +548,6 @@ func TestRunTwice(t *testing.T) {
 	})
 }
 
-// scriptLW lists one fixed list once and then serves one watch whose events
-// the test sends on events.
 // scriptLW lists list at rv and then delivers what the test sends on
 // events, on one watch after another.
 type scriptLW struct {
@@ -599,8 +597,6 @@ func podRV(name, rv string) *corev1.Pod {
 // proxy) while the informer is still applying the batch that ends in the
 // first deletion. The handlers must be told once: an OnDelete for an object
 // they no longer hold is a second delete.
-// A DELETED seen again while the batch ending in the object's delete is
-// being applied: the handlers hear of the delete once (twice before).
 func TestDeleteReplayedWhileTheDeleteIsApplied(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := &scriptLW{list: []*corev1.Pod{podRV("a", "1")}, rv: "1", events: make(chan reflector.Event[*corev1.Pod])}

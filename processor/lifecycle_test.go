@@ -295,6 +295,9 @@ func TestZeroProcessor(t *testing.T) {
 	})
 }
 
+// TestConcurrentUse distributes from several goroutines while listeners
+// come and go. It checks, with -race, that nothing races or deadlocks, and
+// that each listener sees each distributor's notifications in order.
 func TestConcurrentUse(t *testing.T) {
 	p := processor.New[*corev1.Pod]()
 	stop := run(p)

@@ -481,10 +481,6 @@ func TestKindString(t *testing.T) {
 	}
 }
 
-// TestConcurrentUse distributes from several goroutines while listeners
-// come and go. It checks, with -race, that nothing races or deadlocks, and
-// that each listener sees each distributor's notifications in order.
-
 // closed reports whether ch is closed, without waiting.
 func closed(ch <-chan struct{}) bool {
 	select {
