@@ -18,3 +18,14 @@ func Skipping(t *Table, v any) bool {
 	np := nodePlans[reflect.TypeOf(v)]
 	return np != nil && np.id < len(t.stats) && t.stats[np.id].skipping
 }
+
+// RememberedOf returns how many values t remembers.
+func RememberedOf(t *Table) int {
+	n := 0
+	for _, s := range t.slots {
+		if s.plan != nil {
+			n++
+		}
+	}
+	return n
+}

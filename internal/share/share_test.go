@@ -241,11 +241,21 @@ func TestShareRandomTrees(t *testing.T) {
 	}
 }
 
+// TestShareIgnoresNonPointers: Share leaves a value that is not a pointer,
+// a nil pointer and a pointer held in an interface alone, and remembers
+// nothing of them; the same tree behind a *tree is remembered.
 func TestShareIgnoresNonPointers(t *testing.T) {
+	full := func() tree { return tree{Tags: map[string]string{"a": "b"}, Kids: []tree{{Name: "k"}}} }
 	tab := share.New(0)
-	share.Share(tab, tree{Tags: map[string]string{"a": "b"}})
+	share.Share(tab, full())
 	share.Share[*tree](tab, nil)
-	share.Share[any](tab, &tree{})
+	tr := full()
+	share.Share[any](tab, &tr)
+	require.Zero(t, share.RememberedOf(tab), "values remembered from non-pointers")
+	require.Zero(t, share.SlotsOf(tab), "slots allocated for non-pointers")
+
+	share.Share(tab, &tr) // the control: the same tree as a *tree is remembered
+	require.NotZero(t, share.RememberedOf(tab), "nothing remembered from a *tree")
 }
 
 // BenchmarkShare shares freshly decoded-like pods (deep copies of 1,000
