@@ -85,10 +85,14 @@ func TestRow01CleanWatchEndResumesWithoutList(t *testing.T) {
 		wr.createN("default", 5)
 		w := startWatcher(t, s, "pods", setup{refl: []reflector.Option[*corev1.Pod]{
 			reflector.WithMinWatchTimeout[*corev1.Pod](time.Second)}})
-		for i := 0; watches(s) < 3; i++ {
-			wr.touch("default", fmt.Sprint("p", i%5))
-			time.Sleep(20 * time.Millisecond)
-		}
+		i := 0
+		eventually(t, convergeBound, "three WATCH requests: watches ended by timeoutSeconds (1s) and resumed", func() bool {
+			if i%4 == 0 { // a write every 20ms or so
+				wr.touch("default", fmt.Sprint("p", i/4%5))
+			}
+			i++
+			return watches(s) >= 3
+		})
 		converge(t, s, convergeBound, w)
 		if got := lists(s); got != 1 {
 			t.Errorf("LIST requests = %d, want 1", got)
