@@ -377,10 +377,17 @@ func TestRow22LaggingServer(t *testing.T) {
 		name string
 		opts []apisim.Option
 		gone bool
+		// heard is how many requests B must have received before the
+		// checks: the informer has had B's answers to all but the last
+		// and acted on them. Waiting, B holds the first watch open;
+		// refusing, it refuses the watch, then the LIST that follows
+		// (NotOlderThan 100); forcing a relist, it ends the watch with
+		// a 410, then refuses the LIST.
+		heard int
 	}{
-		{"lagging server waits", nil, false},
-		{"lagging server refuses future resourceVersions", []apisim.Option{apisim.WithFutureWatchError()}, false},
-		{"lagging server forces a relist", nil, true},
+		{"lagging server waits", nil, false, 1},
+		{"lagging server refuses future resourceVersions", []apisim.Option{apisim.WithFutureWatchError()}, false, 3},
+		{"lagging server forces a relist", nil, true, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -403,9 +410,14 @@ func TestRow22LaggingServer(t *testing.T) {
 			if c.gone {
 				b.Inject(onWatch, apisim.ErrorEvent(410, "Expired"), 1)
 			}
+			if n := lists(b) + watches(b); n != 0 {
+				t.Fatalf("B got %d requests before the switch, want 0", n)
+			}
 			p.retarget(hostPort(b.URL()))
 			p.cut()
-			time.Sleep(1500 * time.Millisecond) // informer against the lagging B
+			eventually(t, convergeBound, fmt.Sprintf("%d LIST or WATCH requests to the lagging B", c.heard), func() bool {
+				return lists(b)+watches(b) >= c.heard
+			})
 			if got := w.rv(); got < onA {
 				t.Errorf("resourceVersion went from %d back to %d on the lagging server", onA, got)
 			}
