@@ -204,9 +204,13 @@ func TestRow24StreamingListWithoutItsEnd(t *testing.T) {
 			r.URL.RawQuery = q.Encode()
 			return false
 		}}, apisim.Fault{}, 0)
+		start := time.Now()
 		w := startWatcher(t, s, "pods", setup{mode: watchListMode, noWait: true})
 		const period = 2 * time.Second
-		time.Sleep(period) // the fault's duration: the thing measured
+		// It tries, and after the first stream fails it streams again
+		// (an informer that gave up would pass the checks below).
+		eventually(t, convergeBound, "a second streaming attempt", func() bool { return watches(s) >= 2 })
+		time.Sleep(time.Until(start.Add(period))) // the fault's duration: the thing measured
 		if w.inf.HasSynced() {
 			t.Error("synced on a streaming list that never ended")
 		}
