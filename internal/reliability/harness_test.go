@@ -321,8 +321,6 @@ func (w *watcher) checkOrder() {
 	}
 }
 
-// eventually polls cond every few milliseconds until it holds, and fails
-// the test after within. It returns how long it took.
 // waitEntered waits for a held request to reach gate, failing the test
 // rather than hanging if none comes.
 func waitEntered(t *testing.T, gate *apisim.Gate) {
@@ -334,6 +332,8 @@ func waitEntered(t *testing.T, gate *apisim.Gate) {
 	}
 }
 
+// eventually polls cond every few milliseconds until it holds, and fails
+// the test after within. It returns how long it took.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
