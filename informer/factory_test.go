@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +26,7 @@ import (
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/internal/apisim"
 	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/processor"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -271,6 +273,34 @@ func TestFactoryReflectorSettings(t *testing.T) {
 	require.NoError(t, f.WaitForCacheSync(ctx))
 	// The relist interval reaches the reflector: more LISTs follow.
 	eventually(t, "periodic relists", func() bool { return s.Requests(apisim.VerbList, apisim.Pods()) >= 3 })
+}
+
+// WithDefaultResync reaches the factory's informers' handlers, and
+// WithFactoryLogger is where they log (here, a handler's panic).
+func TestFactoryDefaultResyncAndLogger(t *testing.T) {
+	s := startSim(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	_, err := pods.Create(apisim.MakePod("default", "a"))
+	require.NoError(t, err)
+	var logs syncBuffer
+	f, err := informer.NewFactory(simConfig(s),
+		informer.WithDefaultResync(time.Second),
+		informer.WithFactoryLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	require.NoError(t, err)
+	inf, err := informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	var resyncs atomic.Int32
+	inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+		AddFunc:    func(*corev1.Pod, bool) { panic("handler bug") },
+		UpdateFunc: func(old, p *corev1.Pod) { resyncs.Add(1) },
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	require.NoError(t, f.WaitForCacheSync(ctx))
+	eventually(t, "a resync", func() bool { return resyncs.Load() > 0 })
+	eventually(t, "the panic in the factory's log", func() bool { return strings.Contains(logs.String(), "handler bug") })
 }
 
 // After Shutdown no informer can sync any more: WaitForCacheSync must say so

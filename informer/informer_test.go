@@ -248,27 +248,33 @@ func TestHandlerRemovesItself(t *testing.T) {
 // TestHandlerAddedDuringTheInitialList: a handler added while the informer
 // applies its first list gets each object once, as an add from the initial
 // list (the cached ones first, then the rest as they are applied), and
-// syncs with the informer. The informer applies one key at a time and the
-// handler is added between two of them; which two varies from run to run,
-// the outcome may not.
+// syncs with the informer. The informer applies one key at a time; an
+// index function (which runs outside the informer's delivery lock) holds
+// p100 until the handler is added, so that it is added with half the list
+// applied.
 func TestHandlerAddedDuringTheInitialList(t *testing.T) {
 	src := newSource()
 	for i := range 200 {
 		src.Create(pod("ns", fmt.Sprintf("p%03d", i)))
 	}
-	halfway := make(chan struct{})
+	halfway, added := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	signal := func(p *corev1.Pod) ([]string, error) {
+	hold := func(p *corev1.Pod) ([]string, error) {
 		if p.Name == "p100" {
-			once.Do(func() { close(halfway) })
+			once.Do(func() {
+				close(halfway)
+				<-added
+			})
 		}
 		return nil, nil
 	}
-	inf := informer.New[*corev1.Pod](src, informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"signal": signal}))
+	inf := informer.New[*corev1.Pod](src, informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"hold": hold}))
 	defer start(t, inf)()
 	<-halfway
+	assert.Equal(t, 100, inf.Indexer().Len(), "the handler comes with p000 to p099 applied")
 	v := newView(t)
 	reg := inf.AddEventHandler(v)
+	close(added)
 	select {
 	case <-reg.Synced():
 	case <-time.After(time.Minute): // a guard, not a wait
@@ -373,6 +379,24 @@ func TestResyncRedeliversToDueHandlersOnly(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, []string{"add a@1 initial=true", "update a@1->1", "update a@1->1"}, fast.calls())
 		assert.Equal(t, []string{"add a@1 initial=true"}, never.calls())
+	})
+}
+
+// WithResyncPeriod is the resync period of handlers added without their
+// own; one added with its own keeps it.
+func TestResyncPeriodIsTheHandlersDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		inf := informer.New[*corev1.Pod](src, informer.WithResyncPeriod[*corev1.Pod](10*time.Second))
+		byDefault, own := newView(t), newView(t)
+		inf.AddEventHandler(byDefault)
+		inf.AddEventHandler(own, informer.WithHandlerResync(20*time.Second))
+		defer start(t, inf)()
+		time.Sleep(25 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []string{"add a@1 initial=true", "update a@1->1", "update a@1->1"}, byDefault.calls())
+		assert.Equal(t, []string{"add a@1 initial=true", "update a@1->1"}, own.calls())
 	})
 }
 

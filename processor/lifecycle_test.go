@@ -296,44 +296,57 @@ func TestZeroProcessor(t *testing.T) {
 }
 
 // TestConcurrentUse distributes from several goroutines while listeners
-// come and go. It checks, with -race, that nothing races or deadlocks, and
-// that each listener sees each distributor's notifications in order.
+// come and go. It checks, with -race, that nothing races or deadlocks, that
+// each listener sees each distributor's notifications in order, and that a
+// listener there from the start (unbounded) gets every one of them.
 func TestConcurrentUse(t *testing.T) {
-	p := processor.New[*corev1.Pod]()
-	stop := run(p)
-	defer stop()
-	const distributors, each = 4, 500
-	var wg sync.WaitGroup
-	for d := range distributors {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		stop := run(p)
+		defer stop()
+		always := &checker{t: t, last: map[string]int{}, count: map[string]int{}}
+		p.AddListener(always, processor.ListenerOptions{})
+		const distributors, each = 4, 500
+		var wg sync.WaitGroup
+		for d := range distributors {
+			wg.Go(func() {
+				for i := range each {
+					p.Distribute(updateOf(fmt.Sprint("d", d), fmt.Sprint(i), fmt.Sprint(i+1)), false)
+				}
+			})
+		}
 		wg.Go(func() {
-			for i := range each {
-				p.Distribute(updateOf(fmt.Sprint("d", d), fmt.Sprint(i), fmt.Sprint(i+1)), false)
+			for i := range 50 {
+				r := &checker{t: t, last: map[string]int{}, count: map[string]int{}}
+				l := p.AddListener(r, processor.ListenerOptions{MaxPending: i % 3})
+				p.ShouldResync(time.Now())
+				p.Distribute(updateOf("resync", "0", "0"), true)
+				_ = l.HasSynced()
+				_ = l.Pending()
+				_ = p.MinResyncPeriod()
+				p.RemoveListener(l)
 			}
 		})
-	}
-	wg.Go(func() {
-		for i := range 50 {
-			r := &checker{t: t, last: map[string]int{}}
-			l := p.AddListener(r, processor.ListenerOptions{MaxPending: i % 3})
-			p.ShouldResync(time.Now())
-			p.Distribute(updateOf("resync", "0", "0"), true)
-			_ = l.HasSynced()
-			_ = l.Pending()
-			_ = p.MinResyncPeriod()
-			p.RemoveListener(l)
+		wg.Wait()
+		synctest.Wait() // every notification handled
+		always.mu.Lock()
+		defer always.mu.Unlock()
+		for d := range distributors {
+			name := fmt.Sprint("d", d)
+			if got, n := always.last[name], always.count[name]; got != each || n != each {
+				t.Errorf("%s: the listener there from the start got %d updates, the last to %d; want %d, to %d", name, n, got, each, each)
+			}
 		}
 	})
-	r := &checker{t: t, last: map[string]int{}}
-	p.AddListener(r, processor.ListenerOptions{MaxPending: 2})
-	wg.Wait()
 }
 
 // checker is a Handler that fails the test if the updates of one key do not
 // come in order of their new resourceVersion.
 type checker struct {
-	t    *testing.T
-	mu   sync.Mutex
-	last map[string]int
+	t     *testing.T
+	mu    sync.Mutex
+	last  map[string]int
+	count map[string]int // updates per name
 }
 
 func (c *checker) OnAdd(*corev1.Pod, bool)    {}
@@ -347,6 +360,7 @@ func (c *checker) OnUpdate(_, n *corev1.Pod) {
 		c.t.Errorf("%s: update to %d after %d", n.Name, rv, prev)
 	}
 	c.last[n.Name] = rv
+	c.count[n.Name]++
 }
 
 // A listener that has handled its initial list, with the upstream synced,
