@@ -423,9 +423,8 @@ func (f *FIFO[T]) GetByKey(key string) (deltas []Delta[T], ok bool) {
 	return append([]Delta[T](nil), d...), ok
 }
 
-// prepare validates obj, computes its key and applies the transform. It runs
-// user code (key function, transform), so it is called without the lock.
 // keyOf is obj's key, or "" for an object without one (nil, or nameless).
+// It runs the key function, so it is called without the lock.
 func (f *FIFO[T]) keyOf(obj T) string {
 	if isNil(obj) || obj.GetName() == "" {
 		return ""
@@ -433,6 +432,8 @@ func (f *FIFO[T]) keyOf(obj T) string {
 	return f.keyFunc(obj)
 }
 
+// prepare validates obj, computes its key and applies the transform. It runs
+// user code (key function, transform), so it is called without the lock.
 func (f *FIFO[T]) prepare(obj T) (string, T, error) {
 	var zero T
 	if isNil(obj) {

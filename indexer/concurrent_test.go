@@ -114,7 +114,11 @@ func TestIndexerAddIndexersDuringWrites(t *testing.T) {
 	byNamespace := func(p *corev1.Pod) ([]string, error) {
 		once.Do(func() {
 			close(entered)
-			<-progressed
+			select {
+			case <-progressed:
+			case <-time.After(time.Minute): // a guard, not a wait
+				t.Error("writes did not go on while AddIndexers computed")
+			}
 		})
 		return []string{p.Namespace}, nil
 	}

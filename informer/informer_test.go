@@ -263,7 +263,11 @@ func TestHandlerAddedDuringTheInitialList(t *testing.T) {
 		if p.Name == "p100" {
 			once.Do(func() {
 				close(halfway)
-				<-added
+				select {
+				case <-added:
+				case <-time.After(time.Minute): // a guard, not a wait
+					t.Error("AddEventHandler did not return while an index function ran")
+				}
 			})
 		}
 		return nil, nil

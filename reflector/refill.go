@@ -9,8 +9,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/listwatch/listwatch/internal/objkey"
 )
 
 // The two ways Run refills the Store, after which it watches: a paged LIST,
@@ -258,24 +256,29 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 }
 
 // admitListed admits one object of a refill, as admit does a watched one.
-// An object the transform failed on is returned with kept set, if it still
-// has the key it came with: the Store is to keep what it holds for it
-// (replace). Skipping it would make it look deleted: a transform that fails
-// for a moment would delete a live object from the cache.
+// An object the transform failed on is returned with kept set: the Store is
+// to keep what it holds for it (replace). Skipping it would make it look
+// deleted: a transform that fails for a moment would delete a live object
+// from the cache. A transform that renamed the object in place before it
+// failed (or returned it renamed) has its namespace and name put back on
+// the discarded object, whose key is all the Store uses.
 func (r *Reflector[T]) admitListed(obj T) (_ T, kept bool, _ error) {
-	key := ""
+	var namespace, name string
 	if any(obj) != nil && !isNilPointer(obj) {
-		key = objkey.Key(obj)
+		namespace, name = obj.GetNamespace(), obj.GetName()
 	}
 	out, rv, err := r.admit(obj)
-	if err != nil {
-		// admit gives a resourceVersion only for a transform's failure.
-		if rv != "" && objkey.Key(obj) == key {
-			return obj, true, err
-		}
+	if err == nil {
+		return out, false, nil
+	}
+	if rv == "" { // admit gives a resourceVersion only for a transform's failure
 		return out, false, err
 	}
-	return out, false, nil
+	if obj.GetNamespace() != namespace || obj.GetName() != name {
+		obj.SetNamespace(namespace)
+		obj.SetName(name)
+	}
+	return obj, true, err
 }
 
 // replace hands a refill to the Store: list, and the objects the transform

@@ -1347,16 +1347,15 @@ func (k keeper) ReplaceKeeping(list, keep []*corev1.Pod, rv string) error {
 }
 
 // The objects of a list that the transform failed on (an error, a panic, a
-// result with another key) reach a KeepingStore as kept, so that it keeps
-// what it has for them, but only those that still have the key they came
-// with: a transform that renamed one before it failed leaves nothing to
-// know it by.
+// result with another key, a rename in place, with or without failing) reach a
+// KeepingStore as kept, under the key they came with, so that it keeps
+// what it has for them.
 func TestRefillTellsAKeepingStoreWhatItLeftOut(t *testing.T) {
 	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
 		t.Run(fmt.Sprint(mode), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				src, store := newSource(), keeper{newRecorder()}
-				for _, n := range []string{"a", "fails", "panics", "renamed", "moved"} {
+				for _, n := range []string{"a", "fails", "panics", "renamed", "moved", "relabelled"} {
 					src.Create(pod(n))
 				}
 				var failing atomic.Bool
@@ -1377,12 +1376,15 @@ func TestRefillTellsAKeepingStoreWhatItLeftOut(t *testing.T) {
 							q := p.DeepCopy()
 							q.Name = "elsewhere"
 							return q, nil
+						case "relabelled":
+							p.Name = "other" // in place, and no error
+							return p, nil
 						}
 						return p, nil
 					}))
 				defer run(t, r)()
 				synctest.Wait()
-				require.Equal(t, []string{"a@1", "fails@2", "moved@5", "panics@3", "renamed@4"}, store.keys())
+				require.Equal(t, []string{"a@1", "fails@2", "moved@5", "panics@3", "relabelled@6", "renamed@4"}, store.keys())
 
 				failing.Store(true)
 				src.CloseWatches()
@@ -1391,8 +1393,8 @@ func TestRefillTellsAKeepingStoreWhatItLeftOut(t *testing.T) {
 				time.Sleep(time.Minute)
 				synctest.Wait()
 				calls := store.calls()
-				assert.Equal(t, "replace 1@6 keeping [fails moved panics]", calls[len(calls)-1])
-				assert.Equal(t, []string{"a@6", "fails@2", "moved@5", "panics@3"}, store.keys())
+				assert.Equal(t, "replace 1@7 keeping [fails moved panics relabelled renamed]", calls[len(calls)-1])
+				assert.Equal(t, []string{"a@7", "fails@2", "moved@5", "panics@3", "relabelled@6", "renamed@4"}, store.keys())
 			})
 		})
 	}
