@@ -203,7 +203,7 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 	// Deletions the list implies. Keys queued or in flight hold a newer
 	// state than the known objects, so they come first; once a key has a
 	// Deleted as its newest delta, the later loops skip it.
-	for _, key := range f.queue.live() { // enqueueLocked does not push held keys
+	for _, key := range f.queue.live() { // all queued: enqueueLocked pushes none of them again
 		if _, ok := listed[key]; !ok {
 			deltas := f.items[key]
 			f.deleteUnlistedLocked(key, deltas[len(deltas)-1])

@@ -49,8 +49,8 @@ func WithKeyFunc[T metav1.Object](f func(T) string) Option[T] {
 
 // WithKnownObjects tells the FIFO which objects the consumer already holds,
 // usually the informer's indexer. Without it, Replace detects deletions only
-// among queued keys, Resync does nothing, and Delete always queues. A nil
-// one, typed or not, is none.
+// among keys queued or being processed, Resync does nothing, and Delete
+// always queues. A nil one, typed or not, is none.
 func WithKnownObjects[T metav1.Object](known KnownObjects[T]) Option[T] {
 	return func(c *config[T]) {
 		c.known = known

@@ -6,9 +6,10 @@
 //	reflector → deltafifo → informer → indexer / processor
 //
 // The informer pops each key's deltas from the deltafifo and applies them
-// here (Add or Update for a new state, Delete for a deletion, Replace is
-// there for stores filled from a list in one go), then tells the processor,
-// taking the old state of an object from the indexer. Readers (listers,
+// here (Prepare and Commit for a new state, so that the index functions run
+// outside its own lock; Delete for a deletion), then tells the processor,
+// taking the old state of an object from the indexer. Add, Update and
+// Replace are there for other callers. Readers (listers,
 // controllers) call Get, List and ByIndex at any time from any goroutine.
 // The deltafifo also reads the indexer, through its small KnownObjects
 // interface, to find which objects a relist implies were deleted.

@@ -25,6 +25,7 @@
 // WithMutationDetector finds code that does, in tests.
 //
 // A Factory shares one informer per Go type and Target (resource, kind,
-// namespace and selectors) among everyone who asks, talks to the apiserver over HTTP with the reflector
-// package's ListerWatcher, and can wait for all of its caches to sync.
+// namespace and selectors) among everyone who asks, talks to the apiserver
+// over HTTP with the reflector package's ListerWatcher, gives every cache
+// the namespace index, and can wait for all of its caches to sync.
 package informer

@@ -19,10 +19,10 @@ import (
 	"github.com/listwatch/listwatch/reflector"
 )
 
-// Factory hands out one shared informer per resource, namespace and
-// selector, all talking to one apiserver over one HTTP client, and starts,
-// waits for and stops them together. Create it with NewFactory; it is safe
-// for concurrent use.
+// Factory hands out one shared informer per Go type and Target (resource,
+// kind, namespace and selectors), all talking to one apiserver over one
+// HTTP client, and starts, waits for and stops them together. Create it
+// with NewFactory; it is safe for concurrent use.
 type Factory struct {
 	client *reflector.Client
 	opt    factoryOptions
@@ -79,10 +79,11 @@ var ErrShutdown = errors.New("informer factory shut down")
 // For returns the factory's informer for objects of type T in target,
 // creating it on first use. T is a k8s.io/api type such as *corev1.Pod (its
 // resource is then found from the type), *unstructured.Unstructured or
-// *metav1.PartialObjectMetadata (target.Resource must then be set), or a type
-// of your own with target.Resource and target.Kind set. Targets that differ only in what
-// may be left out for a k8s.io/api type (its Resource, its Kind) share one
-// informer. Informers created after Start run at the next Start.
+// *metav1.PartialObjectMetadata (target.Resource must then be set), or a
+// type of your own with target.Resource and target.Kind set. Targets that
+// differ only in what may be left out for a k8s.io/api type (its Resource,
+// its Kind) share one informer. Informers created after Start run at the
+// next Start.
 //
 // Each informer's cache has the namespace index ([indexer.NamespaceIndex]),
 // as client-go's factories give theirs: Lister().ByNamespace and

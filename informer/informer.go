@@ -288,7 +288,8 @@ func recreated(old, cur metav1.Object) bool {
 }
 
 // resyncLoop asks, once a second, whether any handler is due for a resync,
-// and if so queues a Sync for every cached object.
+// and if so calls FIFO.Resync, which queues a Sync for every cached object
+// not already on its way to the handlers.
 func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -391,7 +392,8 @@ func (s *SharedIndexInformer[T]) AddIndexers(ix indexer.Indexers[T]) error {
 // SetTransform sets a function applied to every object as it is decoded,
 // before it is cached or handed to a handler: dropping fields there keeps
 // them out of memory. It must keep the namespace, name and resourceVersion,
-// and should keep the UID (see reflector.WithTransform). It must be called before Run.
+// and should keep the UID (see reflector.WithTransform). It must be called
+// before Run.
 func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -430,8 +432,10 @@ func (s *SharedIndexInformer[T]) LastSyncResourceVersion() string {
 	return ""
 }
 
-// LastError returns the last list or watch error, or nil if the last attempt
-// succeeded. WaitForCacheSync uses it to say why a cache did not sync.
+// LastError returns the last error the reflector met: a failed list or
+// watch, or an event or item skipped (see reflector.Reflector.LastError).
+// It is nil from when a list is stored or a watch accepted until the next
+// error. WaitForCacheSync uses it to say why a cache did not sync.
 func (s *SharedIndexInformer[T]) LastError() error {
 	if r := s.runningReflector(); r != nil {
 		return r.LastError()

@@ -81,8 +81,8 @@ func WithHandlerResync(d time.Duration) HandlerOption {
 	return func(o *processor.ListenerOptions) { o.ResyncPeriod = d }
 }
 
-// WithMaxPending bounds how many duplicate notifications of one object are
-// buffered for this handler while it is behind; see
+// WithMaxPending sets the length of this handler's backlog past which
+// updates of one object are merged while it is behind; see
 // processor.ListenerOptions.MaxPending. The default is no bound.
 func WithMaxPending(n int) HandlerOption {
 	return func(o *processor.ListenerOptions) { o.MaxPending = n }

@@ -23,9 +23,10 @@
 // notification on nextCh. run() receives from nextCh and calls the handler.
 // So Distribute waits for no handler, and a handler that blocks holds up
 // only its own listener, whose backlog grows meanwhile
-// (ListenerOptions.MaxPending can bound how much of that growth is repeated
-// updates of one object). A handler that panics is recovered, the panic is reported as a
-// *HandlerPanicError, and its listener goes on with the next notification.
+// (ListenerOptions.MaxPending can bound how much of that growth is
+// repeated updates of one object). A handler that panics is recovered, the
+// panic is reported as a *HandlerPanicError, and its listener goes on with
+// the next notification.
 //
 // Each listener also answers HasSynced for its handler: the informer has
 // delivered its initial list and this handler has handled every notification
@@ -33,8 +34,9 @@
 // finishes last (the upstream reports its part with CheckSynced). A handler
 // added late gets the cache as AddListener's initial notifications. And
 // each may ask for a periodic resync: the informer calls ShouldResync once
-// a second, and when it returns true, distributes the whole cache again as
-// Updates with isSync set, which reach only the listeners that were due.
+// a second, and when it returns true, distributes the cache again (what is
+// not already on its way to the handlers) as Updates with isSync set,
+// which reach only the listeners that were due.
 //
 // Run starts the goroutines and, when its context ends, stops them and waits
 // for them. A listener can also be added and removed while Run is going.

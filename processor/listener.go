@@ -21,9 +21,10 @@ type ListenerOptions struct {
 	// period below MinimumResyncPeriod is raised to MinimumResyncPeriod.
 	ResyncPeriod time.Duration
 
-	// MaxPending bounds how many duplicate notifications of one object the
-	// listener buffers while its handler is behind. Zero or negative: no
-	// bound, every notification is buffered and delivered.
+	// MaxPending is the length of the listener's buffer past which an
+	// incoming Update is merged into a buffered notification of the same
+	// object rather than queued, while its handler is behind. Zero or
+	// negative: no bound, every notification is buffered and delivered.
 	//
 	// With MaxPending > 0, when the buffer already holds MaxPending or more
 	// notifications, an incoming Update is merged into the latest buffered

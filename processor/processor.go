@@ -146,10 +146,11 @@ func (p *Processor[T]) Run(ctx context.Context) {
 	p.cfg.log().Debug("processor: stopped")
 }
 
-// Distribute hands n to every listener, or, if isSync, only to the listeners
-// picked by the last call to ShouldResync that picked any. It does not wait for any handler:
-// each listener takes n into its own buffer. Listeners added or removed while
-// Distribute runs may or may not get n.
+// Distribute hands n to every listener, or, if isSync, only to the
+// listeners picked by the last call to ShouldResync that picked any. It
+// does not wait for any handler: each listener takes n into its own
+// buffer. Listeners added or removed while Distribute runs may or may not
+// get n.
 func (p *Processor[T]) Distribute(n Notification[T], isSync bool) {
 	p.mu.RLock()
 	ls := p.listeners
@@ -194,8 +195,9 @@ func (p *Processor[T]) ShouldResync(now time.Time) bool {
 }
 
 // MinResyncPeriod returns the smallest resync period among the listeners, 0
-// if none resyncs. (The informer checks ShouldResync once a second, so
-// that a handler added later with a shorter period is not kept waiting.)
+// if none resyncs. (For information: the informer does not use it, and asks
+// ShouldResync once a second instead, so that a handler added later with a
+// shorter period is not kept waiting.)
 func (p *Processor[T]) MinResyncPeriod() time.Duration {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

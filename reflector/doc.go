@@ -45,11 +45,11 @@
 //     does; Auto mode lists with LIST when its streaming list, a watch, is
 //     forbidden.
 //
-// With streaming lists (Auto mode, the default, or WatchList) the initial state arrives as ADDED
-// events on a watch that ends its initial part with a BOOKMARK annotated
-// "k8s.io/initial-events-end"; the Reflector buffers those events and swaps
-// them into the Store in one Replace at that bookmark, so a consumer never
-// sees a partial state as synced.
+// With streaming lists (Auto mode, the default, or WatchList) the initial
+// state arrives as ADDED events on a watch that ends its initial part with
+// a BOOKMARK annotated "k8s.io/initial-events-end"; the Reflector buffers
+// those events and swaps them into the Store in one Replace at that
+// bookmark, so a consumer never sees a partial state as synced.
 //
 // The Reflector talks to the server through the ListerWatcher interface.
 // NewListerWatcher returns the HTTP implementation, which decodes list pages

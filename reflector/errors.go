@@ -54,8 +54,8 @@ var (
 // streamingUnsupportedError says the server cannot serve streaming lists;
 // the Reflector falls back to LIST then WATCH. A stream that merely ended
 // early (ended) may be a server restarting: the Reflector lists with LIST
-// that once, and gives up on streaming only if the next streaming list ends
-// early too.
+// that once, and gives up on streaming only if the next streaming list
+// ends early too, within streamCutMemory of the first.
 type streamingUnsupportedError struct {
 	reason string
 	ended  bool

@@ -68,8 +68,8 @@ func WithMaxItemBytes(n int) HTTPOption {
 // instead of 14.8 (protobuf) and 35–36 µs instead of 41 (JSON), but in the
 // side-by-side benchmarks, whose server shares those 2 CPUs, it left watch
 // throughput unchanged (JSON used 23% more CPU) and shortened a protobuf
-// sync of 100k pods by 2–7% at most, for 8–12% more CPU. The default, 1, decodes on the Reflector's
-// goroutine.
+// sync of 100k pods by 2–7% at most, for 8–12% more CPU. The default, 1,
+// decodes on the Reflector's goroutine.
 func WithDecodeWorkers(n int) HTTPOption {
 	return func(o *httpOptions) { o.decodeWorkers = max(n, 0) }
 }

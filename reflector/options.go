@@ -111,8 +111,9 @@ func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 // The defaults are 800ms and 30s. Each wait is random in [d/2, d], d
 // doubling from initial up to max with each failure, and back to initial
 // once no failure has come for 2×max or a watch that moved the cache
-// forward before it failed is resumed. An initial of zero or less keeps the default, one below
-// a millisecond is raised to it, and a max below initial is raised to it.
+// forward before it failed is resumed. An initial of zero or less keeps
+// the default, one below a millisecond is raised to it, and a max below
+// initial is raised to it.
 func WithBackoff[T metav1.Object](initial, maximum time.Duration) Option[T] {
 	return func(o *options[T]) {
 		if initial > 0 {
@@ -168,10 +169,10 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 // The tables behind it remember a few thousand parts, and keep them alive
 // for a while after their objects leave the cache (the walk's table counts
 // parts, not bytes: large ones, such as a ConfigMap's data, count as one).
-// Measured with the side-by-side benchmarks (internal/bench/README.md),
-// full runs at e59fc4e, 100k pods on 2 CPUs, while decoding: protobuf sync
-// 2.15 → 1.62 s and peak RSS 780 → 489 MiB; JSON sync 5.07 → 3.86 s of
-// CPU and peak RSS 895 → 558 MiB.
+// Measured with the side-by-side benchmarks (internal/bench/README.md has
+// the runs), 100k pods on 2 CPUs, while decoding: protobuf sync 3.78 →
+// 3.17 s and peak RSS 782 → 491 MiB; JSON sync 7.82 → 6.51 s of CPU and
+// peak RSS 867 → 576 MiB.
 //
 // It is sound only if nothing modifies a cached object, which is already
 // the rule for informer caches: with sharing, a handler that modifies one

@@ -187,6 +187,8 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	r.report(err)
 	refill := s.needList // the attempt that failed was a list
 
+	// Cases that return choose the wait themselves; the others share the
+	// backoff (and Retry-After) below.
 	var fallback *streamingUnsupportedError
 	switch {
 	case errors.As(err, &fallback):
@@ -220,8 +222,8 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		return s.backoff.next(now)
 	case isExpired(err) && refill:
 		// A list at least as new as the Store refused with 410: the
-		// server compacted the Store's resourceVersion away, so it is
-		// ahead. Ask for its latest state, as client-go does; a state
+		// server compacted the Store's resourceVersion away (or every
+		// continue token of the list expired), so it is ahead. Ask for its latest state, as client-go does; a state
 		// older than the Store's is still refused.
 		s.latest = true
 		return s.backoff.next(now)
@@ -237,7 +239,7 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// again, at once unless we just did (a server that answers every
 		// fresh watch with 410 must not get a storm of LISTs).
 		s.needList = true
-		if time.Since(s.listedAt) < minRelistGap {
+		if now.Sub(s.listedAt) < minRelistGap {
 			return s.backoff.next(now)
 		}
 		return 0
@@ -513,13 +515,13 @@ func (id identity) keptBy(out metav1.Object) error {
 	return nil
 }
 
-// isNilPointer reports a typed nil, on which metadata getters would panic.
 // isZeroEvent reports whether ev is the zero Event: no type, no object and
 // no status.
 func isZeroEvent[T metav1.Object](ev Event[T]) bool {
 	return ev.Type == "" && ev.Status == nil && (any(ev.Object) == nil || isNilPointer(ev.Object))
 }
 
+// isNilPointer reports a typed nil, on which metadata getters would panic.
 func isNilPointer(obj any) bool {
 	v := reflect.ValueOf(obj)
 	return v.Kind() == reflect.Pointer && v.IsNil()
