@@ -28,64 +28,19 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	}
 	first := opts
 
-	// add takes the items of one List call. List may not have waited for
-	// an add it started on another goroutine: returned waits for those
-	// under way, and one made after that is refused and reported (it would
-	// be lost from the cache without a word).
-	var (
-		mu      sync.Mutex // guards over, items and leftOut
-		items   []T
-		leftOut []T // the transform failed on them: the Store keeps its own
-	)
-	addUntilReturn := func() (add func(T) error, returned func()) {
-		over := false
-		var underWay sync.WaitGroup // adds begun before over
-		add = func(obj T) error {
-			mu.Lock()
-			if over {
-				mu.Unlock()
-				err := fmt.Errorf("listing %s: %w", r.opt.name, errAddAfterList)
-				r.report(err)
-				return err
-			}
-			underWay.Add(1)
-			mu.Unlock()
-			defer underWay.Done()
-			obj, kept, err := r.admitListed(obj)
-			if err != nil {
-				r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
-				if kept {
-					mu.Lock()
-					leftOut = append(leftOut, obj)
-					mu.Unlock()
-				}
-				return nil // skip this item, keep the rest of the page
-			}
-			mu.Lock()
-			items = append(items, obj)
-			mu.Unlock()
-			return nil
-		}
-		returned = func() {
-			mu.Lock()
-			over = true
-			mu.Unlock()
-			underWay.Wait()
-		}
-		return add, returned
-	}
-
+	collected := &listed[T]{r: r}
 	var listRV string
 	for restarts := 0; ; {
-		add, returned := addUntilReturn()
-		meta, err := r.lw.List(ctx, opts, add)
-		returned()
+		page := collected.page()
+		meta, err := r.lw.List(ctx, opts, page.add)
+		page.end()
 		if err != nil {
 			if opts.Continue != "" && isExpired(err) && restarts < maxListRestarts {
 				// The continue token expired between pages: the pages
 				// so far are from a state we can no longer complete.
 				restarts++
-				items, leftOut, listRV, opts = items[:0], leftOut[:0], "", first
+				collected.reset()
+				listRV, opts = "", first
 				continue
 			}
 			return fmt.Errorf("listing %s: %w", r.opt.name, err)
@@ -116,11 +71,71 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	// Recorded first: the Store's consumer may have processed the whole
 	// list (and reported HasSynced) before Replace returns.
 	r.synced(listRV)
-	if err := r.replace(items, leftOut, listRV); err != nil {
+	if err := r.replace(collected.items, collected.leftOut, listRV); err != nil {
 		r.unsynced(since)
 		return fmt.Errorf("listing %s: storing the list: %w", r.opt.name, err)
 	}
 	return nil
+}
+
+// listed collects the items of a paged LIST, one page (one List call) at a
+// time: what was admitted, and what the transform failed on.
+type listed[T metav1.Object] struct {
+	r       *Reflector[T]
+	mu      sync.Mutex // guards items, leftOut and the pages' over
+	items   []T
+	leftOut []T // the transform failed on them: the Store keeps its own
+}
+
+// listPage takes the items of one List call, through add, until end. List
+// may not have waited for an add it started on another goroutine: end
+// waits for those under way, and an add made after that is refused and
+// reported (it would be lost from the cache without a word).
+type listPage[T metav1.Object] struct {
+	l        *listed[T]
+	over     bool           // end was called
+	underWay sync.WaitGroup // adds begun before over
+}
+
+func (l *listed[T]) page() *listPage[T] { return &listPage[T]{l: l} }
+
+// reset forgets what was collected, for a list started again.
+func (l *listed[T]) reset() { l.items, l.leftOut = l.items[:0], l.leftOut[:0] }
+
+// add admits one item (ListerWatcher.List's add).
+func (p *listPage[T]) add(obj T) error {
+	l, r := p.l, p.l.r
+	l.mu.Lock()
+	if p.over {
+		l.mu.Unlock()
+		err := fmt.Errorf("listing %s: %w", r.opt.name, errAddAfterList)
+		r.report(err)
+		return err
+	}
+	p.underWay.Add(1)
+	l.mu.Unlock()
+	defer p.underWay.Done()
+	obj, kept, err := r.admitListed(obj)
+	if err != nil {
+		r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
+	}
+	l.mu.Lock()
+	switch {
+	case err == nil:
+		l.items = append(l.items, obj)
+	case kept:
+		l.leftOut = append(l.leftOut, obj)
+	}
+	l.mu.Unlock()
+	return nil // a skipped item does not stop the rest of the page
+}
+
+// end closes the page: adds under way are waited for, later ones refused.
+func (p *listPage[T]) end() {
+	p.l.mu.Lock()
+	p.over = true
+	p.l.mu.Unlock()
+	p.underWay.Wait()
 }
 
 // bookmarkPatience is how long a streaming list runs without its
