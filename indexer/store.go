@@ -21,6 +21,10 @@ type store[T metav1.Object] struct {
 	items   map[string]entry[T]
 	// values[i] belongs to indexes.funcs[i].
 	values []valueIndex
+	// single holds, while there is one index, the values of the entries
+	// whose object has one value v in it, by v: entries share them
+	// (shared).
+	single map[string][][]string
 
 	// changes holds, for each AddIndexers computing its indexes without
 	// the lock, the keys stored or removed since it last looked.
@@ -150,7 +154,27 @@ func (s *store[T]) put(key string, obj T, values [][]string) {
 		}
 		s.index(i, key, values[i])
 	}
-	s.items[key] = entry[T]{obj: obj, values: values}
+	s.items[key] = entry[T]{obj: obj, values: s.shared(values)}
+}
+
+// shared returns values, or, with one index and one value v in it (the
+// namespace index's case), the copy of [[v]] that every such entry keeps:
+// otherwise each keeps two small slices of its own, 40 bytes an object.
+// Entries' values are never modified in place, nor handed out.
+func (s *store[T]) shared(values [][]string) [][]string {
+	if len(s.values) != 1 || len(values) != 1 || len(values[0]) != 1 {
+		return values
+	}
+	v := values[0][0]
+	if c, ok := s.single[v]; ok {
+		return c
+	}
+	if s.single == nil {
+		s.single = map[string][][]string{}
+	}
+	c := [][]string{{v}}
+	s.single[v] = c
+	return c
 }
 
 // remove deletes key and its index entries; an absent key is no error.
@@ -183,6 +207,7 @@ func (s *store[T]) unindex(i int, key string, values []string) {
 		delete(keys, key)
 		if len(keys) == 0 {
 			delete(s.values[i], v)
+			delete(s.single, v) // no entry has v any more
 		}
 	}
 }
@@ -191,6 +216,7 @@ func (s *store[T]) unindex(i int, key string, values []string) {
 // object of key for them (the caller computed them without the lock).
 func (s *store[T]) addIndexes(names []string, funcs []IndexFunc[T], computed map[string][][]string) {
 	first := len(s.values)
+	s.single = nil // more than one index from now on: shared is not used
 	s.indexes = s.indexes.with(names, funcs)
 	for range funcs {
 		s.values = append(s.values, valueIndex{})

@@ -14,10 +14,18 @@ import (
 // checkInvariants verifies that the indexes and the stored index values
 // describe each other exactly: every value of every entry lists its key,
 // every key listed under a value is stored with that value, and no value
-// has an empty key set.
+// has an empty key set; the values entries share (single) are those of
+// the one index, and not modified.
 func checkInvariants[T metav1.Object](t *testing.T, s *store[T]) {
 	t.Helper()
 	require.Len(t, s.values, len(s.indexes.funcs))
+	if len(s.values) != 1 {
+		require.Empty(t, s.single, "shared values with %d indexes", len(s.values))
+	}
+	for v, c := range s.single {
+		require.Equal(t, [][]string{{v}}, c, "the shared values of %q", v)
+		require.NotEmpty(t, s.values[0][v], "the shared values of %q, which no entry has", v)
+	}
 	for key, e := range s.items {
 		require.Len(t, e.values, len(s.values), key)
 		for i, vs := range e.values {
