@@ -346,8 +346,9 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 		}
 	}()
 	// x.mu is held at the top of every pass: each pass lets it go while
-	// the index functions run and takes it again for the next. From pass
-	// maxFreePasses on, wmu is held as well, until AddIndexers returns.
+	// the index functions run and takes it again for the next. From the
+	// end of pass maxFreePasses, wmu is held as well, until AddIndexers
+	// returns.
 	for pass := 1; ; pass++ {
 		if err := x.s.indexes.free(names); err != nil {
 			x.mu.Unlock()

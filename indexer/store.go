@@ -216,7 +216,7 @@ func (s *store[T]) unindex(i int, key string, values []string) {
 // object of key for them (the caller computed them without the lock).
 func (s *store[T]) addIndexes(names []string, funcs []IndexFunc[T], computed map[string][][]string) {
 	first := len(s.values)
-	s.single = nil // more than one index from now on: shared is not used
+	s.single = nil // the indexes change: sharing starts afresh (shared)
 	s.indexes = s.indexes.with(names, funcs)
 	for range funcs {
 		s.values = append(s.values, valueIndex{})

@@ -289,7 +289,8 @@ func recreated(old, cur metav1.Object) bool {
 
 // resyncLoop asks, once a second, whether any handler is due for a resync,
 // and if so calls FIFO.Resync, which queues a Sync for every cached object
-// not already on its way to the handlers.
+// not already queued or being processed (or whose newest queued delta is a
+// Replaced).
 func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()

@@ -222,9 +222,11 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		return s.backoff.next(now)
 	case isExpired(err) && refill:
 		// A list at least as new as the Store refused with 410: the
-		// server compacted the Store's resourceVersion away (or every
-		// continue token of the list expired), so it is ahead. Ask for its latest state, as client-go does; a state
-		// older than the Store's is still refused.
+		// server compacted the Store's resourceVersion away, so it is
+		// ahead (or the list's continue token expired on
+		// maxListRestarts+1 tries in a row). Ask for its latest state,
+		// as client-go does; a state older than the Store's is still
+		// refused.
 		s.latest = true
 		return s.backoff.next(now)
 	case isTooLargeResourceVersion(err) && refill:
