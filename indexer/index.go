@@ -2,7 +2,9 @@ package indexer
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,6 +45,21 @@ func MetaNamespaceKey(obj metav1.Object) string {
 		return ""
 	}
 	return objkey.Key(obj)
+}
+
+// SplitMetaNamespaceKey splits a key made by MetaNamespaceKey into its
+// namespace and name: "namespace/name" gives both, "name" a cluster-scoped
+// object's name and namespace "". A key with an empty name or more than one
+// "/" is an error: no object is stored under it.
+func SplitMetaNamespaceKey(key string) (namespace, name string, err error) {
+	namespace, name, found := strings.Cut(key, "/")
+	if !found {
+		namespace, name = "", key
+	}
+	if name == "" || strings.Contains(name, "/") || (found && namespace == "") {
+		return "", "", fmt.Errorf("%q is not a namespace/name or name key", key)
+	}
+	return namespace, name, nil
 }
 
 // isNil reports whether obj is nil or a nil pointer (or other nil-able kind),

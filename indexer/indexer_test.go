@@ -38,6 +38,19 @@ func TestIndexerCRUD(t *testing.T) {
 	assert.Equal(t, 1, x.Len())
 }
 
+func TestSplitMetaNamespaceKey(t *testing.T) {
+	for _, obj := range []metav1.Object{pod("ns", "a", "", ""), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}} {
+		ns, name, err := indexer.SplitMetaNamespaceKey(indexer.MetaNamespaceKey(obj))
+		require.NoError(t, err)
+		assert.Equal(t, [2]string{obj.GetNamespace(), obj.GetName()}, [2]string{ns, name}, "the key of %s/%s splits back", obj.GetNamespace(), obj.GetName())
+	}
+	for _, key := range []string{"", "ns/", "/a", "a/b/c", "ns//a"} {
+		ns, name, err := indexer.SplitMetaNamespaceKey(key)
+		assert.Error(t, err, "%q", key)
+		assert.Equal(t, [2]string{}, [2]string{ns, name}, "%q", key)
+	}
+}
+
 func TestIndexerKeys(t *testing.T) {
 	assert.Equal(t, "ns/a", indexer.MetaNamespaceKey(pod("ns", "a", "", "")))
 	assert.Equal(t, "node-1", indexer.MetaNamespaceKey(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}), "cluster-scoped: name only")

@@ -28,4 +28,6 @@
 // namespace and selectors) among everyone who asks, talks to the apiserver
 // over HTTP with the reflector package's ListerWatcher, gives every cache
 // the namespace index, and can wait for all of its caches to sync.
+// WaitForSync waits for any informers and handler registrations, a
+// Factory's or not, and says why those that did not sync did not.
 package informer

@@ -242,34 +242,12 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	}
 	f.mu.Unlock()
 
-	for _, e := range started {
-		select {
-		case <-e.informer.Synced():
-		case <-e.stopped: // it will not sync now
-		case <-ctx.Done():
-		}
-	}
-	for _, e := range started {
+	waits := make([]waiting, len(started))
+	for i, e := range started {
 		inf := e.informer
-		if inf.HasSynced() {
-			continue
-		}
-		reason := inf.LastError()
-		stopped := false
-		select {
-		case <-e.stopped:
-			stopped = true
-		default:
-		}
-		switch {
-		case reason != nil:
-		case stopped:
-			reason = errors.New("stopped before it synced")
-		default:
-			reason = fmt.Errorf("still listing: %w", ctx.Err())
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", inf.Name(), reason))
+		waits[i] = waiting{name: inf.Name(), synced: inf.Synced(), stopped: e.stopped, lastError: inf.LastError}
 	}
+	errs = append(errs, waitAll(ctx, waits)...)
 	if len(errs) > 0 {
 		return fmt.Errorf("caches not synced: %w", errors.Join(errs...))
 	}

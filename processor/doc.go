@@ -40,4 +40,7 @@
 //
 // Run starts the goroutines and, when its context ends, stops them and waits
 // for them. A listener can also be added and removed while Run is going.
+//
+// HandlerFuncs makes a Handler of plain functions; FilteringHandler wraps
+// one so that it sees only the objects a filter accepts.
 package processor

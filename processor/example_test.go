@@ -211,3 +211,57 @@ func ExampleListenerOptions_maxPending() {
 	// update web 1->100
 	// delete web 100
 }
+
+// A FilteringHandler shows its handler only the pods labelled app=web: a
+// pod relabelled away from web is, for that handler, deleted, and one
+// relabelled to web is added.
+func ExampleFilteringHandler() {
+	p := processor.New[*corev1.Pod]()
+	done := make(chan struct{})
+	p.AddListener(processor.FilteringHandler[*corev1.Pod]{
+		Filter: func(pod *corev1.Pod) bool { return pod.Labels["app"] == "web" },
+		Handler: processor.HandlerFuncs[*corev1.Pod]{
+			AddFunc:    func(pod *corev1.Pod, _ bool) { fmt.Println("add", pod.Name, pod.ResourceVersion) },
+			UpdateFunc: func(_, pod *corev1.Pod) { fmt.Println("update", pod.Name, pod.ResourceVersion) },
+			DeleteFunc: func(pod *corev1.Pod, _ bool) {
+				fmt.Println("delete", pod.Name, pod.ResourceVersion)
+				if pod.ResourceVersion == "4" { // the last notification
+					close(done)
+				}
+			},
+		},
+	}, processor.ListenerOptions{})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		p.Run(ctx)
+	}()
+
+	pod := func(name, rv, app string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: rv, Labels: map[string]string{"app": app}}}
+	}
+	web1, web2, db3, web4 := pod("web", "1", "web"), pod("web", "2", "web"), pod("web", "3", "db"), pod("web", "4", "web")
+	db := pod("db", "1", "db")
+	for _, n := range []processor.Notification[*corev1.Pod]{
+		{Kind: processor.Add, Key: "default/web", New: web1},
+		{Kind: processor.Add, Key: "default/db", New: db},
+		{Kind: processor.Update, Key: "default/web", Old: web1, New: web2},
+		{Kind: processor.Update, Key: "default/web", Old: web2, New: db3},
+		{Kind: processor.Update, Key: "default/web", Old: db3, New: web4},
+		{Kind: processor.Delete, Key: "default/db", Old: db},
+		{Kind: processor.Delete, Key: "default/web", Old: web4},
+	} {
+		p.Distribute(n, false)
+	}
+	<-done
+	cancel()
+	<-stopped
+	// Output:
+	// add web 1
+	// update web 2
+	// delete web 2
+	// add web 4
+	// delete web 4
+}

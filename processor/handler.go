@@ -56,6 +56,51 @@ func (f HandlerFuncs[T]) OnDelete(obj T, finalStateUnknown bool) {
 	}
 }
 
+// FilteringHandler passes to Handler only the objects Filter accepts, and
+// turns an update that crosses the filter into what it is for Handler: an
+// object that starts to match is an add (not from the initial list), one
+// that stops matching a delete of its old state (its final state known: it
+// still exists, but no longer concerns Handler). Filter must be a pure
+// function of the object and must not modify it. A nil Filter accepts
+// every object; a nil Handler is told nothing.
+type FilteringHandler[T metav1.Object] struct {
+	Filter  func(obj T) bool
+	Handler Handler[T]
+}
+
+// OnAdd tells Handler of obj if Filter accepts it.
+func (f FilteringHandler[T]) OnAdd(obj T, isInInitialList bool) {
+	if f.Handler != nil && f.accepts(obj) {
+		f.Handler.OnAdd(obj, isInInitialList)
+	}
+}
+
+// OnUpdate tells Handler of the change as it looks through Filter: an
+// update if both states match, an add if only newObj does, a delete of
+// oldObj if only oldObj does, nothing if neither does.
+func (f FilteringHandler[T]) OnUpdate(oldObj, newObj T) {
+	if f.Handler == nil {
+		return
+	}
+	switch was, is := f.accepts(oldObj), f.accepts(newObj); {
+	case was && is:
+		f.Handler.OnUpdate(oldObj, newObj)
+	case is:
+		f.Handler.OnAdd(newObj, false)
+	case was:
+		f.Handler.OnDelete(oldObj, false)
+	}
+}
+
+// OnDelete tells Handler of obj if Filter accepts it.
+func (f FilteringHandler[T]) OnDelete(obj T, finalStateUnknown bool) {
+	if f.Handler != nil && f.accepts(obj) {
+		f.Handler.OnDelete(obj, finalStateUnknown)
+	}
+}
+
+func (f FilteringHandler[T]) accepts(obj T) bool { return f.Filter == nil || f.Filter(obj) }
+
 // Kind says which Handler method a Notification is for. The zero value is not
 // a valid Kind; listeners drop notifications whose Kind is not one of the
 // constants below.

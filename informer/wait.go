@@ -1,0 +1,102 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Syncer is what WaitForSync waits for: a *SharedIndexInformer, synced
+// once its cache holds the first list, or a *Registration, synced once its
+// handler has been told of every object in that list.
+type Syncer interface {
+	Synced() <-chan struct{}
+}
+
+// WaitForSync waits until every one of syncers has synced, or ctx ends; it
+// is client-go's cache.WaitForCacheSync for caches of any types and their
+// handlers. It returns nil once all have synced. Otherwise its error names
+// each that did not, and why, as Factory.WaitForCacheSync's does: an
+// informer's last list or watch error, or a registration stopped (its
+// handler removed, or its informer stopped) before it synced.
+//
+// Unlike Factory.WaitForCacheSync, it cannot tell an informer that is not
+// running from one still listing: it waits for either until ctx ends.
+func WaitForSync(ctx context.Context, syncers ...Syncer) error {
+	if ctx == nil {
+		return errors.New("informer: WaitForSync: nil context")
+	}
+	waits := make([]waiting, len(syncers))
+	for i, s := range syncers {
+		if s == nil || isNilPointer(s) {
+			return fmt.Errorf("informer: WaitForSync: syncer %d of %d is nil", i+1, len(syncers))
+		}
+		w := waiting{name: fmt.Sprintf("syncer %d (%T)", i+1, s), synced: s.Synced()}
+		if n, ok := s.(interface{ Name() string }); ok {
+			w.name = n.Name()
+		}
+		if st, ok := s.(interface{ Stopped() <-chan struct{} }); ok {
+			w.stopped = st.Stopped()
+		}
+		if le, ok := s.(interface{ LastError() error }); ok {
+			w.lastError = le.LastError
+		}
+		waits[i] = w
+	}
+	if errs := waitAll(ctx, waits); len(errs) > 0 {
+		return fmt.Errorf("caches not synced: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// waiting is one cache or handler that WaitForSync or
+// Factory.WaitForCacheSync waits for.
+type waiting struct {
+	name      string
+	synced    <-chan struct{}
+	stopped   <-chan struct{} // closed if it will not sync now; nil if it cannot tell
+	lastError func() error    // why it has not synced, if it knows; or nil
+}
+
+// waitAll waits until each of ws has synced or stopped, or ctx ends, and
+// returns an error for each that has not synced, saying why.
+func waitAll(ctx context.Context, ws []waiting) []error {
+	for _, w := range ws {
+		select {
+		case <-w.synced:
+		case <-w.stopped:
+		case <-ctx.Done():
+		}
+	}
+	var errs []error
+	for _, w := range ws {
+		if isClosed(w.synced) {
+			continue
+		}
+		var reason error
+		if w.lastError != nil {
+			reason = w.lastError()
+		}
+		switch {
+		case reason != nil:
+		case isClosed(w.stopped):
+			reason = errors.New("stopped before it synced")
+		case w.lastError != nil: // an informer
+			reason = fmt.Errorf("still listing: %w", ctx.Err())
+		default:
+			reason = fmt.Errorf("not synced yet: %w", ctx.Err())
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", w.name, reason))
+	}
+	return errs
+}
+
+// isClosed reports whether c is closed; a nil c never is.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

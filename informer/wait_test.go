@@ -1,0 +1,73 @@
+package informer_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listwatch/listwatch/informer"
+	"github.com/listwatch/listwatch/processor"
+)
+
+func TestWaitForSync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		inf := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods"))
+		reg := inf.AddEventHandler(newView(t))
+		defer start(t, inf)()
+		require.NoError(t, informer.WaitForSync(t.Context(), inf, reg))
+		assert.True(t, inf.HasSynced())
+		assert.True(t, reg.HasSynced())
+		require.NoError(t, informer.WaitForSync(t.Context()), "nothing to wait for")
+	})
+}
+
+func TestWaitForSyncSaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		denied := errors.New("403 Forbidden")
+		src.FailList(denied, denied, denied, denied, denied, denied, denied, denied)
+		src.FailWatch(denied, denied, denied, denied, denied, denied, denied, denied)
+		failing := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods in ns"))
+		require.NoError(t, failing.SetWatchErrorHandler(func(error) {})) // WaitForSync says it
+		defer start(t, failing)()
+
+		other := newSource()
+		other.Create(pod("ns", "b"))
+		synced := informer.New[*corev1.Pod](other)
+		release := make(chan struct{})
+		slow := synced.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(*corev1.Pod, bool) { <-release }})
+		removed := synced.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(*corev1.Pod, bool) { <-release }})
+		synced.RemoveEventHandler(removed) // before Run: it is never told of anything
+		defer start(t, synced)()
+		defer close(release)
+
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		err := informer.WaitForSync(ctx, failing, synced, slow, removed)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, denied, "an informer's reason is its last error")
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "a handler still busy is waited for until ctx ends")
+		assert.Equal(t, "caches not synced: "+
+			"pods in ns: listing pods in ns (streaming): 403 Forbidden\n"+
+			"syncer 3 (*informer.Registration[*k8s.io/api/core/v1.Pod]): not synced yet: context deadline exceeded\n"+
+			"syncer 4 (*informer.Registration[*k8s.io/api/core/v1.Pod]): stopped before it synced", err.Error())
+	})
+}
+
+func TestWaitForSyncRefusesNils(t *testing.T) {
+	inf := informer.New[*corev1.Pod](newSource())
+	var ctx context.Context
+	assert.ErrorContains(t, informer.WaitForSync(ctx, inf), "nil context")
+	var reg *informer.Registration[*corev1.Pod]
+	assert.ErrorContains(t, informer.WaitForSync(t.Context(), inf, reg), "syncer 2 of 2 is nil")
+	assert.ErrorContains(t, informer.WaitForSync(t.Context(), nil), "syncer 1 of 1 is nil")
+}
