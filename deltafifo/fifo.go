@@ -19,8 +19,9 @@ var ErrClosed = errors.New("deltafifo: queue is closed")
 
 // ErrInvalidObject is wrapped by the error a write returns for an object it
 // cannot queue: a nil object, one without a name, or one whose key is empty.
-// The queue is unchanged; retrying the same object does not help.
-var ErrInvalidObject = errors.New("invalid object")
+// The queue is unchanged; retrying the same object does not help. It is the
+// same error as indexer.ErrInvalidObject.
+var ErrInvalidObject = objkey.ErrInvalidObject
 
 // FIFO is a queue of keys, each with the [Delta]s that happened to its
 // object since the consumer last popped it. Producers call Add, Update,

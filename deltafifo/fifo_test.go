@@ -108,6 +108,7 @@ func TestFIFOInvalidObject(t *testing.T) {
 			f := newFIFO(newKnown())
 			err := call(f)
 			require.ErrorIs(t, err, deltafifo.ErrInvalidObject)
+			require.ErrorIs(t, err, indexer.ErrInvalidObject, "one error for both stores")
 			assert.Zero(t, f.Len(), "queue must be unchanged")
 			assert.False(t, f.HasSynced(), "a rejected write does not populate the FIFO")
 		})

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/objkey"
 )
 
 // ErrUnknownIndex is wrapped by the error Index, IndexKeys and ByIndex
@@ -15,8 +17,8 @@ var ErrUnknownIndex = errors.New("unknown index")
 
 // ErrInvalidObject is wrapped by the error a write returns for an object it
 // cannot store: a nil object, one without a name, or one whose key is empty.
-// The store is unchanged.
-var ErrInvalidObject = errors.New("invalid object")
+// The store is unchanged. It is the same error as deltafifo.ErrInvalidObject.
+var ErrInvalidObject = objkey.ErrInvalidObject
 
 // Indexer is a thread-safe map from key to object with named secondary
 // indexes. It satisfies deltafifo.KnownObjects.

@@ -41,7 +41,9 @@ func (l *Lister[T]) Get(namespace, name string) (T, bool) {
 
 // ByNamespace returns the cached objects of one namespace whose labels match
 // selector; namespace "" (metav1.NamespaceAll) means every namespace, as in
-// client-go. It uses the namespace index if the cache has one.
+// client-go. It reads the index named indexer.NamespaceIndex if the cache
+// has one, trusting it to be indexer.NamespaceIndexFunc's (as client-go's
+// listers do), and otherwise goes through every cached object.
 func (l *Lister[T]) ByNamespace(namespace string, selector labels.Selector) []T {
 	if namespace == metav1.NamespaceAll {
 		return l.List(selector)

@@ -60,7 +60,13 @@ func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 }
 
 // WithReflectorOptions passes options to the informer's Reflector: the list
-// mode, page size, backoff, relist interval.
+// mode, page size, backoff, relist interval. They come after the informer's
+// own, so a reflector.WithName, WithLogger, WithTransform or
+// WithErrorHandler given here replaces the informer's WithName, WithLogger,
+// SetTransform or SetWatchErrorHandler for the reflector: its transform
+// runs instead, and its error handler is called for list and watch errors
+// instead of the informer's (which then neither hears of them nor logs
+// them). Give those to the informer instead.
 func WithReflectorOptions[T metav1.Object](opts ...reflector.Option[T]) Option[T] {
 	return func(o *options[T]) { o.reflector = append(o.reflector, opts...) }
 }

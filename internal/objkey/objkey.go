@@ -2,7 +2,15 @@
 // the deltafifo, indexer and processor packages so that all three agree.
 package objkey
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"errors"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ErrInvalidObject is deltafifo's and indexer's ErrInvalidObject: one
+// error, so that errors.Is with either package's matches both.
+var ErrInvalidObject = errors.New("invalid object")
 
 // Key returns "namespace/name" for a namespaced object and "name" for a
 // cluster-scoped one.
