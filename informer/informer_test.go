@@ -582,7 +582,6 @@ type scriptLW struct {
 	list   []*corev1.Pod
 	rv     string
 	events chan reflector.Event[*corev1.Pod]
-	once   sync.Once
 }
 
 func (s *scriptLW) List(ctx context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {

@@ -25,7 +25,7 @@ func MakePod(namespace, name string) *corev1.Pod {
 	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	started := metav1.NewTime(created.Add(3 * time.Second))
 	trueVal := true
-	fields := func(s string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(s)} }
+	fields := metav1.NewFieldsV1
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{

@@ -65,10 +65,7 @@ func compileInternWalk(typ reflect.Type, inProgress map[reflect.Type]*internWalk
 	var w internWalk
 	switch {
 	case typ == fieldsV1Type:
-		w = func(p unsafe.Pointer, t *internTable) {
-			f := (*metav1.FieldsV1)(p)
-			f.Raw = t.internBytes(f.Raw)
-		}
+		w = func(p unsafe.Pointer, t *internTable) { internFieldsV1((*metav1.FieldsV1)(p), t) }
 	case typ.Kind() == reflect.String:
 		w = func(p unsafe.Pointer, t *internTable) {
 			if s := (*string)(p); len(*s) >= minWalkIntern {

@@ -98,12 +98,12 @@ func (d fieldsV1Decoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	if !inBuffer {
 		raw = it.SkipAndReturnBytes() // a fresh copy, validated
 		if it.Error == nil {
-			f.Raw = d.table.internBytes(raw)
+			setFieldsV1(f, d.table.internBytes(raw))
 		}
 		return
 	}
 	if kept, _ := d.table.lookupBytes(raw); kept != nil {
-		f.Raw = kept
+		setFieldsV1(f, kept)
 		return
 	}
 	sub := it.Pool().BorrowIterator(raw)
@@ -114,7 +114,7 @@ func (d fieldsV1Decoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 		it.ReportError("decode FieldsV1", err.Error())
 		return
 	}
-	f.Raw = d.table.internBytesFrom(raw)
+	setFieldsV1(f, d.table.internBytesFrom(raw))
 }
 
 // parseTime is metav1.Time.UnmarshalJSON (and MicroTime's, with its
