@@ -3,7 +3,9 @@
 // resourceVersion counter, an event history that can be compacted, paged
 // lists, streaming lists, a restore from a snapshot (its resourceVersion
 // going back), and scripted failures. It runs no goroutines of its own.
-// Tests that need real HTTP use internal/apisim instead.
+// Tests that need real HTTP use internal/apisim instead. Its writes are not
+// checked (a Create may replace, an Update create); listwatchtest is its
+// public face, with the checks a real server makes.
 package fakelw
 
 import (
@@ -114,6 +116,14 @@ func (s *Source[T]) writeLocked(typ reflector.EventType, obj T) {
 	for w := range s.watchers {
 		w.push(reflector.Event[T]{Type: typ, Object: obj})
 	}
+}
+
+// Get returns the stored object with key.
+func (s *Source[T]) Get(key string) (T, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.objects[key]
+	return obj, ok
 }
 
 // Objects returns the stored objects, sorted by key.

@@ -1,0 +1,28 @@
+// Package listwatchtest is an in-memory apiserver for one resource, for the
+// unit tests of code built on listwatch: a Source is a
+// reflector.ListerWatcher that an informer (informer.New) or a Reflector
+// lists and watches, and that a test writes to.
+//
+//	test ──Create/Update/Delete──▶ Source ──List/Watch──▶ informer ──▶ your handlers
+//	test ──FailList/FailWatch/Compact/CloseWatches──▶ Source (faults, as a real server has them)
+//
+// Writes are checked as kube-apiserver checks them: creating an object that
+// exists is AlreadyExists, updating or deleting one that does not is
+// NotFound, and updating with a resourceVersion that is not the stored one
+// is a Conflict; the errors are apimachinery's, so apierrors.IsNotFound and
+// its friends work on them. Each write gives the object a new
+// resourceVersion, one counter for the whole Source as in etcd, and a
+// Create gives it a UID. The Source keeps copies: a test may change an
+// object it wrote, or one it got back, without changing what the informer
+// sees.
+//
+// A Source serves what the reflector asks for: paged lists, a watch from
+// any resourceVersion it still has the history of (410 Gone after
+// Compact), and streaming lists (sendInitialEvents), unless
+// RefuseStreaming. It serves every object it holds: it has no namespaces
+// or selectors to filter by, so a test gives an informer the objects it
+// should see. It runs no goroutines of its own.
+//
+// It is the fake the project's own informer and reflector tests use
+// (internal/fakelw), with the checks on writes that a real server makes.
+package listwatchtest

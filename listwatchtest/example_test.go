@@ -1,0 +1,63 @@
+package listwatchtest_test
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/informer"
+	"github.com/listwatch/listwatch/listwatchtest"
+	"github.com/listwatch/listwatch/processor"
+)
+
+// An informer over a Source, as a unit test of a handler would set one up:
+// the test writes, the handler hears of it.
+func Example() {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	web, _ := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}})
+	_, err := src.Create(web)
+	fmt.Println("created again:", apierrors.IsAlreadyExists(err), err)
+
+	pods := informer.New[*corev1.Pod](src)
+	deleted := make(chan struct{})
+	pods.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+		AddFunc: func(pod *corev1.Pod, isInInitialList bool) {
+			fmt.Printf("add %s rv=%s initial=%t\n", pod.Name, pod.ResourceVersion, isInInitialList)
+		},
+		UpdateFunc: func(old, pod *corev1.Pod) {
+			fmt.Printf("update %s rv=%s→%s labels=%v\n", pod.Name, old.ResourceVersion, pod.ResourceVersion, pod.Labels)
+		},
+		DeleteFunc: func(pod *corev1.Pod, _ bool) {
+			fmt.Printf("delete %s\n", pod.Name)
+			close(deleted)
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- pods.Run(ctx) }()
+	if err := informer.WaitForSync(ctx, pods); err != nil {
+		panic(err)
+	}
+
+	web.Labels = map[string]string{"version": "2"}
+	if _, err := src.Update(web); err != nil { // web has the stored resourceVersion
+		panic(err)
+	}
+	_, err = src.Update(web) // now it has not
+	if err := src.Delete("default", "web"); err != nil {
+		panic(err)
+	}
+	<-deleted
+	cancel()
+	<-stopped
+	fmt.Println("updated with an old resourceVersion:", apierrors.IsConflict(err))
+	// Output:
+	// created again: true pod "web" already exists
+	// add web rv=1 initial=true
+	// update web rv=1→2 labels=map[version:2]
+	// delete web
+	// updated with an old resourceVersion: true
+}

@@ -1,0 +1,204 @@
+package listwatchtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/listwatch/listwatch/internal/fakelw"
+	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// Source holds the objects of one resource and serves them to a
+// reflector.ListerWatcher's caller. Make one with NewSource. All methods are
+// safe for concurrent use.
+type Source[T reflector.Object] struct {
+	// mu makes a write's checks and the write one step: two Creates of
+	// one name cannot both succeed.
+	mu        sync.Mutex
+	src       *fakelw.Source[T]
+	resource  schema.GroupResource // what errors call the objects
+	kind      schema.GroupKind
+	generated int // names made for GenerateName
+}
+
+// NewSource returns an empty Source for objects of type T, such as
+// *corev1.Pod or *unstructured.Unstructured.
+func NewSource[T reflector.Object]() *Source[T] {
+	typ := reflect.TypeFor[T]()
+	name := typ.String()
+	if typ.Kind() == reflect.Pointer {
+		name = typ.Elem().Name()
+	}
+	s := &Source[T]{
+		resource: schema.GroupResource{Resource: strings.ToLower(name)},
+		kind:     schema.GroupKind{Kind: name},
+	}
+	if typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Struct {
+		elem := typ.Elem()
+		s.src = fakelw.New(func() T { return reflect.New(elem).Interface().(T) })
+	} else {
+		// A streaming list ends with a bookmark, an empty T, which only a
+		// pointer to a struct can be made into. The reflector lists
+		// instead.
+		s.src = fakelw.New(func() T { var zero T; return zero })
+		s.src.RefuseStreaming()
+	}
+	return s
+}
+
+// Create stores a copy of obj as a new object and returns a copy of what it
+// stored: obj with a new UID and resourceVersion. An
+// object with no name but a GenerateName gets a name made from it. It is
+// an error (apierrors.IsAlreadyExists) if an object of that namespace and
+// name exists, and one (apierrors.IsInvalid) if obj has no name.
+func (s *Source[T]) Create(obj T) (T, error) {
+	var zero T
+	if isNil(obj) {
+		return zero, errors.New("listwatchtest: Create: the object is nil")
+	}
+	obj = deepCopy(obj)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if obj.GetName() == "" && obj.GetGenerateName() != "" {
+		s.generated++
+		obj.SetName(obj.GetGenerateName() + strconv.FormatInt(int64(s.generated), 36))
+	}
+	if obj.GetName() == "" {
+		return zero, apierrors.NewInvalid(s.kind, "", field.ErrorList{
+			field.Required(field.NewPath("metadata", "name"), "name or generateName is required"),
+		})
+	}
+	if _, ok := s.src.Get(objkey.Key(obj)); ok {
+		return zero, apierrors.NewAlreadyExists(s.resource, obj.GetName())
+	}
+	return deepCopy(s.src.Create(obj)), nil
+}
+
+// Update replaces the stored object of obj's namespace and name with a
+// copy of obj, keeping its UID, and returns a copy of what it stored, with
+// its new resourceVersion. If obj has a resourceVersion, it must be the
+// stored object's (else apierrors.IsConflict: someone else wrote it
+// since); one without updates whatever is stored. It is an error
+// (apierrors.IsNotFound) if no such object exists.
+func (s *Source[T]) Update(obj T) (T, error) {
+	var zero T
+	if isNil(obj) {
+		return zero, errors.New("listwatchtest: Update: the object is nil")
+	}
+	obj = deepCopy(obj)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.src.Get(objkey.Key(obj))
+	if !ok {
+		return zero, apierrors.NewNotFound(s.resource, obj.GetName())
+	}
+	if rv := obj.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
+		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
+			fmt.Errorf("the object has been modified; please apply your changes to the latest version (resourceVersion %s, not %s) and try again", old.GetResourceVersion(), rv))
+	}
+	return deepCopy(s.src.Update(obj)), nil
+}
+
+// Delete removes the object namespace/name (namespace "" for a
+// cluster-scoped one). Watchers get a DELETED event with its last state.
+// It is an error (apierrors.IsNotFound) if no such object exists.
+func (s *Source[T]) Delete(namespace, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.src.Delete(key(namespace, name)) {
+		return apierrors.NewNotFound(s.resource, name)
+	}
+	return nil
+}
+
+// Get returns a copy of the object namespace/name, if it exists.
+func (s *Source[T]) Get(namespace, name string) (T, bool) {
+	obj, ok := s.src.Get(key(namespace, name))
+	if !ok {
+		return obj, false
+	}
+	return deepCopy(obj), true
+}
+
+// Objects returns copies of the stored objects, sorted by namespace and
+// name.
+func (s *Source[T]) Objects() []T {
+	objs := s.src.Objects()
+	for i, obj := range objs {
+		objs[i] = deepCopy(obj)
+	}
+	return objs
+}
+
+// ResourceVersion returns the resourceVersion of the last write, "0"
+// before the first.
+func (s *Source[T]) ResourceVersion() string { return s.src.ResourceVersion() }
+
+// Requests returns how many List and Watch calls the Source has served
+// (or failed), for tests that check when a reflector relists.
+func (s *Source[T]) Requests() (lists, watches int64) {
+	return s.src.Lists.Load(), s.src.Watches.Load()
+}
+
+// CloseWatches ends every open watch cleanly, as kube-apiserver does when
+// a watch's timeout passes: the reflector watches again from where it was.
+func (s *Source[T]) CloseWatches() { s.src.CloseWatches() }
+
+// Compact forgets the history of events, as etcd's compaction does: a
+// watch from an older resourceVersion now gets 410 Gone, and the
+// reflector lists again.
+func (s *Source[T]) Compact() { s.src.Compact() }
+
+// FailList makes the next List calls fail with errs, one each: for
+// example apierrors.NewForbidden, or apierrors.NewTooManyRequests.
+func (s *Source[T]) FailList(errs ...error) { s.src.FailList(errs...) }
+
+// FailWatch makes the next Watch calls fail with errs, one each. A
+// streaming list is a Watch.
+func (s *Source[T]) FailWatch(errs ...error) { s.src.FailWatch(errs...) }
+
+// RefuseStreaming makes the Source refuse streaming lists (400 Bad
+// Request), as a server without them does: the reflector, in its default
+// mode, falls back to LIST and WATCH.
+func (s *Source[T]) RefuseStreaming() { s.src.RefuseStreaming() }
+
+// List is reflector.ListerWatcher's: it serves one page of the current
+// state.
+func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
+	return s.src.List(ctx, opts, add)
+}
+
+// Watch is reflector.ListerWatcher's: it streams the events after
+// opts.ResourceVersion, or the current state and then the events if
+// opts.SendInitialEvents.
+func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
+	return s.src.Watch(ctx, opts)
+}
+
+func key(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+func deepCopy[T reflector.Object](obj T) T { return obj.DeepCopyObject().(T) }
+
+// isNil reports a nil obj, or a nil pointer in it.
+func isNil(obj any) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}

@@ -1,0 +1,228 @@
+package listwatchtest_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/listwatch/listwatch/informer"
+	"github.com/listwatch/listwatch/listwatchtest"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+func pod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func TestWritesAreChecked(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+
+	a, err := src.Create(pod("ns", "a"))
+	require.NoError(t, err)
+	assert.Equal(t, "1", a.ResourceVersion)
+	assert.NotEmpty(t, a.UID)
+	_, err = src.Create(pod("ns", "a"))
+	assert.True(t, apierrors.IsAlreadyExists(err), "%v", err)
+	_, err = src.Create(pod("other", "a"))
+	assert.NoError(t, err, "the same name in another namespace is another object")
+
+	_, err = src.Create(pod("ns", ""))
+	assert.True(t, apierrors.IsInvalid(err), "%v", err)
+	generated, err := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: "web-"}})
+	require.NoError(t, err)
+	assert.Equal(t, "web-1", generated.Name)
+	var nilPod *corev1.Pod
+	_, err = src.Create(nilPod)
+	assert.ErrorContains(t, err, "nil")
+	_, err = src.Update(nilPod)
+	assert.ErrorContains(t, err, "nil")
+
+	_, err = src.Update(pod("ns", "missing"))
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	a.Labels = map[string]string{"v": "2"}
+	a2, err := src.Update(a)
+	require.NoError(t, err, "the stored resourceVersion")
+	assert.Equal(t, a.UID, a2.UID, "an update keeps the UID")
+	_, err = src.Update(a)
+	assert.True(t, apierrors.IsConflict(err), "an old resourceVersion: %v", err)
+	a3, err := src.Update(pod("ns", "a"))
+	require.NoError(t, err, "no resourceVersion: whatever is stored")
+	assert.Equal(t, a.UID, a3.UID)
+
+	assert.True(t, apierrors.IsNotFound(src.Delete("ns", "missing")))
+	require.NoError(t, src.Delete("ns", "a"))
+	_, ok := src.Get("ns", "a")
+	assert.False(t, ok)
+	again, err := src.Create(pod("ns", "a"))
+	require.NoError(t, err)
+	assert.NotEqual(t, a.UID, again.UID, "created again: a new UID")
+
+	var keys []string
+	for _, p := range src.Objects() {
+		keys = append(keys, p.Namespace+"/"+p.Name+"@"+p.ResourceVersion)
+	}
+	assert.Equal(t, []string{"ns/a@7", "ns/web-1@3", "other/a@2"}, keys)
+	assert.Equal(t, "7", src.ResourceVersion())
+}
+
+func TestSourceKeepsCopies(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	mine := pod("ns", "a")
+	got, err := src.Create(mine)
+	require.NoError(t, err)
+	mine.Labels = map[string]string{"changed": "after Create"}
+	got.Labels = map[string]string{"changed": "the returned copy"}
+	fetched, ok := src.Get("ns", "a")
+	require.True(t, ok)
+	fetched.Labels = map[string]string{"changed": "what Get returned"}
+	src.Objects()[0].Labels = map[string]string{"changed": "what Objects returned"}
+
+	var listed []*corev1.Pod
+	_, err = src.List(t.Context(), reflector.ListOptions{}, func(p *corev1.Pod) error { listed = append(listed, p); return nil })
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	assert.Empty(t, listed[0].Labels, "what the Source serves is its own copy")
+	assert.Empty(t, mine.ResourceVersion, "Create does not write to its argument")
+}
+
+func TestConcurrentCreatesOfOneName(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	var created atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := src.Create(pod("ns", "a")); err == nil {
+				created.Add(1)
+			} else {
+				assert.True(t, apierrors.IsAlreadyExists(err), "%v", err)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int32(1), created.Load())
+}
+
+// An informer over a Source converges to it through writes and every
+// fault the Source can make.
+func TestInformerConvergesThroughFaults(t *testing.T) {
+	for _, streaming := range []bool{true, false} {
+		t.Run(fmt.Sprintf("streaming=%t", streaming), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := listwatchtest.NewSource[*corev1.Pod]()
+				if !streaming {
+					src.RefuseStreaming()
+				}
+				inf := informer.New[*corev1.Pod](src)
+				require.NoError(t, inf.SetWatchErrorHandler(func(error) {}))
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- inf.Run(ctx) }()
+				require.NoError(t, informer.WaitForSync(ctx, inf))
+
+				rng := rand.New(rand.NewPCG(1, 2))
+				for i := range 300 {
+					name := fmt.Sprintf("p%d", rng.IntN(20))
+					switch rng.IntN(8) {
+					case 0:
+						_ = src.Delete("ns", name)
+					case 1:
+						src.CloseWatches()
+					case 2:
+						src.Compact()
+						src.CloseWatches()
+					case 3:
+						src.FailWatch(apierrors.NewGone("too old"), apierrors.NewTooManyRequests("slow down", 1))
+						src.FailList(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil))
+						src.CloseWatches()
+					default:
+						p := pod("ns", name)
+						p.Labels = map[string]string{"i": fmt.Sprint(i)}
+						if _, err := src.Create(p); apierrors.IsAlreadyExists(err) {
+							_, err = src.Update(p)
+							require.NoError(t, err)
+						}
+					}
+					if rng.IntN(10) == 0 {
+						time.Sleep(time.Minute) // past any backoff
+						synctest.Wait()
+					}
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				// Last, writes with no fault and no time passing: only the
+				// watch can bring these.
+				for i := range 20 {
+					name := fmt.Sprintf("p%d", i)
+					if i%3 == 0 {
+						_ = src.Delete("ns", name)
+						continue
+					}
+					p := pod("ns", name)
+					p.Labels = map[string]string{"i": fmt.Sprint(1000 + i)}
+					if _, err := src.Create(p); apierrors.IsAlreadyExists(err) {
+						_, err = src.Update(p)
+						require.NoError(t, err)
+					}
+				}
+				synctest.Wait()
+
+				want := map[string]string{}
+				for _, p := range src.Objects() {
+					want[p.Namespace+"/"+p.Name] = p.ResourceVersion + " " + p.Labels["i"]
+				}
+				got := map[string]string{}
+				for _, p := range inf.Indexer().List() {
+					got[p.Namespace+"/"+p.Name] = p.ResourceVersion + " " + p.Labels["i"]
+				}
+				assert.Equal(t, want, got)
+				lists, watches := src.Requests()
+				assert.Positive(t, watches)
+				if !streaming {
+					assert.Greater(t, lists, int64(1), "Compact made the reflector list again")
+				}
+				cancel()
+				require.NoError(t, <-done)
+			})
+		})
+	}
+}
+
+// Unstructured objects work too, streaming list included.
+func TestUnstructuredSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*unstructured.Unstructured]()
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("example.com/v1")
+		obj.SetKind("Widget")
+		obj.SetNamespace("ns")
+		obj.SetName("w")
+		_, err := src.Create(obj)
+		require.NoError(t, err)
+
+		inf := informer.New[*unstructured.Unstructured](src)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(ctx) }()
+		require.NoError(t, informer.WaitForSync(ctx, inf))
+		got, ok := inf.Lister().Get("ns", "w")
+		require.True(t, ok)
+		assert.Equal(t, "Widget", got.GetKind())
+		_, watches := src.Requests()
+		assert.Equal(t, int64(1), watches, "one streaming list")
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
