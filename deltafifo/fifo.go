@@ -59,11 +59,15 @@ type FIFO[T metav1.Object] struct {
 
 	// populated: a write (not Resync) has happened. initialQueued counts the
 	// keys of the first Replace still in the queue; initialPending also
-	// counts those popped whose process call has not returned.
+	// counts those popped whose process call has not returned (and, during
+	// the first fill, those popped before EndFill).
 	populated      bool
 	initialQueued  int
 	initialPending int
 	syncedClosed   bool
+
+	// filling holds the keys filled since StartFill, until EndFill.
+	filling *fill[T]
 }
 
 // inflightBatch is a popped key whose process call is running.
@@ -200,12 +204,19 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 			listed[key] = -1 // left as it is: not deleted below
 		}
 	}
+	f.endListLocked(func(key string) bool { _, ok := listed[key]; return ok })
+	return nil
+}
 
-	// Deletions the list implies. Keys queued or in flight hold a newer
-	// state than the known objects, so they come first; once a key has a
-	// Deleted as its newest delta, the later loops skip it.
+// endListLocked finishes a Replace (or a fill) whose list holds the keys
+// for which listed is true: it queues the deletions the list implies, and
+// marks the FIFO populated, the first time fixing what HasSynced waits for.
+func (f *FIFO[T]) endListLocked(listed func(key string) bool) {
+	// Keys queued or in flight hold a newer state than the known objects,
+	// so they come first; once a key has a Deleted as its newest delta, the
+	// later loops skip it.
 	for _, key := range f.queue.live() { // all queued: enqueueLocked pushes none of them again
-		if _, ok := listed[key]; !ok {
+		if !listed(key) {
 			deltas := f.items[key]
 			f.deleteUnlistedLocked(key, deltas[len(deltas)-1])
 		}
@@ -214,7 +225,7 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 	var seen map[string]struct{}
 	for i := len(f.inflight) - 1; i >= 0; i-- { // newest batch first
 		b := f.inflight[i]
-		if _, ok := listed[b.key]; ok {
+		if listed(b.key) {
 			continue
 		}
 		if _, ok := seen[b.key]; ok {
@@ -230,11 +241,8 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 	}
 	if f.known != nil {
 		for _, key := range f.known.ListKeys() {
-			if _, ok := listed[key]; ok {
+			if listed(key) || f.heldLocked(key) { // held: handled above
 				continue
-			}
-			if f.heldLocked(key) {
-				continue // handled above
 			}
 			if obj, ok := f.knownLocked(key); ok {
 				f.enqueueLocked(key, Delta[T]{Type: Deleted, Object: obj, FinalStateUnknown: true})
@@ -243,11 +251,12 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 	}
 
 	if !f.populated {
+		// The first list: HasSynced waits for every key queued now (and
+		// for the batches a fill let Pop take before this).
 		f.initialQueued = f.queue.len()
-		f.initialPending = f.initialQueued
+		f.initialPending += f.initialQueued
 	}
 	f.markPopulatedLocked()
-	return nil
 }
 
 // deleteUnlistedLocked queues a final-state-unknown delete after newest,
@@ -350,8 +359,12 @@ func (f *FIFO[T]) next(ctx context.Context) (b inflightBatch[T], deltas []Delta[
 	if f.queue.len() > 0 {
 		f.signal() // pass the wake-up on to another waiting Pop
 	}
-	initial = f.initialQueued > 0
-	if initial {
+	switch {
+	case !f.populated && f.filling != nil: // from a first list still being filled
+		initial = true
+		f.initialPending++
+	case f.initialQueued > 0:
+		initial = true
 		f.initialQueued--
 	}
 	f.popSeq++
@@ -372,7 +385,7 @@ func (f *FIFO[T]) finish(b inflightBatch[T], initial bool) {
 	}
 	if initial {
 		f.initialPending--
-		f.markPopulatedLocked()
+		f.closeSyncedLocked()
 	}
 }
 
@@ -528,11 +541,17 @@ func (f *FIFO[T]) newestLocked(key string) (Delta[T], bool) {
 	return Delta[T]{}, false
 }
 
-// markPopulatedLocked marks the FIFO populated and, once nothing of the
+// markPopulatedLocked marks the FIFO populated and, if nothing of the
 // initial list is pending, closes the synced channel.
 func (f *FIFO[T]) markPopulatedLocked() {
 	f.populated = true
-	if f.initialPending == 0 && !f.syncedClosed {
+	f.closeSyncedLocked()
+}
+
+// closeSyncedLocked closes the synced channel once the FIFO is populated
+// and nothing of the initial list is pending.
+func (f *FIFO[T]) closeSyncedLocked() {
+	if f.populated && f.initialPending == 0 && !f.syncedClosed {
 		f.syncedClosed = true
 		close(f.synced)
 	}
