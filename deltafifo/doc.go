@@ -5,8 +5,7 @@
 //	reflector → deltafifo → informer → indexer / processor
 //
 // The reflector lists and watches the apiserver and calls Add, Update,
-// Delete and Replace (after every list but the first, which it gives to
-// StartFill, Fill and EndFill as it arrives) on a [FIFO]; the informer calls
+// Delete and Replace (after every list) on a [FIFO]; the informer calls
 // Resync when a handler's resync period is due. The FIFO keeps,
 // for every object key, the list of changes ([Delta]s) that happened to that
 // object since the consumer last looked at it. The informer calls [FIFO.Pop]
@@ -30,10 +29,6 @@
 //     tombstone wrapper to type-assert. ReplaceKeeping is Replace for a
 //     list some objects were left out of (the transform failed on them):
 //     their keys get nothing, so what the consumer holds for them stays.
-//   - The first list may instead be filled object by object (StartFill,
-//     Fill, EndFill), so that Pop hands out its first objects while the
-//     rest is still being decoded; EndFill queues the deletions, as
-//     Replace would have.
 //   - Resync queues a Sync delta for every known key that is neither queued
 //     nor being processed, or whose newest delta there is a Replaced (which
 //     a consumer may drop when it changes nothing).

@@ -476,32 +476,23 @@ func (f *FIFO[T]) prepare(obj T) (string, T, error) {
 	return key, t, nil
 }
 
-// enqueueLocked appends d to key's deltas, queueing key if it is new, and
-// then wakes a waiting Pop.
+// enqueueLocked appends d to key's deltas, queueing key if it is new. Two
+// Deleted deltas in a row become one: the one whose final state is known
+// wins, otherwise the newer.
 func (f *FIFO[T]) enqueueLocked(key string, d Delta[T]) {
-	if f.appendLocked(key, d) {
-		f.signal()
-	}
-}
-
-// appendLocked appends d to key's deltas, queueing key if it is new, and
-// reports whether it did. Two Deleted deltas in a row become one: the one
-// whose final state is known wins, otherwise the newer.
-func (f *FIFO[T]) appendLocked(key string, d Delta[T]) (queued bool) {
-	deltas, held := f.items[key]
+	deltas, queued := f.items[key]
 	if n := len(deltas); n > 0 && d.Type == Deleted && deltas[n-1].Type == Deleted {
 		if !d.FinalStateUnknown || deltas[n-1].FinalStateUnknown {
 			deltas[n-1] = d
 		}
-		return false
+		return
 	}
 	f.items[key] = append(deltas, d)
-	if held {
-		return false
+	if !queued {
+		f.itemsPeak = max(f.itemsPeak, len(f.items))
+		f.queue.push(key)
+		f.signal()
 	}
-	f.itemsPeak = max(f.itemsPeak, len(f.items))
-	f.queue.push(key)
-	return true
 }
 
 // deleteIsNewsLocked reports whether a delete of key tells the consumer

@@ -30,16 +30,7 @@ var errNotFilling = errors.New("deltafifo: no fill started (StartFill)")
 // so that a key listed twice keeps the newer state.
 type fill[T any] struct {
 	listed map[string]T
-	// unsignaled counts the keys queued since a waiting Pop was last woken.
-	unsignaled int
 }
-
-// fillWake is how many keys a fill queues before it wakes a waiting Pop.
-// Waking the consumer for each object costs more than its work on the
-// object (the two goroutines hand the lock back and forth, and an idle
-// thread is woken every time): in a sync of 100k pods, half as much CPU
-// again. Woken every few hundred keys, it drains them in one go.
-const fillWake = 256
 
 // StartFill starts filling the first list. Called again before EndFill
 // (the list failed part way and is being read again), it starts over: the
@@ -56,7 +47,6 @@ func (f *FIFO[T]) StartFill() error {
 		return ErrPopulated
 	}
 	f.filling = &fill[T]{listed: make(map[string]T)}
-	f.wakeIfQueuedLocked() // the keys of an attempt that failed
 	return nil
 }
 
@@ -81,12 +71,7 @@ func (f *FIFO[T]) Fill(obj T) error {
 		return nil
 	}
 	f.filling.listed[key] = obj
-	if f.appendLocked(key, Delta[T]{Type: Replaced, Object: obj}) {
-		if f.filling.unsignaled++; f.filling.unsignaled >= fillWake {
-			f.filling.unsignaled = 0
-			f.signal()
-		}
-	}
+	f.enqueueLocked(key, Delta[T]{Type: Replaced, Object: obj})
 	return nil
 }
 
@@ -118,13 +103,5 @@ func (f *FIFO[T]) EndFill(keep []T, resourceVersion string) error {
 		_, ok := kept[key]
 		return ok
 	})
-	f.wakeIfQueuedLocked() // the last keys filled
 	return nil
-}
-
-// wakeIfQueuedLocked wakes a waiting Pop if a key is queued.
-func (f *FIFO[T]) wakeIfQueuedLocked() {
-	if f.queue.len() > 0 {
-		f.signal()
-	}
 }

@@ -6,10 +6,7 @@
 //
 // A Reflector lists the resource, hands the whole list to Store.Replace, and
 // then watches from the list's resourceVersion, turning each watch event into
-// Add, Update or Delete. (The first list is the exception: a FillingStore,
-// such as deltafifo.FIFO, gets it object by object as it is decoded, so that
-// its consumer can start on it before its end arrives.) It owns all of the
-// recovery logic:
+// Add, Update or Delete. It owns all of the recovery logic:
 //
 //   - A watch stream that ends cleanly is reopened from the last
 //     resourceVersion seen, without listing again.
@@ -52,8 +49,7 @@
 // state arrives as ADDED events on a watch that ends its initial part with
 // a BOOKMARK annotated "k8s.io/initial-events-end"; the Reflector buffers
 // those events and swaps them into the Store in one Replace at that
-// bookmark (or, the first time, fills a FillingStore with them and ends the
-// fill there), so a consumer never sees a partial state as synced.
+// bookmark, so a consumer never sees a partial state as synced.
 //
 // The Reflector talks to the server through the ListerWatcher interface.
 // NewListerWatcher returns the HTTP implementation, which decodes list pages

@@ -211,9 +211,8 @@ const maxListRestarts = 3
 
 // watchList refills the Store with a streaming list: a watch that first
 // sends the current state as ADDED events and marks its end with a bookmark.
-// The events are buffered and replace the Store's contents at that bookmark
-// (the first time, they fill the Store as they come, and the bookmark ends
-// the fill); then the same stream goes on as an ordinary watch.
+// The events are buffered and replace the Store's contents at that bookmark;
+// then the same stream goes on as an ordinary watch.
 func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	since, from := r.LastSyncResourceVersion(), r.LastSyncResourceVersion()
 	if s.latest {
