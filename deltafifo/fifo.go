@@ -59,15 +59,11 @@ type FIFO[T metav1.Object] struct {
 
 	// populated: a write (not Resync) has happened. initialQueued counts the
 	// keys of the first Replace still in the queue; initialPending also
-	// counts those popped whose process call has not returned (and, during
-	// the first fill, those popped before EndFill).
+	// counts those popped whose process call has not returned.
 	populated      bool
 	initialQueued  int
 	initialPending int
 	syncedClosed   bool
-
-	// filling holds the keys filled since StartFill, until EndFill.
-	filling *fill[T]
 }
 
 // inflightBatch is a popped key whose process call is running.
@@ -204,19 +200,12 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 			listed[key] = -1 // left as it is: not deleted below
 		}
 	}
-	f.endListLocked(func(key string) bool { _, ok := listed[key]; return ok })
-	return nil
-}
 
-// endListLocked finishes a Replace (or a fill) whose list holds the keys
-// for which listed is true: it queues the deletions the list implies, and
-// marks the FIFO populated, the first time fixing what HasSynced waits for.
-func (f *FIFO[T]) endListLocked(listed func(key string) bool) {
-	// Keys queued or in flight hold a newer state than the known objects,
-	// so they come first; once a key has a Deleted as its newest delta, the
-	// later loops skip it.
+	// Deletions the list implies. Keys queued or in flight hold a newer
+	// state than the known objects, so they come first; once a key has a
+	// Deleted as its newest delta, the later loops skip it.
 	for _, key := range f.queue.live() { // all queued: enqueueLocked pushes none of them again
-		if !listed(key) {
+		if _, ok := listed[key]; !ok {
 			deltas := f.items[key]
 			f.deleteUnlistedLocked(key, deltas[len(deltas)-1])
 		}
@@ -225,7 +214,7 @@ func (f *FIFO[T]) endListLocked(listed func(key string) bool) {
 	var seen map[string]struct{}
 	for i := len(f.inflight) - 1; i >= 0; i-- { // newest batch first
 		b := f.inflight[i]
-		if listed(b.key) {
+		if _, ok := listed[b.key]; ok {
 			continue
 		}
 		if _, ok := seen[b.key]; ok {
@@ -241,8 +230,11 @@ func (f *FIFO[T]) endListLocked(listed func(key string) bool) {
 	}
 	if f.known != nil {
 		for _, key := range f.known.ListKeys() {
-			if listed(key) || f.heldLocked(key) { // held: handled above
+			if _, ok := listed[key]; ok {
 				continue
+			}
+			if f.heldLocked(key) {
+				continue // handled above
 			}
 			if obj, ok := f.knownLocked(key); ok {
 				f.enqueueLocked(key, Delta[T]{Type: Deleted, Object: obj, FinalStateUnknown: true})
@@ -251,12 +243,11 @@ func (f *FIFO[T]) endListLocked(listed func(key string) bool) {
 	}
 
 	if !f.populated {
-		// The first list: HasSynced waits for every key queued now (and
-		// for the batches a fill let Pop take before this).
 		f.initialQueued = f.queue.len()
-		f.initialPending += f.initialQueued
+		f.initialPending = f.initialQueued
 	}
 	f.markPopulatedLocked()
+	return nil
 }
 
 // deleteUnlistedLocked queues a final-state-unknown delete after newest,
@@ -359,12 +350,8 @@ func (f *FIFO[T]) next(ctx context.Context) (b inflightBatch[T], deltas []Delta[
 	if f.queue.len() > 0 {
 		f.signal() // pass the wake-up on to another waiting Pop
 	}
-	switch {
-	case !f.populated && f.filling != nil: // from a first list still being filled
-		initial = true
-		f.initialPending++
-	case f.initialQueued > 0:
-		initial = true
+	initial = f.initialQueued > 0
+	if initial {
 		f.initialQueued--
 	}
 	f.popSeq++
@@ -385,7 +372,7 @@ func (f *FIFO[T]) finish(b inflightBatch[T], initial bool) {
 	}
 	if initial {
 		f.initialPending--
-		f.closeSyncedLocked()
+		f.markPopulatedLocked()
 	}
 }
 
@@ -541,17 +528,11 @@ func (f *FIFO[T]) newestLocked(key string) (Delta[T], bool) {
 	return Delta[T]{}, false
 }
 
-// markPopulatedLocked marks the FIFO populated and, if nothing of the
+// markPopulatedLocked marks the FIFO populated and, once nothing of the
 // initial list is pending, closes the synced channel.
 func (f *FIFO[T]) markPopulatedLocked() {
 	f.populated = true
-	f.closeSyncedLocked()
-}
-
-// closeSyncedLocked closes the synced channel once the FIFO is populated
-// and nothing of the initial list is pending.
-func (f *FIFO[T]) closeSyncedLocked() {
-	if f.populated && f.initialPending == 0 && !f.syncedClosed {
+	if f.initialPending == 0 && !f.syncedClosed {
 		f.syncedClosed = true
 		close(f.synced)
 	}

@@ -43,12 +43,6 @@ func (k *known) set(p *corev1.Pod) {
 	k.objs[p.Namespace+"/"+p.Name] = p
 }
 
-func (k *known) del(key string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.objs, key)
-}
-
 func (k *known) GetByKey(key string) (*corev1.Pod, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -33,23 +33,6 @@ type KeepingStore[T metav1.Object] interface {
 	ReplaceKeeping(list, keep []T, resourceVersion string) error
 }
 
-// A FillingStore is a Store that can take the first list one object at a
-// time, as it is decoded, rather than in one Replace at its end: its
-// consumer then applies the list while the rest of it is still arriving.
-// StartFill begins the list (or begins it again, after a failed attempt),
-// Fill queues one object, EndFill(keep, resourceVersion) ends it as
-// ReplaceKeeping(everything filled, keep, resourceVersion) would. The
-// Reflector fills only its first list, into an empty Store: a later one
-// could hold objects older than the Store's, which it must be able to
-// refuse before any is stored. StartFill may refuse (a populated Store):
-// the Reflector then calls Replace. deltafifo.FIFO is one.
-type FillingStore[T metav1.Object] interface {
-	Store[T]
-	StartFill() error
-	Fill(obj T) error
-	EndFill(keep []T, resourceVersion string) error
-}
-
 // ListerWatcher is the Reflector's view of the apiserver for one resource.
 // NewListerWatcher returns the HTTP implementation; tests may supply their
 // own. Implementations must be safe for concurrent use.

@@ -1,7 +1,6 @@
 package reflector
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,12 +14,10 @@ import (
 // The two ways Run refills the Store, after which it watches: a paged LIST,
 // or a streaming list (a watch that sends the current state first). Both
 // hand the Store the whole state in one Replace, and neither takes a state
-// older than the Store's. The first list, into an empty Store, is the
-// exception: a FillingStore gets it object by object, as it is decoded.
+// older than the Store's.
 
 // list refills the Store with a paged LIST: every page is decoded item by
-// item into one slice, which replaces the Store's contents in one call (or,
-// the first time, into the Store as they come).
+// item into one slice, which replaces the Store's contents in one call.
 func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	since := r.LastSyncResourceVersion()
 	opts := ListOptions{Limit: r.opt.pageSize}
@@ -31,7 +28,7 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	}
 	first := opts
 
-	collected := &listed[T]{r: r, fill: r.startFill(since)}
+	collected := &listed[T]{r: r}
 	var listRV string
 	for restarts := 0; ; {
 		page := collected.page()
@@ -42,16 +39,11 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 				// The continue token expired between pages: the pages
 				// so far are from a state we can no longer complete.
 				restarts++
-				if err := collected.reset(); err != nil {
-					return fmt.Errorf("listing %s: %w", r.opt.name, err)
-				}
+				collected.reset()
 				listRV, opts = "", first
 				continue
 			}
 			return fmt.Errorf("listing %s: %w", r.opt.name, err)
-		}
-		if err := collected.err(); err != nil {
-			return fmt.Errorf("listing %s: storing the list: %w", r.opt.name, err)
 		}
 		if opts.Continue == "" { // the first page
 			if meta.ResourceVersion == "" {
@@ -79,7 +71,7 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	// Recorded first: the Store's consumer may have processed the whole
 	// list (and reported HasSynced) before Replace returns.
 	r.synced(listRV)
-	if err := r.storeList(collected.fill, collected.items, collected.leftOut, listRV); err != nil {
+	if err := r.replace(collected.items, collected.leftOut, listRV); err != nil {
 		r.unsynced(since)
 		return fmt.Errorf("listing %s: storing the list: %w", r.opt.name, err)
 	}
@@ -87,15 +79,12 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 }
 
 // listed collects the items of a paged LIST, one page (one List call) at a
-// time: what was admitted, and what the transform failed on. With fill set,
-// what was admitted goes into the Store at once instead.
+// time: what was admitted, and what the transform failed on.
 type listed[T metav1.Object] struct {
 	r       *Reflector[T]
-	fill    FillingStore[T] // nil: collect items
-	mu      sync.Mutex      // guards items, leftOut, fillErr and the pages' over
+	mu      sync.Mutex // guards items, leftOut and the pages' over
 	items   []T
-	leftOut []T   // the transform failed on them: the Store keeps its own
-	fillErr error // the first error of fill.Fill
+	leftOut []T // the transform failed on them: the Store keeps its own
 }
 
 // listPage takes the items of one List call, through add, until end. List
@@ -111,20 +100,7 @@ type listPage[T metav1.Object] struct {
 func (l *listed[T]) page() *listPage[T] { return &listPage[T]{l: l} }
 
 // reset forgets what was collected, for a list started again.
-func (l *listed[T]) reset() error {
-	l.items, l.leftOut = l.items[:0], l.leftOut[:0]
-	if l.fill != nil {
-		return l.fill.StartFill()
-	}
-	return nil
-}
-
-// err returns the first error of filling the Store.
-func (l *listed[T]) err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.fillErr
-}
+func (l *listed[T]) reset() { l.items, l.leftOut = l.items[:0], l.leftOut[:0] }
 
 // add admits one item (ListerWatcher.List's add).
 func (p *listPage[T]) add(obj T) error {
@@ -142,15 +118,6 @@ func (p *listPage[T]) add(obj T) error {
 	obj, kept, err := r.admitListed(obj)
 	if err != nil {
 		r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
-	}
-	if err == nil && l.fill != nil {
-		if err := l.fill.Fill(obj); err != nil {
-			l.mu.Lock()
-			l.fillErr = cmp.Or(l.fillErr, err)
-			l.mu.Unlock()
-			return err // the list fails: stop reading it
-		}
-		return nil
 	}
 	l.mu.Lock()
 	switch {
@@ -243,7 +210,6 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	stopWaiting := r.noteAwaitedBookmark()
 	defer stopWaiting()
 
-	fill := r.startFill(since)
 	var initial, leftOut []T
 	for {
 		ev, err := w.Next()
@@ -277,11 +243,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				}
 				continue
 			}
-			if fill == nil {
-				initial = append(initial, obj)
-			} else if err := fill.Fill(obj); err != nil {
-				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
-			}
+			initial = append(initial, obj)
 		case Bookmark:
 			if any(ev.Object) == nil || isNilPointer(ev.Object) || ev.Object.GetAnnotations()[InitialEventsEndAnnotation] != "true" {
 				return &streamingUnsupportedError{reason: "a BOOKMARK came before the initial-events-end bookmark"}
@@ -293,7 +255,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			}
 			stopWaiting()
 			r.synced(rv) // first, as in list
-			if err := r.storeList(fill, initial, leftOut, rv); err != nil {
+			if err := r.replace(initial, leftOut, rv); err != nil {
 				r.unsynced(since)
 				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
 			}
@@ -334,25 +296,9 @@ func (r *Reflector[T]) admitListed(obj T) (_ T, kept bool, _ error) {
 	return obj, true, err
 }
 
-// startFill starts filling the Store with the list about to be read, if
-// the Store is a FillingStore and this is the first list (since is empty:
-// there is nothing in the Store that a listed object could be older than);
-// otherwise it returns nil, and the list is collected for Replace.
-func (r *Reflector[T]) startFill(since string) FillingStore[T] {
-	fs, ok := r.store.(FillingStore[T])
-	if !ok || since != "" || fs.StartFill() != nil {
-		return nil
-	}
-	return fs
-}
-
-// storeList hands a refill to the Store: the objects the transform failed on
-// (leftOut), which a KeepingStore keeps as it has them, and either the
-// end of a fill, or list, for Replace.
-func (r *Reflector[T]) storeList(fill FillingStore[T], list, leftOut []T, rv string) error {
-	if fill != nil {
-		return fill.EndFill(leftOut, rv)
-	}
+// replace hands a refill to the Store: list, and the objects the transform
+// failed on, which a KeepingStore keeps as it has them.
+func (r *Reflector[T]) replace(list, leftOut []T, rv string) error {
 	if ks, ok := r.store.(KeepingStore[T]); ok && len(leftOut) > 0 {
 		return ks.ReplaceKeeping(list, leftOut, rv)
 	}
