@@ -328,7 +328,8 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h processor.Handler[T], opts ..
 		// objkey.Key is the indexer's key too: New keeps its default.
 		replay[i] = processor.Notification[T]{Kind: processor.Add, Key: objkey.Key(obj), New: obj, IsInInitialList: true}
 	}
-	return &Registration[T]{listener: s.processor.AddListener(h, lo, replay...)}
+	l := s.processor.AddListener(h, lo, replay...)
+	return &Registration[T]{listener: l, name: s.name + ", " + l.Name()}
 }
 
 // RemoveEventHandler stops delivering to the handler of reg and returns at
@@ -347,7 +348,12 @@ func (s *SharedIndexInformer[T]) RemoveEventHandler(reg *Registration[T]) {
 // Registration is one handler added to an informer.
 type Registration[T metav1.Object] struct {
 	listener *processor.Listener[T]
+	name     string
 }
+
+// Name returns what errors call the registration: its informer's name and
+// its listener's, such as "pods, listener 2 (*main.podHandler)".
+func (r *Registration[T]) Name() string { return r.name }
 
 // HasSynced reports whether the informer has synced and this handler has
 // handled every object of the initial list.

@@ -42,7 +42,7 @@ func TestWaitForSyncSaysWhy(t *testing.T) {
 
 		other := newSource()
 		other.Create(pod("ns", "b"))
-		synced := informer.New[*corev1.Pod](other)
+		synced := informer.New[*corev1.Pod](other, informer.WithName[*corev1.Pod]("pods"))
 		release := make(chan struct{})
 		slow := synced.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(*corev1.Pod, bool) { <-release }})
 		removed := synced.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(*corev1.Pod, bool) { <-release }})
@@ -58,9 +58,21 @@ func TestWaitForSyncSaysWhy(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded, "a handler still busy is waited for until ctx ends")
 		assert.Equal(t, "caches not synced: "+
 			"pods in ns: listing pods in ns (streaming): 403 Forbidden\n"+
-			"syncer 3 (*informer.Registration[*k8s.io/api/core/v1.Pod]): not synced yet: context deadline exceeded\n"+
-			"syncer 4 (*informer.Registration[*k8s.io/api/core/v1.Pod]): stopped before it synced", err.Error())
+			"pods, listener 1 (processor.HandlerFuncs[*k8s.io/api/core/v1.Pod]): not synced yet: context deadline exceeded\n"+
+			"pods, listener 2 (processor.HandlerFuncs[*k8s.io/api/core/v1.Pod]): stopped before it synced", err.Error())
 	})
+}
+
+// never is a Syncer of one's own, with no name: it never syncs.
+type never struct{}
+
+func (never) Synced() <-chan struct{} { return nil }
+
+func TestWaitForSyncNamesASyncerWithoutAName(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := informer.WaitForSync(ctx, never{})
+	assert.EqualError(t, err, "caches not synced: syncer 1 (informer_test.never): not synced yet: context canceled")
 }
 
 func TestWaitForSyncRefusesNils(t *testing.T) {

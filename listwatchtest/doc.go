@@ -12,13 +12,14 @@
 // is a Conflict; the errors are apimachinery's, so apierrors.IsNotFound and
 // its friends work on them. Each write gives the object a new
 // resourceVersion, one counter for the whole Source as in etcd, and a
-// Create gives it a UID. The Source keeps copies: a test may change an
-// object it wrote, or one it got back, without changing what the informer
-// sees.
+// Create gives it a UID. The Source keeps copies and hands out copies: a
+// test may change an object it wrote or got back, and an informer may
+// change what it lists or watches (a transform), without changing the
+// Source or what another informer sees.
 //
 // A Source serves what the reflector asks for: paged lists, a watch from
-// any resourceVersion it still has the history of (410 Gone after
-// Compact), and streaming lists (sendInitialEvents), unless
+// any resourceVersion it still has the history of (410 Gone for an older
+// one, after Compact), and streaming lists (sendInitialEvents), unless
 // RefuseStreaming. It serves every object it holds: it has no namespaces
 // or selectors to filter by, so a test gives an informer the objects it
 // should see. It runs no goroutines of its own.

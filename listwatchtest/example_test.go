@@ -18,7 +18,7 @@ import (
 func Example() {
 	src := listwatchtest.NewSource[*corev1.Pod]()
 	web, _ := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}})
-	_, err := src.Create(web)
+	_, err := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}})
 	fmt.Println("created again:", apierrors.IsAlreadyExists(err), err)
 
 	pods := informer.New[*corev1.Pod](src)
@@ -55,7 +55,7 @@ func Example() {
 	<-stopped
 	fmt.Println("updated with an old resourceVersion:", apierrors.IsConflict(err))
 	// Output:
-	// created again: true pod "web" already exists
+	// created again: true pods "web" already exists
 	// add web rv=1 initial=true
 	// update web rv=1→2 labels=map[version:2]
 	// delete web

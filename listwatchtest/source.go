@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listwatch/listwatch/internal/fakelw"
+	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/internal/objkey"
 	"github.com/listwatch/listwatch/reflector"
 )
@@ -26,22 +27,31 @@ type Source[T reflector.Object] struct {
 	// one name cannot both succeed.
 	mu        sync.Mutex
 	src       *fakelw.Source[T]
-	resource  schema.GroupResource // what errors call the objects
-	kind      schema.GroupKind
+	names         // what errors call the objects
 	generated int // names made for GenerateName
 }
 
 // NewSource returns an empty Source for objects of type T, such as
-// *corev1.Pod or *unstructured.Unstructured.
-func NewSource[T reflector.Object]() *Source[T] {
+// *corev1.Pod or *unstructured.Unstructured. Its errors name the objects as
+// the apiserver does (pods "web" not found) for the types of k8s.io/api;
+// WithResource names them for other types.
+func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 	typ := reflect.TypeFor[T]()
 	name := typ.String()
 	if typ.Kind() == reflect.Pointer {
 		name = typ.Elem().Name()
 	}
-	s := &Source[T]{
+	s := &Source[T]{names: names{
 		resource: schema.GroupResource{Resource: strings.ToLower(name)},
 		kind:     schema.GroupKind{Kind: name},
+	}}
+	if gvk, gvr, err := kinds.Of[T](); err == nil {
+		s.resource, s.kind = gvr.GroupResource(), gvk.GroupKind()
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&s.names)
+		}
 	}
 	if typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Struct {
 		elem := typ.Elem()
@@ -57,10 +67,13 @@ func NewSource[T reflector.Object]() *Source[T] {
 }
 
 // Create stores a copy of obj as a new object and returns a copy of what it
-// stored: obj with a new UID and resourceVersion. An
-// object with no name but a GenerateName gets a name made from it. It is
-// an error (apierrors.IsAlreadyExists) if an object of that namespace and
-// name exists, and one (apierrors.IsInvalid) if obj has no name.
+// stored: obj with a new UID and resourceVersion. An object with no name
+// but a GenerateName gets a name made from it. It is an error
+// (apierrors.IsAlreadyExists) if an object of that namespace and name
+// exists, one (apierrors.IsInvalid) if obj has no name, and one
+// (apierrors.IsInternalError, as kube-apiserver answers) if obj has a
+// resourceVersion: an object read back must have it cleared to be created
+// again.
 func (s *Source[T]) Create(obj T) (T, error) {
 	var zero T
 	if isNil(obj) {
@@ -77,6 +90,9 @@ func (s *Source[T]) Create(obj T) (T, error) {
 		return zero, apierrors.NewInvalid(s.kind, "", field.ErrorList{
 			field.Required(field.NewPath("metadata", "name"), "name or generateName is required"),
 		})
+	}
+	if obj.GetResourceVersion() != "" {
+		return zero, apierrors.NewInternalError(errors.New("resourceVersion should not be set on objects to be created"))
 	}
 	if _, ok := s.src.Get(objkey.Key(obj)); ok {
 		return zero, apierrors.NewAlreadyExists(s.resource, obj.GetName())
@@ -130,8 +146,8 @@ func (s *Source[T]) Get(namespace, name string) (T, bool) {
 	return deepCopy(obj), true
 }
 
-// Objects returns copies of the stored objects, sorted by namespace and
-// name.
+// Objects returns copies of the stored objects, sorted by key
+// ("namespace/name", or "name").
 func (s *Source[T]) Objects() []T {
 	objs := s.src.Objects()
 	for i, obj := range objs {
@@ -155,8 +171,12 @@ func (s *Source[T]) Requests() (lists, watches int64) {
 func (s *Source[T]) CloseWatches() { s.src.CloseWatches() }
 
 // Compact forgets the history of events, as etcd's compaction does: a
-// watch from an older resourceVersion now gets 410 Gone, and the
-// reflector lists again.
+// watch from an older resourceVersion than the last write's now gets 410
+// Gone, and the reflector lists again. A reflector that is caught up
+// watches from the last write's and is not affected; one that is behind
+// (its watch failed before writes it has not seen) is. To make a
+// reflector list again regardless, FailWatch(apierrors.NewGone(...)) and
+// CloseWatches.
 func (s *Source[T]) Compact() { s.src.Compact() }
 
 // FailList makes the next List calls fail with errs, one each: for
@@ -173,16 +193,33 @@ func (s *Source[T]) FailWatch(errs ...error) { s.src.FailWatch(errs...) }
 func (s *Source[T]) RefuseStreaming() { s.src.RefuseStreaming() }
 
 // List is reflector.ListerWatcher's: it serves one page of the current
-// state.
+// state. Each object is a copy of its own: what the caller does to it (a
+// transform) changes nothing in the Source.
 func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
-	return s.src.List(ctx, opts, add)
+	return s.src.List(ctx, opts, func(obj T) error { return add(deepCopy(obj)) })
 }
 
 // Watch is reflector.ListerWatcher's: it streams the events after
 // opts.ResourceVersion, or the current state and then the events if
-// opts.SendInitialEvents.
+// opts.SendInitialEvents. Each event's object is a copy of its own, as in
+// List.
 func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
-	return s.src.Watch(ctx, opts)
+	w, err := s.src.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return copying[T]{w}, nil
+}
+
+// copying is a Watcher whose events carry copies of the Source's objects.
+type copying[T reflector.Object] struct{ reflector.Watcher[T] }
+
+func (w copying[T]) Next() (reflector.Event[T], error) {
+	ev, err := w.Watcher.Next()
+	if err == nil && !isNil(ev.Object) {
+		ev.Object = deepCopy(ev.Object)
+	}
+	return ev, err
 }
 
 func key(namespace, name string) string {
@@ -201,4 +238,22 @@ func isNil(obj any) bool {
 	}
 	v := reflect.ValueOf(obj)
 	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// Option configures a Source.
+type Option func(*names)
+
+// names is what a Source's errors call its objects.
+type names struct {
+	resource schema.GroupResource // AlreadyExists, NotFound, Conflict
+	kind     schema.GroupKind     // Invalid
+}
+
+// WithResource names the objects in errors, as the apiserver names them
+// (widgets.example.com "w" not found), for a type outside k8s.io/api, such
+// as *unstructured.Unstructured.
+func WithResource(resource schema.GroupResource, kind string) Option {
+	return func(n *names) {
+		n.resource, n.kind = resource, schema.GroupKind{Group: resource.Group, Kind: kind}
+	}
 }

@@ -52,6 +52,9 @@ func TestWritesAreChecked(t *testing.T) {
 
 	_, err = src.Update(pod("ns", "missing"))
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	assert.EqualError(t, err, `pods "missing" not found`, "named as the apiserver names them")
+	_, err = src.Create(a)
+	assert.True(t, apierrors.IsInternalError(err), "a resourceVersion on a create: %v", err)
 	a.Labels = map[string]string{"v": "2"}
 	a2, err := src.Update(a)
 	require.NoError(t, err, "the stored resourceVersion")
@@ -96,6 +99,88 @@ func TestSourceKeepsCopies(t *testing.T) {
 	require.Len(t, listed, 1)
 	assert.Empty(t, listed[0].Labels, "what the Source serves is its own copy")
 	assert.Empty(t, mine.ResourceVersion, "Create does not write to its argument")
+
+	// What a lister or watcher does to what it gets changes nothing either.
+	listed[0].Labels = map[string]string{"changed": "by a lister"}
+	w, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "0"})
+	require.NoError(t, err)
+	defer w.Close()
+	ev, err := w.Next()
+	require.NoError(t, err)
+	ev.Object.Labels = map[string]string{"changed": "by a watcher"}
+	stored, _ := src.Get("ns", "a")
+	assert.Empty(t, stored.Labels)
+}
+
+// An informer whose transform changes the objects it is given changes them
+// for itself only.
+func TestATransformChangesNothingInTheSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		web := pod("ns", "web")
+		web.Labels = map[string]string{"app": "web"}
+		_, err := src.Create(web)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+
+		stripping := informer.New[*corev1.Pod](src)
+		require.NoError(t, stripping.SetTransform(func(p *corev1.Pod) (*corev1.Pod, error) { p.Labels = nil; return p, nil }))
+		plain := informer.New[*corev1.Pod](src)
+		for _, inf := range []*informer.SharedIndexInformer[*corev1.Pod]{stripping, plain} {
+			wg.Go(func() { assert.NoError(t, inf.Run(ctx)) })
+		}
+		require.NoError(t, informer.WaitForSync(ctx, stripping, plain))
+		_, err = src.Update(web) // a MODIFIED event, through the watch
+		require.NoError(t, err)
+		synctest.Wait()
+
+		stripped, _ := stripping.Lister().Get("ns", "web")
+		kept, _ := plain.Lister().Get("ns", "web")
+		stored, _ := src.Get("ns", "web")
+		assert.Nil(t, stripped.Labels)
+		assert.Equal(t, "web", kept.Labels["app"])
+		assert.Equal(t, "web", stored.Labels["app"])
+	})
+}
+
+// Compact makes a reflector that is behind list again.
+func TestCompactMakesAReflectorBehindListAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		src.RefuseStreaming()
+		_, err := src.Create(pod("ns", "a"))
+		require.NoError(t, err)
+		inf := informer.New[*corev1.Pod](src)
+		require.NoError(t, inf.SetWatchErrorHandler(func(error) {}))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(ctx) }()
+		require.NoError(t, informer.WaitForSync(ctx, inf))
+
+		src.FailWatch(apierrors.NewTooManyRequests("slow down", 1))
+		src.CloseWatches() // the reflector backs off, behind from here on
+		synctest.Wait()
+		require.NoError(t, src.Delete("ns", "a"))
+		_, err = src.Create(pod("ns", "b"))
+		require.NoError(t, err)
+		src.Compact()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+
+		lists, _ := src.Requests()
+		assert.Equal(t, int64(2), lists, "the first list, and one after the 410")
+		var keys []string
+		for _, p := range inf.Indexer().List() {
+			keys = append(keys, p.Name)
+		}
+		assert.Equal(t, []string{"b"}, keys)
+		cancel()
+		require.NoError(t, <-done)
+	})
 }
 
 func TestConcurrentCreatesOfOneName(t *testing.T) {
@@ -191,7 +276,7 @@ func TestInformerConvergesThroughFaults(t *testing.T) {
 				lists, watches := src.Requests()
 				assert.Positive(t, watches)
 				if !streaming {
-					assert.Greater(t, lists, int64(1), "Compact made the reflector list again")
+					assert.Greater(t, lists, int64(1), "a 410 made the reflector list again")
 				}
 				cancel()
 				require.NoError(t, <-done)

@@ -183,6 +183,10 @@ func (l *Listener[T]) Synced() <-chan struct{} { return l.synced }
 // checkSynced closes the synced channel if the listener has synced.
 func (l *Listener[T]) checkSynced() { l.HasSynced() }
 
+// Name returns what error reports call the listener: "listener N (handler
+// type)", N counting the listeners added to its Processor from 1.
+func (l *Listener[T]) Name() string { return l.name }
+
 // Stopped returns a channel that is closed once the listener has stopped
 // (removed, or its Processor's Run has returned or is returning) and its
 // handler will not be called again: the call in progress when it stopped,
