@@ -21,8 +21,9 @@ import (
 
 // Factory hands out one shared informer per Go type and Target (resource,
 // kind, namespace and selectors), all talking to one apiserver over one
-// HTTP client, and starts, waits for and stops them together. Create it
-// with NewFactory; it is safe for concurrent use.
+// HTTP client (or, for the types WithListerWatcher names, to the
+// ListerWatcher it gives), and starts, waits for and stops them together.
+// Create it with NewFactory; it is safe for concurrent use.
 type Factory struct {
 	client *reflector.Client
 	opt    factoryOptions
@@ -57,7 +58,9 @@ type factoryKey struct {
 
 // NewFactory returns a Factory for the apiserver that cfg describes. It
 // fails if cfg cannot make a client (bad TLS material, a bearer token over
-// plain http without AllowBearerOverHTTP, ...).
+// plain http without AllowBearerOverHTTP, ...). cfg may be nil if every
+// type the Factory is asked for has a ListerWatcher of its own
+// (WithListerWatcher), as in a unit test.
 func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) {
 	o := factoryOptions{logger: slog.Default()}
 	for _, opt := range opts {
@@ -65,11 +68,16 @@ func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) 
 			opt(&o)
 		}
 	}
+	f := &Factory{opt: o, informers: map[factoryKey]*entry{}}
+	if cfg == nil && len(o.listerWatchers) > 0 {
+		return f, nil
+	}
 	client, err := reflector.NewClient(cfg, reflector.WithClientLogger(o.logger))
 	if err != nil {
 		return nil, err
 	}
-	return &Factory{client: client, opt: o, informers: map[factoryKey]*entry{}}, nil
+	f.client = client
+	return f, nil
 }
 
 // ErrShutdown is returned by For, for an informer it would have to create,
@@ -99,7 +107,7 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	if f.shutdown {
 		return nil, ErrShutdown
 	}
-	lw, err := reflector.NewListerWatcher[T](f.client, target, f.opt.http...)
+	lw, name, err := listerWatcherFor[T](f, target)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +125,7 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 		refl = append(refl, reflector.WithSharing[T]())
 	}
 	opts := []Option[T]{
-		WithName[T](describe(lw.Resource(), target)),
+		WithName[T](name),
 		WithIndexers(indexer.Indexers[T]{indexer.NamespaceIndex: indexer.NamespaceIndexFunc[T]}),
 		WithLogger[T](f.opt.logger),
 		WithResyncPeriod[T](f.opt.resync),
@@ -131,6 +139,29 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	f.informers[key] = e
 	f.order = append(f.order, e)
 	return inf, nil
+}
+
+// listerWatcherFor returns the ListerWatcher of an informer of T in target
+// and the informer's name: the one WithListerWatcher gave for T, or an HTTP
+// one over the Factory's client.
+func listerWatcherFor[T reflector.Object](f *Factory, target reflector.Target) (reflector.ListerWatcher[T], string, error) {
+	if lw, ok := f.opt.listerWatchers[reflect.TypeFor[T]()]; ok {
+		name := reflect.TypeFor[T]().String()
+		if _, gvr, err := kinds.Of[T](); err == nil {
+			name = describe(gvr, target)
+		} else if target.Resource.Resource != "" {
+			name = describe(target.Resource, target)
+		}
+		return lw.(reflector.ListerWatcher[T]), name, nil
+	}
+	if f.client == nil {
+		return nil, "", fmt.Errorf("informer factory: no Config, and no ListerWatcher for %v (WithListerWatcher)", reflect.TypeFor[T]())
+	}
+	lw, err := reflector.NewListerWatcher[T](f.client, target, f.opt.http...)
+	if err != nil {
+		return nil, "", err
+	}
+	return lw, describe(lw.Resource(), target), nil
 }
 
 // canonical fills in the resource and kind that a target for a k8s.io/api
@@ -270,7 +301,9 @@ func (f *Factory) Shutdown() {
 	}
 	f.mu.Unlock()
 	f.wg.Wait()
-	f.client.CloseConnections()
+	if f.client != nil {
+		f.client.CloseConnections()
+	}
 }
 
 // FactoryOption configures a Factory.
@@ -288,6 +321,9 @@ type factoryOptions struct {
 	backoffMax      time.Duration
 	sharing         bool
 	mutations       *factoryMutations // nil: no mutation detector
+	// listerWatchers holds, by type T, a reflector.ListerWatcher[T] that
+	// the informers of T use instead of HTTP.
+	listerWatchers map[reflect.Type]any
 }
 
 type factoryMutations struct {
@@ -345,6 +381,24 @@ func WithBackoff(initial, max time.Duration) FactoryOption {
 // parts; see reflector.WithSharing.
 func WithSharing() FactoryOption {
 	return func(o *factoryOptions) { o.sharing = true }
+}
+
+// WithListerWatcher makes the Factory's informers of type T, whatever their
+// Target, list and watch through lw instead of over HTTP: to test code that
+// takes a Factory against a listwatchtest.Source (lw is not told the
+// Target: give it the objects the informers should see). With a
+// ListerWatcher for every type it is asked for, the Factory needs no
+// Config. A nil lw is ignored.
+func WithListerWatcher[T reflector.Object](lw reflector.ListerWatcher[T]) FactoryOption {
+	return func(o *factoryOptions) {
+		if lw == nil || isNilPointer(lw) {
+			return
+		}
+		if o.listerWatchers == nil {
+			o.listerWatchers = map[reflect.Type]any{}
+		}
+		o.listerWatchers[reflect.TypeFor[T]()] = lw
+	}
 }
 
 // WithFactoryMutationDetector gives every informer a mutation detector that

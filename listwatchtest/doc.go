@@ -24,6 +24,10 @@
 // or selectors to filter by, so a test gives an informer the objects it
 // should see. It runs no goroutines of its own.
 //
+// Code that takes an informer.Factory can be given one whose informers of
+// type T use a Source, with no Config:
+// informer.NewFactory(nil, informer.WithListerWatcher[T](src)).
+//
 // It is the fake the project's own informer and reflector tests use
 // (internal/fakelw), with the checks on writes that a real server makes.
 package listwatchtest
