@@ -386,7 +386,8 @@ func WithSharing() FactoryOption {
 // WithListerWatcher makes the Factory's informers of type T, whatever their
 // Target, list and watch through lw instead of over HTTP: to test code that
 // takes a Factory against a listwatchtest.Source (lw is not told the
-// Target: give it the objects the informers should see). With a
+// Target: give it the objects the informers should see; so the informers
+// of every resource ForResource is asked for share one). With a
 // ListerWatcher for every type it is asked for, the Factory needs no
 // Config. A nil lw is ignored.
 func WithListerWatcher[T reflector.Object](lw reflector.ListerWatcher[T]) FactoryOption {
