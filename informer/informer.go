@@ -49,6 +49,10 @@ type SharedIndexInformer[T metav1.Object] struct {
 	// writes: see indexer.AddIndexers.)
 	blockDeltas sync.Mutex
 
+	// stopped is closed when Run has returned, or refused to run for good.
+	stopped  chan struct{}
+	stopOnce sync.Once
+
 	mu           sync.Mutex
 	started      bool
 	transform    func(T) (T, error)
@@ -72,6 +76,7 @@ func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *Sha
 		logger:   o.logger,
 		resync:   o.resync,
 		indexer:  indexer.New(o.indexers),
+		stopped:  make(chan struct{}),
 	}
 	s.setupErr = checkSetup(lw, o.indexers)
 	s.fifo = deltafifo.New(deltafifo.WithKnownObjects[T](s.indexer))
@@ -113,6 +118,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	case ctx == nil:
 		return errors.New("informer: Run: nil context")
 	case s.setupErr != nil:
+		s.stop()
 		return s.setupErr
 	}
 	s.mu.Lock()
@@ -121,6 +127,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 		return ErrStarted
 	}
 	s.started = true
+	defer s.stop() // last: after every goroutine has exited
 	opts := append([]reflector.Option[T]{
 		reflector.WithName[T](s.name),
 		reflector.WithLogger[T](s.logger),
@@ -439,15 +446,25 @@ func (s *SharedIndexInformer[T]) LastSyncResourceVersion() string {
 	return ""
 }
 
+// Stopped returns a channel closed once Run has returned (every goroutine
+// it started has exited), or has refused to run for good (New was given
+// nothing to list and watch with, or an index without a function). It is
+// never closed for an informer that is not run. WaitForSync uses it to
+// stop waiting for an informer that will not sync.
+func (s *SharedIndexInformer[T]) Stopped() <-chan struct{} { return s.stopped }
+
+func (s *SharedIndexInformer[T]) stop() { s.stopOnce.Do(func() { close(s.stopped) }) }
+
 // LastError returns the last error the reflector met: a failed list or
 // watch, or an event or item skipped (see reflector.Reflector.LastError).
 // It is nil from when a list is stored or a watch accepted until the next
-// error. WaitForCacheSync uses it to say why a cache did not sync.
+// error. For an informer that cannot run, it is why (Run's error).
+// WaitForCacheSync and WaitForSync use it to say why a cache did not sync.
 func (s *SharedIndexInformer[T]) LastError() error {
 	if r := s.runningReflector(); r != nil {
 		return r.LastError()
 	}
-	return nil
+	return s.setupErr
 }
 
 // Name returns what errors and logs call this informer's resource.

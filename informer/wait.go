@@ -20,8 +20,10 @@ type Syncer interface {
 // informer's last list or watch error, or a registration stopped (its
 // handler removed, or its informer stopped) before it synced.
 //
-// Unlike Factory.WaitForCacheSync, it cannot tell an informer that is not
-// running from one still listing: it waits for either until ctx ends.
+// It stops waiting for an informer once its Run has returned (Stopped), and
+// for a registration once its handler is removed. Unlike
+// Factory.WaitForCacheSync, it cannot tell an informer never run from one
+// still listing: it waits for either until ctx ends.
 func WaitForSync(ctx context.Context, syncers ...Syncer) error {
 	if ctx == nil {
 		return errors.New("informer: WaitForSync: nil context")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/processor"
+	"github.com/listwatch/listwatch/reflector"
 )
 
 func TestWaitForSync(t *testing.T) {
@@ -60,6 +61,47 @@ func TestWaitForSyncSaysWhy(t *testing.T) {
 			"pods in ns: listing pods in ns (streaming): 403 Forbidden\n"+
 			"pods, listener 1 (processor.HandlerFuncs[*k8s.io/api/core/v1.Pod]): not synced yet: context deadline exceeded\n"+
 			"pods, listener 2 (processor.HandlerFuncs[*k8s.io/api/core/v1.Pod]): stopped before it synced", err.Error())
+	})
+}
+
+// blockingLW lists and watches nothing until its context ends, without an
+// error: an informer over it neither syncs nor says why.
+type blockingLW struct{}
+
+func (blockingLW) List(ctx context.Context, _ reflector.ListOptions, _ func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	<-ctx.Done()
+	return reflector.ListMeta{}, ctx.Err()
+}
+
+func (blockingLW) Watch(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// WaitForSync stops waiting for an informer once it has stopped.
+func TestWaitForSyncStopsWaitingForAStoppedInformer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inf := informer.New[*corev1.Pod](blockingLW{}, informer.WithName[*corev1.Pod]("pods"))
+		runCtx, stopRun := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(runCtx) }()
+		synctest.Wait()
+		select {
+		case <-inf.Stopped():
+			t.Fatal("Stopped closed while Run runs")
+		default:
+		}
+		stopRun()
+		require.NoError(t, <-done)
+		<-inf.Stopped()
+		// The wait's own context never ends: only Stopped can end it.
+		err := informer.WaitForSync(t.Context(), inf)
+		assert.EqualError(t, err, "caches not synced: pods: stopped before it synced")
+
+		broken := informer.New[*corev1.Pod](nil, informer.WithName[*corev1.Pod]("nothing"))
+		require.Error(t, broken.Run(t.Context()))
+		err = informer.WaitForSync(t.Context(), broken)
+		assert.EqualError(t, err, "caches not synced: nothing: informer: the ListerWatcher is nil")
 	})
 }
 
