@@ -41,6 +41,7 @@ type runner interface {
 	Run(ctx context.Context) error
 	HasSynced() bool
 	Synced() <-chan struct{}
+	Stopped() <-chan struct{}
 	LastError() error
 	Name() string
 }
@@ -48,7 +49,6 @@ type runner interface {
 type entry struct {
 	informer runner
 	cancel   context.CancelFunc // set once started
-	stopped  chan struct{}      // closed when the informer, started, has stopped
 }
 
 type factoryKey struct {
@@ -146,6 +146,12 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 // one over the Factory's client.
 func listerWatcherFor[T reflector.Object](f *Factory, target reflector.Target) (reflector.ListerWatcher[T], string, error) {
 	if lw, ok := f.opt.listerWatchers[reflect.TypeFor[T]()]; ok {
+		switch any(*new(T)).(type) {
+		case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
+			if target.Resource.Resource == "" {
+				return nil, "", fmt.Errorf("informer factory: an informer of %v needs Target.Resource", reflect.TypeFor[T]())
+			}
+		}
 		name := reflect.TypeFor[T]().String()
 		if _, gvr, err := kinds.Of[T](); err == nil {
 			name = describe(gvr, target)
@@ -237,14 +243,12 @@ func (f *Factory) Start(ctx context.Context) {
 			continue
 		}
 		ictx, cancel := context.WithCancel(ctx)
-		e.cancel, e.stopped = cancel, make(chan struct{})
+		e.cancel = cancel
 		f.wg.Go(func() {
-			err := e.informer.Run(ictx)
-			if err != nil {
+			// A Run that returns ErrStarted leaves the informer running
+			// elsewhere: its Stopped channel tells when that one stops.
+			if err := e.informer.Run(ictx); err != nil {
 				f.opt.logger.Error("informer did not run", "resource", e.informer.Name(), "err", err)
-			}
-			if !errors.Is(err, ErrStarted) { // else it runs elsewhere: it may still sync
-				close(e.stopped)
 			}
 		})
 	}
@@ -276,7 +280,7 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	waits := make([]waiting, len(started))
 	for i, e := range started {
 		inf := e.informer
-		waits[i] = waiting{name: inf.Name(), synced: inf.Synced(), stopped: e.stopped, lastError: inf.LastError}
+		waits[i] = waiting{name: inf.Name(), synced: inf.Synced(), stopped: inf.Stopped(), lastError: inf.LastError}
 	}
 	errs = append(errs, waitAll(ctx, waits)...)
 	if len(errs) > 0 {
@@ -386,8 +390,9 @@ func WithSharing() FactoryOption {
 // WithListerWatcher makes the Factory's informers of type T, whatever their
 // Target, list and watch through lw instead of over HTTP: to test code that
 // takes a Factory against a listwatchtest.Source (lw is not told the
-// Target: give it the objects the informers should see; so the informers
-// of every resource ForResource is asked for share one). With a
+// Target, which nothing checks against a server here: give it the objects
+// the informers should see; so the informers of every resource ForResource
+// is asked for share one). With a
 // ListerWatcher for every type it is asked for, the Factory needs no
 // Config. A nil lw is ignored.
 func WithListerWatcher[T reflector.Object](lw reflector.ListerWatcher[T]) FactoryOption {

@@ -67,3 +67,31 @@ func TestFactoryWithoutConfigOrListerWatchers(t *testing.T) {
 	_, err := informer.NewFactory(nil)
 	assert.ErrorContains(t, err, "nil Config")
 }
+
+// An informer the Factory started but that runs elsewhere (Run returned
+// ErrStarted) is not waited for once it stops.
+func TestFactoryWaitEndsWhenAnInformerRunElsewhereStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, err := informer.NewFactory(nil, informer.WithListerWatcher[*corev1.Pod](blockingLW{}))
+		require.NoError(t, err)
+		inf, err := informer.For[*corev1.Pod](f, reflector.Target{})
+		require.NoError(t, err)
+		byHand, stopByHand := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(byHand) }()
+		synctest.Wait()
+		f.Start(t.Context()) // its Run gets ErrStarted
+		defer f.Shutdown()
+		stopByHand()
+		require.NoError(t, <-done)
+		err = f.WaitForCacheSync(t.Context()) // would wait for ever without Stopped
+		assert.EqualError(t, err, "caches not synced: pods: stopped before it synced")
+	})
+}
+
+func TestFactoryListerWatcherForUnstructuredNeedsAResource(t *testing.T) {
+	f, err := informer.NewFactory(nil, informer.WithListerWatcher[*unstructured.Unstructured](listwatchtest.NewSource[*unstructured.Unstructured]()))
+	require.NoError(t, err)
+	_, err = informer.For[*unstructured.Unstructured](f, reflector.Target{})
+	assert.ErrorContains(t, err, "needs Target.Resource")
+}
