@@ -187,6 +187,11 @@ func (s *Source[T]) FailList(errs ...error) { s.src.FailList(errs...) }
 // streaming list is a Watch.
 func (s *Source[T]) FailWatch(errs ...error) { s.src.FailWatch(errs...) }
 
+// PendingFailures returns how many of the errors given to FailList and
+// FailWatch are still to be returned: a test waits for none to be left
+// before it checks what a reflector does without faults.
+func (s *Source[T]) PendingFailures() (lists, watches int) { return s.src.PendingFailures() }
+
 // RefuseStreaming makes the Source refuse streaming lists (400 Bad
 // Request), as a server without them does: the reflector, in its default
 // mode, falls back to LIST and WATCH.

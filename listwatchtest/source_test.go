@@ -230,7 +230,9 @@ func TestInformerConvergesThroughFaults(t *testing.T) {
 						src.CloseWatches()
 					case 3:
 						src.FailWatch(apierrors.NewGone("too old"), apierrors.NewTooManyRequests("slow down", 1))
-						src.FailList(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil))
+						if !streaming { // a streaming list is a watch: it never lists
+							src.FailList(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil))
+						}
 						src.CloseWatches()
 					default:
 						p := pod("ns", name)
@@ -245,8 +247,19 @@ func TestInformerConvergesThroughFaults(t *testing.T) {
 						synctest.Wait()
 					}
 				}
+				// Let the faults still queued be served, and the backoff
+				// after the last of them pass: the reflector is watching.
+				for range 30 {
+					time.Sleep(time.Minute)
+					synctest.Wait()
+					if lists, watches := src.PendingFailures(); lists+watches == 0 {
+						break
+					}
+				}
 				time.Sleep(time.Minute)
 				synctest.Wait()
+				pendingLists, pendingWatches := src.PendingFailures()
+				require.Zero(t, pendingLists+pendingWatches, "faults still queued")
 				// Last, writes with no fault and no time passing: only the
 				// watch can bring these.
 				for i := range 20 {

@@ -222,6 +222,14 @@ func (s *Source[T]) FailWatch(errs ...error) {
 	s.watchErrs = append(s.watchErrs, errs...)
 }
 
+// PendingFailures returns how many errors FailList and FailWatch queued
+// that no call has returned yet.
+func (s *Source[T]) PendingFailures() (lists, watches int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.listErrs), len(s.watchErrs)
+}
+
 // RefuseStreaming makes streaming-list watches fail with 400 Bad Request,
 // as a server that does not serve them does.
 func (s *Source[T]) RefuseStreaming() {
