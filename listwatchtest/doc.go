@@ -28,6 +28,7 @@
 // type T use a Source, with no Config:
 // informer.NewFactory(nil, informer.WithListerWatcher[T](src)).
 //
-// It is the fake the project's own informer and reflector tests use
-// (internal/fakelw), with the checks on writes that a real server makes.
+// It wraps internal/fakelw, the fake the project's own informer and
+// reflector tests use, and adds the checks on writes that a real server
+// makes.
 package listwatchtest
