@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/listwatch/listwatch/indexer"
+	"github.com/listwatch/listwatch/internal/objkey"
 )
 
 // Lister is a typed, read-only view of an informer's cache. It is safe for
@@ -33,10 +34,7 @@ func (l *Lister[T]) List(selector labels.Selector) []T {
 // Get returns the cached object namespace/name (namespace "" for a
 // cluster-scoped object).
 func (l *Lister[T]) Get(namespace, name string) (T, bool) {
-	if namespace == "" {
-		return l.indexer.GetByKey(name)
-	}
-	return l.indexer.GetByKey(namespace + "/" + name)
+	return l.indexer.GetByKey(objkey.Of(namespace, name))
 }
 
 // ByNamespace returns the cached objects of one namespace whose labels match

@@ -131,7 +131,7 @@ func (s *Source[T]) Update(obj T) (T, error) {
 func (s *Source[T]) Delete(namespace, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.src.Delete(key(namespace, name)) {
+	if !s.src.Delete(objkey.Of(namespace, name)) {
 		return apierrors.NewNotFound(s.resource, name)
 	}
 	return nil
@@ -139,7 +139,7 @@ func (s *Source[T]) Delete(namespace, name string) error {
 
 // Get returns a copy of the object namespace/name, if it exists.
 func (s *Source[T]) Get(namespace, name string) (T, bool) {
-	obj, ok := s.src.Get(key(namespace, name))
+	obj, ok := s.src.Get(objkey.Of(namespace, name))
 	if !ok {
 		return obj, false
 	}
@@ -225,13 +225,6 @@ func (w copying[T]) Next() (reflector.Event[T], error) {
 		ev.Object = deepCopy(ev.Object)
 	}
 	return ev, err
-}
-
-func key(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }
 
 func deepCopy[T reflector.Object](obj T) T { return obj.DeepCopyObject().(T) }

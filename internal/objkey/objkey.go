@@ -14,9 +14,13 @@ var ErrInvalidObject = errors.New("invalid object")
 
 // Key returns "namespace/name" for a namespaced object and "name" for a
 // cluster-scoped one.
-func Key(obj metav1.Object) string {
-	if ns := obj.GetNamespace(); ns != "" {
-		return ns + "/" + obj.GetName()
+func Key(obj metav1.Object) string { return Of(obj.GetNamespace(), obj.GetName()) }
+
+// Of returns the key of the object namespace/name: "namespace/name", or
+// "name" for namespace "" (a cluster-scoped object).
+func Of(namespace, name string) string {
+	if namespace == "" {
+		return name
 	}
-	return obj.GetName()
+	return namespace + "/" + name
 }
