@@ -582,6 +582,7 @@ type scriptLW struct {
 	list   []*corev1.Pod
 	rv     string
 	events chan reflector.Event[*corev1.Pod]
+	spin   fakelw.SpinGuard
 }
 
 func (s *scriptLW) List(ctx context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
@@ -594,6 +595,7 @@ func (s *scriptLW) List(ctx context.Context, _ reflector.ListOptions, add func(*
 }
 
 func (s *scriptLW) Watch(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	s.spin.Watched()
 	return &scriptWatcher{ctx: ctx, events: s.events, done: make(chan struct{})}, nil
 }
 

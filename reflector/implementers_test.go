@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/listwatch/listwatch/internal/fakelw"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -27,6 +28,7 @@ type ownLW struct {
 	watch   func(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error)
 	lists   atomic.Int64
 	watches atomic.Int64
+	spin    fakelw.SpinGuard
 }
 
 func (l *ownLW) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
@@ -38,6 +40,7 @@ func (l *ownLW) List(ctx context.Context, opts reflector.ListOptions, add func(*
 }
 
 func (l *ownLW) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.spin.Watched()
 	l.watches.Add(1)
 	return l.watch(ctx, opts)
 }

@@ -524,6 +524,7 @@ type exactLister struct {
 	down        atomic.Bool // watches fail with 503
 	mu          sync.Mutex
 	rvs         []string // of each list
+	spin        fakelw.SpinGuard
 }
 
 func (l *exactLister) listRVs() []string {
@@ -545,6 +546,7 @@ func (l *exactLister) List(ctx context.Context, opts reflector.ListOptions, add 
 }
 
 func (l *exactLister) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.spin.Watched()
 	if l.down.Load() {
 		return nil, fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "restarting")
 	}
@@ -753,6 +755,7 @@ type scripted struct {
 	lists        int
 	watches      int
 	listOpts     []reflector.ListOptions
+	spin         fakelw.SpinGuard
 }
 
 func (s *scripted) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
@@ -768,6 +771,7 @@ func (s *scripted) List(ctx context.Context, opts reflector.ListOptions, add fun
 }
 
 func (s *scripted) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	s.spin.Watched()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watches++
@@ -853,6 +857,7 @@ func TestLastErrorClearsOnceAStreamingListIsAccepted(t *testing.T) {
 type refusesOnce struct {
 	mu      sync.Mutex
 	watches int
+	spin    fakelw.SpinGuard
 }
 
 func (l *refusesOnce) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
@@ -860,6 +865,7 @@ func (l *refusesOnce) List(context.Context, reflector.ListOptions, func(*corev1.
 }
 
 func (l *refusesOnce) Watch(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.spin.Watched()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.watches++; l.watches == 1 {
@@ -1101,6 +1107,7 @@ type scriptedWatches struct {
 	mu    sync.Mutex
 	asked []time.Time
 	lists int
+	spin  fakelw.SpinGuard
 }
 
 func (l *scriptedWatches) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
@@ -1111,6 +1118,7 @@ func (l *scriptedWatches) List(context.Context, reflector.ListOptions, func(*cor
 }
 
 func (l *scriptedWatches) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.spin.Watched()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.asked = append(l.asked, time.Now())

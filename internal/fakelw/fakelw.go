@@ -42,6 +42,7 @@ type Source[T reflector.Object] struct {
 
 	listErrs, watchErrs []error
 	noInitialEvents     bool
+	spin                SpinGuard
 
 	// Lists and Watches count the requests served.
 	Lists, Watches atomic.Int64
@@ -325,6 +326,7 @@ func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (ref
 	s.Watches.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.spin.Watched()
 	if len(s.watchErrs) > 0 {
 		err := s.watchErrs[0]
 		s.watchErrs = s.watchErrs[1:]
