@@ -60,7 +60,7 @@ type factoryKey struct {
 // fails if cfg cannot make a client (bad TLS material, a bearer token over
 // plain http without AllowBearerOverHTTP, ...). cfg may be nil if every
 // type the Factory is asked for has a ListerWatcher of its own
-// (WithListerWatcher), as in a unit test.
+// (WithListerWatcher, WithListerWatcherFor), as in a unit test.
 func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) {
 	o := factoryOptions{logger: slog.Default()}
 	for _, opt := range opts {
@@ -145,7 +145,7 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 // and the informer's name: the one WithListerWatcher gave for T, or an HTTP
 // one over the Factory's client.
 func listerWatcherFor[T reflector.Object](f *Factory, target reflector.Target) (reflector.ListerWatcher[T], string, error) {
-	if lw, ok := f.opt.listerWatchers[reflect.TypeFor[T]()]; ok {
+	if lwFor, ok := f.opt.listerWatchers[reflect.TypeFor[T]()]; ok {
 		switch any(*new(T)).(type) {
 		case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
 			if target.Resource.Resource == "" {
@@ -158,7 +158,14 @@ func listerWatcherFor[T reflector.Object](f *Factory, target reflector.Target) (
 		} else if target.Resource.Resource != "" {
 			name = describe(target.Resource, target)
 		}
-		return lw.(reflector.ListerWatcher[T]), name, nil
+		lw, err := lwFor.(func(reflector.Target) (reflector.ListerWatcher[T], error))(target)
+		switch {
+		case err != nil:
+			return nil, "", fmt.Errorf("informer factory: the ListerWatcher of %s: %w", name, err)
+		case lw == nil || isNilPointer(lw):
+			return nil, "", fmt.Errorf("informer factory: WithListerWatcherFor gave no ListerWatcher for %s", name)
+		}
+		return lw, name, nil
 	}
 	if f.client == nil {
 		return nil, "", fmt.Errorf("informer factory: no Config, and no ListerWatcher for %v (WithListerWatcher)", reflect.TypeFor[T]())
@@ -325,8 +332,9 @@ type factoryOptions struct {
 	backoffMax      time.Duration
 	sharing         bool
 	mutations       *factoryMutations // nil: no mutation detector
-	// listerWatchers holds, by type T, a reflector.ListerWatcher[T] that
-	// the informers of T use instead of HTTP.
+	// listerWatchers holds, by type T, the
+	// func(reflector.Target) (reflector.ListerWatcher[T], error) that
+	// gives the informers of T what they use instead of HTTP.
 	listerWatchers map[reflect.Type]any
 }
 
@@ -389,21 +397,34 @@ func WithSharing() FactoryOption {
 
 // WithListerWatcher makes the Factory's informers of type T, whatever their
 // Target, list and watch through lw instead of over HTTP: to test code that
-// takes a Factory against a listwatchtest.Source (lw is not told the
-// Target, which nothing checks against a server here: give it the objects
-// the informers should see; so the informers of every resource ForResource
-// is asked for share one). With a
-// ListerWatcher for every type it is asked for, the Factory needs no
-// Config. A nil lw is ignored.
+// takes a Factory against a listwatchtest.Source. lw is not told the
+// Target: every informer of T gets all its objects (and the informers of
+// every resource ForResource is asked for share it). WithListerWatcherFor
+// gives each Target its own. With a ListerWatcher for every type it is
+// asked for, the Factory needs no Config. A nil lw is ignored.
 func WithListerWatcher[T reflector.Object](lw reflector.ListerWatcher[T]) FactoryOption {
+	if lw == nil || isNilPointer(lw) {
+		return nil
+	}
+	return WithListerWatcherFor(func(reflector.Target) (reflector.ListerWatcher[T], error) { return lw, nil })
+}
+
+// WithListerWatcherFor is WithListerWatcher with a ListerWatcher for each
+// Target: For calls lwFor with the Target it is given (once per informer)
+// and fails with its error. With listwatchtest,
+// WithListerWatcherFor[T](src.For) gives each informer the objects of its
+// namespace and selectors, as a server would; and a function that chooses
+// by Target.Resource gives each unstructured resource a Source of its own.
+// A nil lwFor is ignored.
+func WithListerWatcherFor[T reflector.Object](lwFor func(reflector.Target) (reflector.ListerWatcher[T], error)) FactoryOption {
 	return func(o *factoryOptions) {
-		if lw == nil || isNilPointer(lw) {
+		if lwFor == nil {
 			return
 		}
 		if o.listerWatchers == nil {
 			o.listerWatchers = map[reflect.Type]any{}
 		}
-		o.listerWatchers[reflect.TypeFor[T]()] = lw
+		o.listerWatchers[reflect.TypeFor[T]()] = lwFor
 	}
 }
 

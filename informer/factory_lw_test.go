@@ -8,11 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/listwatchtest"
+	"github.com/listwatch/listwatch/processor"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -94,4 +96,66 @@ func TestFactoryListerWatcherForUnstructuredNeedsAResource(t *testing.T) {
 	require.NoError(t, err)
 	_, err = informer.For[*unstructured.Unstructured](f, reflector.Target{})
 	assert.ErrorContains(t, err, "needs Target.Resource")
+}
+
+// With WithListerWatcherFor and a Source's For, each informer sees what a
+// server would serve its Target: its namespace and selectors, with objects
+// that enter or leave the selection added and deleted.
+func TestFactoryWithListerWatcherFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pods := listwatchtest.NewSource[*corev1.Pod]()
+		create := func(ns, name, app string) *corev1.Pod {
+			p := pod(ns, name)
+			p.Labels = map[string]string{"app": app}
+			created, err := pods.Create(p)
+			require.NoError(t, err)
+			return created
+		}
+		web := create("a", "web", "web")
+		create("a", "db", "db")
+		create("b", "web", "web")
+		var targets []reflector.Target
+		f, err := informer.NewFactory(nil, informer.WithListerWatcherFor(func(target reflector.Target) (reflector.ListerWatcher[*corev1.Pod], error) {
+			targets = append(targets, target)
+			return pods.For(target)
+		}))
+		require.NoError(t, err)
+		webInA, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: "a", LabelSelector: "app=web"})
+		require.NoError(t, err)
+		var seen []string
+		webInA.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+			AddFunc:    func(p *corev1.Pod, _ bool) { seen = append(seen, "add "+p.Name) },
+			UpdateFunc: func(_, p *corev1.Pod) { seen = append(seen, "update "+p.Name) },
+			DeleteFunc: func(p *corev1.Pod, _ bool) { seen = append(seen, "delete "+p.Name+" app="+p.Labels["app"]) },
+		})
+		named, err := informer.For[*corev1.Pod](f, reflector.Target{FieldSelector: "metadata.name=db"})
+		require.NoError(t, err)
+		_, err = informer.For[*corev1.Pod](f, reflector.Target{FieldSelector: "spec.nodeName=n1"})
+		assert.True(t, apierrors.IsBadRequest(err), "a field the Source does not serve: %v", err)
+		assert.ErrorContains(t, err, `the ListerWatcher of pods (spec.nodeName=n1): field label not supported: spec.nodeName`)
+		_, err = informer.For[*corev1.Pod](f, reflector.Target{LabelSelector: "app in (web"})
+		assert.True(t, apierrors.IsBadRequest(err), "a selector that does not parse: %v", err)
+		assert.Len(t, targets, 4, "asked once for each Target")
+
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		f.Start(ctx)
+		defer f.Shutdown()
+		require.NoError(t, f.WaitForCacheSync(ctx))
+		assert.Equal(t, []string{"a/web"}, webInA.Indexer().ListKeys())
+		assert.Equal(t, []string{"a/db"}, named.Indexer().ListKeys())
+
+		// web leaves the selection, db enters it.
+		web.Labels["app"] = "gone"
+		_, err = pods.Update(web)
+		require.NoError(t, err)
+		db, _ := pods.Get("a", "db")
+		db.Labels["app"] = "web"
+		_, err = pods.Update(db)
+		require.NoError(t, err)
+		synctest.Wait()
+		assert.Equal(t, []string{"a/db"}, webInA.Indexer().ListKeys())
+		assert.Equal(t, []string{"add web", "delete web app=web", "add db"}, seen,
+			"a pod that stops matching is deleted with the state the informer had")
+	})
 }

@@ -20,9 +20,10 @@
 // A Source serves what the reflector asks for: paged lists, a watch from
 // any resourceVersion it still has the history of (410 Gone for an older
 // one, after Compact), and streaming lists (sendInitialEvents), unless
-// RefuseStreaming. It serves every object it holds: it has no namespaces
-// or selectors to filter by, so a test gives an informer the objects it
-// should see. It runs no goroutines of its own.
+// RefuseStreaming. As a ListerWatcher it serves every object it holds;
+// For gives the view a server serves for a namespace and label and field
+// selectors (an object that stops matching is DELETED from a watch, one
+// that starts is ADDED). It runs no goroutines of its own.
 //
 // In a testing/synctest bubble, time stands still while a goroutine runs:
 // an informer that watched again at once, over and over, would stop the
@@ -33,7 +34,9 @@
 //
 // Code that takes an informer.Factory can be given one whose informers of
 // type T use a Source, with no Config:
-// informer.NewFactory(nil, informer.WithListerWatcher[T](src)).
+// informer.NewFactory(nil, informer.WithListerWatcherFor(src.For)) gives
+// each informer the view of its Target; WithListerWatcher[T](src), all of
+// the Source.
 //
 // It wraps internal/fakelw, the fake the project's own informer and
 // reflector tests use, and adds the checks on writes that a real server

@@ -11,6 +11,7 @@ import (
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/listwatchtest"
 	"github.com/listwatch/listwatch/processor"
+	"github.com/listwatch/listwatch/reflector"
 )
 
 // An informer over a Source, as a unit test of a handler would set one up:
@@ -60,4 +61,56 @@ func Example() {
 	// update web rv=1→2 labels=map[version:2]
 	// delete web
 	// updated with an old resourceVersion: true
+}
+
+// A Factory whose informers see what a server would serve their Targets:
+// each informer of pods gets a view of the Source for its namespace and
+// selectors, and a pod that stops matching leaves its cache.
+func ExampleSource_For() {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	for _, p := range []struct{ ns, name, app string }{{"shop", "web", "web"}, {"shop", "db", "db"}, {"blog", "web", "web"}} {
+		_, err := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name, Labels: map[string]string{"app": p.app}}})
+		if err != nil {
+			panic(err)
+		}
+	}
+	f, err := informer.NewFactory(nil, informer.WithListerWatcherFor(src.For))
+	if err != nil {
+		panic(err)
+	}
+	webInShop, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: "shop", LabelSelector: "app=web"})
+	if err != nil {
+		panic(err)
+	}
+	left := make(chan struct{})
+	webInShop.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+		DeleteFunc: func(pod *corev1.Pod, _ bool) {
+			fmt.Printf("delete %s/%s app=%s\n", pod.Namespace, pod.Name, pod.Labels["app"])
+			close(left)
+		},
+	})
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{FieldSelector: "spec.nodeName=node-1"})
+	fmt.Println("bad request:", apierrors.IsBadRequest(err))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer f.Shutdown()
+	defer cancel()
+	f.Start(ctx)
+	if err := f.WaitForCacheSync(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("cached:", webInShop.Indexer().ListKeys())
+
+	web, _ := src.Get("shop", "web")
+	web.Labels["app"] = "retired"
+	if _, err := src.Update(web); err != nil {
+		panic(err)
+	}
+	<-left
+	fmt.Println("cached:", webInShop.Indexer().ListKeys())
+	// Output:
+	// bad request: true
+	// cached: [shop/web]
+	// delete shop/web app=web
+	// cached: []
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -201,7 +203,7 @@ func (s *Source[T]) RefuseStreaming() { s.src.RefuseStreaming() }
 // state. Each object is a copy of its own: what the caller does to it (a
 // transform) changes nothing in the Source.
 func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
-	return s.src.List(ctx, opts, func(obj T) error { return add(deepCopy(obj)) })
+	return copies[T]{s.src}.List(ctx, opts, add)
 }
 
 // Watch is reflector.ListerWatcher's: it streams the events after
@@ -209,7 +211,64 @@ func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add fu
 // opts.SendInitialEvents. Each event's object is a copy of its own, as in
 // List.
 func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
-	w, err := s.src.Watch(ctx, opts)
+	return copies[T]{s.src}.Watch(ctx, opts)
+}
+
+// For returns a reflector.ListerWatcher of the objects target selects, as
+// kube-apiserver serves a LIST or WATCH in target's namespace with its
+// label and field selectors: lists and streaming lists hold only those
+// objects, and a watch tells an object that comes to match as ADDED and
+// one that stops matching as DELETED, with its previous state. Field
+// selectors may name metadata.name and metadata.namespace, as for every
+// resource; another field, or a selector that does not parse, is an error
+// (apierrors.IsBadRequest), as the apiserver answers. target's Resource
+// and Kind are not looked at: a Source is one resource. Requests and
+// faults are the Source's: FailList, FailWatch, Compact and CloseWatches
+// act on its views too.
+//
+// A Factory's informers of type T get views of a Source for their Targets
+// with informer.WithListerWatcherFor[T](src.For).
+func (s *Source[T]) For(target reflector.Target) (reflector.ListerWatcher[T], error) {
+	match, err := matcher[T](target)
+	if err != nil {
+		return nil, err
+	}
+	return copies[T]{s.src.Filtered(match)}, nil
+}
+
+// matcher returns what target selects, as a function.
+func matcher[T reflector.Object](target reflector.Target) (func(T) bool, error) {
+	ls, err := labels.Parse(target.LabelSelector)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse label selector %q: %v", target.LabelSelector, err))
+	}
+	fs, err := fields.ParseSelector(target.FieldSelector)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse field selector %q: %v", target.FieldSelector, err))
+	}
+	for _, r := range fs.Requirements() {
+		if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s (listwatchtest serves metadata.name and metadata.namespace)", r.Field))
+		}
+	}
+	ns := target.Namespace
+	return func(obj T) bool {
+		return (ns == "" || obj.GetNamespace() == ns) &&
+			ls.Matches(labels.Set(obj.GetLabels())) &&
+			fs.Matches(fields.Set{"metadata.name": obj.GetName(), "metadata.namespace": obj.GetNamespace()})
+	}, nil
+}
+
+// copies is a ListerWatcher that hands out copies of lw's objects: what
+// the caller does to them (a transform) changes nothing in the Source.
+type copies[T reflector.Object] struct{ lw reflector.ListerWatcher[T] }
+
+func (c copies[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
+	return c.lw.List(ctx, opts, func(obj T) error { return add(deepCopy(obj)) })
+}
+
+func (c copies[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
+	w, err := c.lw.Watch(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -127,7 +127,9 @@ func TestATransformChangesNothingInTheSource(t *testing.T) {
 		defer wg.Wait()
 		defer cancel()
 
-		stripping := informer.New[*corev1.Pod](src)
+		view, err := src.For(reflector.Target{Namespace: "ns"})
+		require.NoError(t, err)
+		stripping := informer.New(view) // a view hands out copies too
 		require.NoError(t, stripping.SetTransform(func(p *corev1.Pod) (*corev1.Pod, error) { p.Labels = nil; return p, nil }))
 		plain := informer.New[*corev1.Pod](src)
 		for _, inf := range []*informer.SharedIndexInformer[*corev1.Pod]{stripping, plain} {

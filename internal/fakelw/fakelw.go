@@ -49,9 +49,11 @@ type Source[T reflector.Object] struct {
 }
 
 type event[T reflector.Object] struct {
-	rv  uint64
-	typ reflector.EventType
-	obj T
+	rv      uint64
+	typ     reflector.EventType
+	obj     T
+	prev    T // the state before the change; for an Added, none
+	hasPrev bool
 }
 
 // New returns an empty Source; newObj makes an empty T (for bookmarks).
@@ -107,15 +109,16 @@ func (s *Source[T]) writeLocked(typ reflector.EventType, obj T) {
 	s.rv++
 	obj.SetResourceVersion(strconv.FormatUint(s.rv, 10))
 	key := objkey.Key(obj)
+	prev, hasPrev := s.objects[key]
 	if typ == reflector.Deleted {
 		delete(s.objects, key)
 	} else {
 		s.objects[key] = obj
 	}
-	ev := event[T]{rv: s.rv, typ: typ, obj: obj}
+	ev := event[T]{rv: s.rv, typ: typ, obj: obj, prev: prev, hasPrev: hasPrev}
 	s.history = append(s.history, ev)
 	for w := range s.watchers {
-		w.push(reflector.Event[T]{Type: typ, Object: obj})
+		w.send(ev)
 	}
 }
 
@@ -267,6 +270,11 @@ func (s *Source[T]) tooLargeLocked(rv string) error {
 // see later writes); the continue token is the key the page ended at. A
 // resourceVersion the Source has not reached is TooLarge.
 func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
+	return s.list(ctx, opts, add, nil)
+}
+
+// list is List of the objects match accepts (nil: all).
+func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add func(T) error, match func(T) bool) (reflector.ListMeta, error) {
 	s.Lists.Add(1)
 	s.mu.Lock()
 	if len(s.listErrs) > 0 {
@@ -279,7 +287,7 @@ func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add fu
 		s.mu.Unlock()
 		return reflector.ListMeta{}, err
 	}
-	objs := s.sortedLocked()
+	objs := filter(s.sortedLocked(), match)
 	rv := strconv.FormatUint(s.rv, 10)
 	s.mu.Unlock()
 
@@ -309,6 +317,14 @@ func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add fu
 	return meta, nil
 }
 
+// filter returns the objects match accepts (nil: all of them).
+func filter[T reflector.Object](objs []T, match func(T) bool) []T {
+	if match == nil {
+		return objs
+	}
+	return slices.DeleteFunc(objs, func(o T) bool { return !match(o) })
+}
+
 func compare(a, b string) int {
 	switch {
 	case a < b:
@@ -323,6 +339,12 @@ func compare(a, b string) int {
 // is compacted away, TooLarge if the Source has not reached it; the current
 // state first if opts.SendInitialEvents.
 func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
+	return s.watch(ctx, opts, nil)
+}
+
+// watch is Watch of the objects match accepts (nil: all), as a watch with
+// a selector: see watcher.send.
+func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, match func(T) bool) (reflector.Watcher[T], error) {
 	s.Watches.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -335,12 +357,12 @@ func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (ref
 	if err := s.tooLargeLocked(opts.ResourceVersion); err != nil {
 		return nil, err
 	}
-	w := newWatcher[T](ctx)
+	w := newWatcher(ctx, match)
 	if opts.SendInitialEvents {
 		if s.noInitialEvents {
 			return nil, Status(http.StatusBadRequest, metav1.StatusReasonBadRequest, "sendInitialEvents is forbidden")
 		}
-		for _, o := range s.sortedLocked() {
+		for _, o := range filter(s.sortedLocked(), match) {
 			w.push(reflector.Event[T]{Type: reflector.Added, Object: o})
 		}
 		bm := s.newObj()
@@ -362,7 +384,7 @@ func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (ref
 		}
 		for _, ev := range s.history {
 			if ev.rv > from {
-				w.push(reflector.Event[T]{Type: ev.typ, Object: ev.obj})
+				w.send(ev)
 			}
 		}
 	}
@@ -385,6 +407,7 @@ func (t *tracked[T]) Close() error {
 
 // watcher is one open stream: an unbounded queue of events.
 type watcher[T reflector.Object] struct {
+	match  func(T) bool // the objects watched; nil: all
 	mu     sync.Mutex
 	queue  []reflector.Event[T]
 	err    error         // what Next returns once the queue is empty
@@ -392,8 +415,34 @@ type watcher[T reflector.Object] struct {
 	ctx    context.Context
 }
 
-func newWatcher[T reflector.Object](ctx context.Context) *watcher[T] {
-	return &watcher[T]{notify: make(chan struct{}, 1), ctx: ctx}
+func newWatcher[T reflector.Object](ctx context.Context, match func(T) bool) *watcher[T] {
+	return &watcher[T]{match: match, notify: make(chan struct{}, 1), ctx: ctx}
+}
+
+// send queues what the change ev is to this watcher. With a selector
+// (match), kube-apiserver tells a watch of the objects it selects: one
+// that starts to match arrives as ADDED, one that stops as DELETED, with
+// its previous state stamped with the change's resourceVersion; changes to
+// objects that matched neither before nor after are not sent.
+func (w *watcher[T]) send(ev event[T]) {
+	if w.match == nil {
+		w.push(reflector.Event[T]{Type: ev.typ, Object: ev.obj})
+		return
+	}
+	now := ev.typ != reflector.Deleted && w.match(ev.obj)
+	before := ev.hasPrev && w.match(ev.prev)
+	switch {
+	case now && before:
+		w.push(reflector.Event[T]{Type: ev.typ, Object: ev.obj})
+	case now:
+		w.push(reflector.Event[T]{Type: reflector.Added, Object: ev.obj})
+	case before && ev.typ == reflector.Deleted:
+		w.push(reflector.Event[T]{Type: reflector.Deleted, Object: ev.obj})
+	case before:
+		gone := ev.prev.DeepCopyObject().(T)
+		gone.SetResourceVersion(ev.obj.GetResourceVersion())
+		w.push(reflector.Event[T]{Type: reflector.Deleted, Object: gone})
+	}
 }
 
 func (w *watcher[T]) push(ev reflector.Event[T]) {
@@ -454,3 +503,26 @@ func (w *watcher[T]) Close() error {
 }
 
 var errClosed = errors.New("watch closed")
+
+// Filtered returns a ListerWatcher of the objects match accepts, as a
+// server serves a LIST or WATCH with a namespace or selectors: lists hold
+// only those, and a watch tells an object that starts or stops matching
+// as an ADDED or a DELETED (see watcher.send). Its requests count in
+// Lists and Watches, and faults queued with FailList and FailWatch are
+// served to it as to the Source.
+func (s *Source[T]) Filtered(match func(T) bool) reflector.ListerWatcher[T] {
+	return filtered[T]{s: s, match: match}
+}
+
+type filtered[T reflector.Object] struct {
+	s     *Source[T]
+	match func(T) bool
+}
+
+func (f filtered[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
+	return f.s.list(ctx, opts, add, f.match)
+}
+
+func (f filtered[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
+	return f.s.watch(ctx, opts, f.match)
+}
