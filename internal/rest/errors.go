@@ -111,6 +111,15 @@ func FromStatus(status *metav1.Status) *APIError {
 			Message: "ERROR event without a Status object",
 		}}
 	}
+	if status.Kind != "" && status.Kind != "Status" {
+		// A server's bug, which its code would not describe.
+		return &APIError{ErrStatus: metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusInternalServerError,
+			Reason:  metav1.StatusReasonInternalError,
+			Message: fmt.Sprintf("ERROR event whose object is a %s, not a Status", status.Kind),
+		}}
+	}
 	e := &APIError{ErrStatus: *status}
 	if e.ErrStatus.Code == 0 {
 		e.ErrStatus.Code = codeForReason(status.Reason)

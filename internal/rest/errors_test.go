@@ -229,6 +229,12 @@ func TestFromStatus(t *testing.T) {
 	if e := FromStatus(&metav1.Status{Reason: "SomethingNew"}); e.ErrStatus.Code != 500 || e.Error() != "500 SomethingNew" {
 		t.Errorf("unknown reason: %v", e)
 	}
+	// An ERROR event carrying another object (decoded into a Status, it
+	// keeps only its kind): the message says so.
+	pod := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}}
+	if e := FromStatus(pod); e.ErrStatus.Code != 500 || !strings.Contains(e.Error(), "ERROR event whose object is a Pod, not a Status") {
+		t.Errorf("an ERROR event's Pod: %v", e)
+	}
 }
 
 func TestIsRetryableConnectionErrors(t *testing.T) {

@@ -189,8 +189,22 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 func (d *JSONWatchDecoder[T]) decodeObject(it *jsoniter.Iterator, typ EventType) (T, *metav1.Status, error) {
 	var zero T
 	if typ == Error {
+		// Read as a Status only if it is one: another object (a server's
+		// bug) may not fit a Status, and its kind is what the error can
+		// tell about it (rest.FromStatus), as from protobuf.
+		raw := it.SkipAndReturnBytes()
+		if it.Error != nil {
+			return zero, nil, nil
+		}
+		var tm metav1.TypeMeta
+		if err := d.codec.json.Unmarshal(raw, &tm); err == nil && tm.Kind != "" && tm.Kind != "Status" {
+			return zero, &metav1.Status{TypeMeta: tm}, nil
+		}
 		status := new(metav1.Status)
-		it.ReadVal(status)
+		if err := d.codec.json.Unmarshal(raw, status); err != nil {
+			it.ReportError("ERROR event", err.Error())
+			return zero, nil, nil
+		}
 		return zero, status, nil
 	}
 	obj := d.codec.readJSON(it)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // maxRetainedFrame is the largest read buffer a ProtobufWatchDecoder keeps
@@ -137,6 +139,11 @@ func (d protobufEvent[T]) decode(frame []byte) (Event[T], error) {
 		return Event[T]{}, d.malformed("object envelope", err)
 	}
 	if t == Error {
+		if len(u.kind) != 0 && string(u.kind) != "Status" {
+			// Not a Status: what it is is all it tells (rest.FromStatus
+			// says so), as the JSON decoder's Status keeps only the kind.
+			return Event[T]{Type: t, Status: &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: string(u.apiVersion), Kind: string(u.kind)}}}, nil
+		}
 		status, err := unmarshalStatus(u.raw)
 		if err != nil {
 			return Event[T]{}, fmt.Errorf("%s (ERROR): %w", d.what(), err)

@@ -284,3 +284,26 @@ func TestProtobufWatchLargeFrames(t *testing.T) {
 	semanticEqual(t, evs[1].Object, big)
 	semanticEqual(t, evs[2].Object, small)
 }
+
+// An ERROR event whose object is not a Status comes out as a Status that
+// keeps the object's kind, from either encoding, so the error can say what
+// the server sent (rest.FromStatus).
+func TestErrorEventWithAnotherObject(t *testing.T) {
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	pod := realisticPod(1)
+	decoders := map[string]func() (Event[*corev1.Pod], error){
+		"json":     NewJSONWatchDecoder(bytes.NewReader(jsonStream(t, event{"ERROR", pod})), c, 0).Next,
+		"protobuf": NewProtobufWatchDecoder(bytes.NewReader(protoWatchStream(t, event{"ERROR", pod})), c, 0).Next,
+	}
+	for name, next := range decoders {
+		t.Run(name, func(t *testing.T) {
+			ev, err := next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type != Error || ev.Status == nil || ev.Status.Kind != "Pod" || ev.Status.APIVersion != "v1" {
+				t.Fatalf("got %+v, status %+v", ev, ev.Status)
+			}
+		})
+	}
+}
