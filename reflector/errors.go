@@ -43,6 +43,11 @@ var (
 	// errRepeatedContinue: a LIST page gave back the continue token it
 	// was asked with, which would page for ever.
 	errRepeatedContinue = errors.New("the list page gave back its own continue token")
+	// errRepeatedPage: a LIST page began with the object an earlier page
+	// of the same list began with: the server does not page as its
+	// continue tokens say (it ignores them, or they go round in a
+	// circle), and the list would never end.
+	errRepeatedPage = errors.New("the list page began where an earlier page did")
 	// errNoInitialEventsEnd: a streaming list has not sent its
 	// initial-events-end bookmark yet.
 	errNoInitialEventsEnd = errors.New("no initial-events-end bookmark yet")

@@ -33,6 +33,7 @@ type ownLW struct {
 
 func (l *ownLW) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
 	l.lists.Add(1)
+	l.spin.Asked()
 	if l.list == nil {
 		return reflector.ListMeta{ResourceVersion: "1"}, add(withRV(pod("a"), "1"))
 	}
@@ -40,7 +41,7 @@ func (l *ownLW) List(ctx context.Context, opts reflector.ListOptions, add func(*
 }
 
 func (l *ownLW) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	l.spin.Watched()
+	l.spin.Asked()
 	l.watches.Add(1)
 	return l.watch(ctx, opts)
 }
@@ -409,4 +410,57 @@ func TestAwaitedBookmarkShowsInLastError(t *testing.T) {
 		stop()
 		assert.NoError(t, r.LastError(), "nothing is awaited once Run has returned")
 	})
+}
+
+// A server that does not page as its continue tokens say, ignoring them or
+// sending them round in a circle, would keep one list going for ever,
+// collecting the same objects again and again. A page that begins with the
+// object an earlier page of the list began with fails the list, which is
+// reported and tried again after a backoff.
+func TestListPagesThatRepeatFailTheList(t *testing.T) {
+	pages := map[string]struct {
+		items []string
+		next  string
+	}{
+		"":  {[]string{"a", "b"}, "A"},
+		"A": {[]string{"c", "d"}, "B"},
+		"B": {[]string{"e"}, "A"},
+	}
+	for name, list := range map[string]func(n int64, opts reflector.ListOptions) ([]string, string){
+		"continue ignored": func(n int64, _ reflector.ListOptions) ([]string, string) {
+			return []string{"a", "b"}, fmt.Sprint("token-", n) // a new token, the first page again
+		},
+		"tokens in a circle": func(_ int64, opts reflector.ListOptions) ([]string, string) {
+			p := pages[opts.Continue]
+			return p.items, p.next
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw := &ownLW{watch: func(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}}
+				lw.list = func(_ context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+					items, next := list(lw.lists.Load(), opts)
+					for _, name := range items {
+						if err := add(withRV(pod(name), "5")); err != nil {
+							return reflector.ListMeta{}, err
+						}
+					}
+					return reflector.ListMeta{ResourceVersion: "10", Continue: next}, nil
+				}
+				var errs errorLog
+				r, store := ownReflector(lw, &errs, reflector.ListWatch)
+				defer run(t, r)()
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				assert.Empty(t, store.calls(), "no list that never ended reached the Store")
+				failed := errorsContaining(errs.all(), "the list page began where an earlier page did")
+				assert.Positive(t, failed)
+				assert.Len(t, errs.all(), failed, "no other error")
+				assert.Less(t, lw.lists.Load(), int64(100), "tried again after a backoff, a few pages each time")
+			})
+		})
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/objkey"
 )
 
 // The two ways Run refills the Store, after which it watches: a paged LIST,
@@ -33,7 +35,9 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	for restarts := 0; ; {
 		page := collected.page()
 		meta, err := r.lw.List(ctx, opts, page.add)
-		page.end()
+		if page.end() && err == nil {
+			return fmt.Errorf("listing %s: %w: %s", r.opt.name, errRepeatedPage, page.first)
+		}
 		if err != nil {
 			if opts.Continue != "" && isExpired(err) && restarts < maxListRestarts {
 				// The continue token expired between pages: the pages
@@ -82,9 +86,13 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 // time: what was admitted, and what the transform failed on.
 type listed[T metav1.Object] struct {
 	r       *Reflector[T]
-	mu      sync.Mutex // guards items, leftOut and the pages' over
+	mu      sync.Mutex // guards items, leftOut and the pages' over and first
 	items   []T
 	leftOut []T // the transform failed on them: the Store keeps its own
+	// firsts holds the key of the first item of each page so far. No two
+	// pages of one list begin with the same object, unless the server
+	// pages wrong: a page would then repeat for ever.
+	firsts map[string]struct{}
 }
 
 // listPage takes the items of one List call, through add, until end. List
@@ -95,12 +103,13 @@ type listPage[T metav1.Object] struct {
 	l        *listed[T]
 	over     bool           // end was called
 	underWay sync.WaitGroup // adds begun before over
+	first    string         // the key of the page's first item with a name
 }
 
 func (l *listed[T]) page() *listPage[T] { return &listPage[T]{l: l} }
 
 // reset forgets what was collected, for a list started again.
-func (l *listed[T]) reset() { l.items, l.leftOut = l.items[:0], l.leftOut[:0] }
+func (l *listed[T]) reset() { l.items, l.leftOut, l.firsts = l.items[:0], l.leftOut[:0], nil }
 
 // add admits one item (ListerWatcher.List's add).
 func (p *listPage[T]) add(obj T) error {
@@ -113,6 +122,9 @@ func (p *listPage[T]) add(obj T) error {
 		return err
 	}
 	p.underWay.Add(1)
+	if p.first == "" && any(obj) != nil && !isNilPointer(obj) && obj.GetName() != "" {
+		p.first = objkey.Of(obj.GetNamespace(), obj.GetName())
+	}
 	l.mu.Unlock()
 	defer p.underWay.Done()
 	obj, kept, err := r.admitListed(obj)
@@ -131,11 +143,24 @@ func (p *listPage[T]) add(obj T) error {
 }
 
 // end closes the page: adds under way are waited for, later ones refused.
-func (p *listPage[T]) end() {
-	p.l.mu.Lock()
+// It reports whether the page began with the object an earlier page of the
+// list began with.
+func (p *listPage[T]) end() (repeated bool) {
+	l := p.l
+	l.mu.Lock()
 	p.over = true
-	p.l.mu.Unlock()
+	l.mu.Unlock()
 	p.underWay.Wait()
+	if p.first == "" {
+		return false
+	}
+	if _, repeated = l.firsts[p.first]; !repeated {
+		if l.firsts == nil {
+			l.firsts = map[string]struct{}{}
+		}
+		l.firsts[p.first] = struct{}{}
+	}
+	return repeated
 }
 
 // bookmarkPatience is how long a streaming list runs without its
@@ -249,6 +274,12 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				return &streamingUnsupportedError{reason: "a BOOKMARK came before the initial-events-end bookmark"}
 			}
 			rv := ev.Object.GetResourceVersion()
+			if rv == "" {
+				// Nothing to watch on from: a watch from "" starts at the
+				// server's newest state, and what changed in between
+				// would be lost (a LIST without one fails likewise).
+				return &streamingUnsupportedError{reason: "the initial-events-end bookmark has no resourceVersion"}
+			}
 			if olderThan(rv, since) {
 				return fmt.Errorf("listing %s (streaming): %w: initial events end at %s, cache already at %s",
 					r.opt.name, errWentBackwards, rv, since)

@@ -546,7 +546,7 @@ func (l *exactLister) List(ctx context.Context, opts reflector.ListOptions, add 
 }
 
 func (l *exactLister) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	l.spin.Watched()
+	l.spin.Asked()
 	if l.down.Load() {
 		return nil, fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "restarting")
 	}
@@ -743,6 +743,30 @@ func TestStreamingWithoutEndBookmarkFallsBack(t *testing.T) {
 	})
 }
 
+// An initial-events-end bookmark without a resourceVersion gives no point
+// to watch on from: resuming from "" would start at the server's newest
+// state and miss what changed since the bookmark. The streaming list is
+// not usable: LIST instead.
+func TestStreamingEndBookmarkWithoutResourceVersionFallsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		end := &corev1.Pod{}
+		end.Annotations = map[string]string{reflector.InitialEventsEndAnnotation: "true"}
+		lw := &scripted{events: []reflector.Event[*corev1.Pod]{
+			{Type: reflector.Added, Object: withRV(pod("a"), "3")},
+			{Type: reflector.Bookmark, Object: end},
+		}}
+		store := newRecorder()
+		var errs errorLog
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithErrorHandler[*corev1.Pod](errs.add))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 0@10"}, store.calls(), "the list's state, at its resourceVersion")
+		assert.Equal(t, "10", r.LastSyncResourceVersion())
+		assert.Equal(t, 1, lw.lists)
+		assert.Equal(t, 1, errorsContaining(errs.all(), "the initial-events-end bookmark has no resourceVersion"))
+	})
+}
+
 // scripted is a ListerWatcher whose lists return no items at the RVs in
 // listRVs (default "10"), and whose first watch delivers events, then stays
 // open; later watches stay open without events. With emptyWatches, every
@@ -759,6 +783,7 @@ type scripted struct {
 }
 
 func (s *scripted) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	s.spin.Asked()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lists++
@@ -771,7 +796,7 @@ func (s *scripted) List(ctx context.Context, opts reflector.ListOptions, add fun
 }
 
 func (s *scripted) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	s.spin.Watched()
+	s.spin.Asked()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watches++
@@ -861,11 +886,12 @@ type refusesOnce struct {
 }
 
 func (l *refusesOnce) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	l.spin.Asked()
 	return reflector.ListMeta{}, errors.New("unexpected LIST")
 }
 
 func (l *refusesOnce) Watch(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	l.spin.Watched()
+	l.spin.Asked()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.watches++; l.watches == 1 {
@@ -1111,6 +1137,7 @@ type scriptedWatches struct {
 }
 
 func (l *scriptedWatches) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	l.spin.Asked()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lists++
@@ -1118,7 +1145,7 @@ func (l *scriptedWatches) List(context.Context, reflector.ListOptions, func(*cor
 }
 
 func (l *scriptedWatches) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	l.spin.Watched()
+	l.spin.Asked()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.asked = append(l.asked, time.Now())

@@ -276,6 +276,7 @@ func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add fu
 // list is List of the objects match accepts (nil: all).
 func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add func(T) error, match func(T) bool) (reflector.ListMeta, error) {
 	s.Lists.Add(1)
+	s.spin.Asked()
 	s.mu.Lock()
 	if len(s.listErrs) > 0 {
 		err := s.listErrs[0]
@@ -348,7 +349,7 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 	s.Watches.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.spin.Watched()
+	s.spin.Asked()
 	if len(s.watchErrs) > 0 {
 		err := s.watchErrs[0]
 		s.watchErrs = s.watchErrs[1:]
