@@ -44,6 +44,13 @@
 //     the cache follows the server at the backoff's pace, as client-go's
 //     does; Auto mode lists with LIST when its streaming list, a watch, is
 //     forbidden.
+//   - A list that cannot be resumed from, or would never end, fails and is
+//     tried again after the backoff: one without a resourceVersion, a page
+//     that gives back the continue token it was asked with, or one that
+//     begins with the object an earlier page of the list began with (a
+//     server that ignores continue tokens). A streaming list whose end
+//     bookmark has no resourceVersion is not usable: Auto mode lists with
+//     LIST instead.
 //
 // With streaming lists (Auto mode, the default, or WatchList) the initial
 // state arrives as ADDED events on a watch that ends its initial part with
