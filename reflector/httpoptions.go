@@ -46,7 +46,11 @@ func WithWatchIdleTimeout(d time.Duration) HTTPOption {
 	return func(o *httpOptions) { o.idleTimeout = max(d, 0) }
 }
 
-// WithMaxFrameBytes bounds one watch event; the default is 64 MiB.
+// WithMaxFrameBytes bounds one watch event; the default is 64 MiB. It bounds
+// the bytes read, not what they decode to: a list of empty objects is the
+// worst case, a 1 MiB event of {"spec":{"containers":[{},{},...]}} holding
+// some 140 MB once decoded (408 bytes per Container; apimachinery's decoder
+// too). client-go's watch decoder bounds an event at 16 MiB.
 func WithMaxFrameBytes(n int) HTTPOption {
 	return func(o *httpOptions) { o.maxFrameBytes = n }
 }
