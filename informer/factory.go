@@ -99,17 +99,25 @@ var ErrShutdown = errors.New("informer factory shut down")
 // without going through the whole cache.
 func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexInformer[T], error) {
 	key := factoryKey{typ: reflect.TypeFor[T](), target: canonical[T](target)}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e, ok := f.informers[key]; ok {
-		return e.informer.(*SharedIndexInformer[T]), nil
+	switch inf, err := f.existing(key); {
+	case err != nil:
+		return nil, err
+	case inf != nil:
+		return inf.(*SharedIndexInformer[T]), nil
 	}
-	if f.shutdown {
-		return nil, ErrShutdown
-	}
+	// Outside the lock: a WithListerWatcherFor function is the caller's
+	// code, which may itself ask the Factory for an informer.
 	lw, name, err := listerWatcherFor[T](f, target)
 	if err != nil {
 		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.informers[key]; ok {
+		return e.informer.(*SharedIndexInformer[T]), nil // made meanwhile; lw is not used
+	}
+	if f.shutdown {
+		return nil, ErrShutdown
 	}
 	refl := []reflector.Option[T]{reflector.WithMode[T](f.opt.mode)}
 	if f.opt.minWatchTimeout > 0 {
@@ -139,6 +147,20 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	f.informers[key] = e
 	f.order = append(f.order, e)
 	return inf, nil
+}
+
+// existing returns the informer of key if the Factory has it, or
+// ErrShutdown if it will make no more.
+func (f *Factory) existing(key factoryKey) (informer any, _ error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.informers[key]; ok {
+		return e.informer, nil
+	}
+	if f.shutdown {
+		return nil, ErrShutdown
+	}
+	return nil, nil
 }
 
 // listerWatcherFor returns the ListerWatcher of an informer of T in target
@@ -410,12 +432,15 @@ func WithListerWatcher[T reflector.Object](lw reflector.ListerWatcher[T]) Factor
 }
 
 // WithListerWatcherFor is WithListerWatcher with a ListerWatcher for each
-// Target: For calls lwFor with the Target it is given (once per informer)
-// and fails with its error. With listwatchtest,
+// Target: For calls lwFor with the Target it is given when it makes the
+// informer, and fails with its error. With listwatchtest,
 // WithListerWatcherFor[T](src.For) gives each informer the objects of its
 // namespace and selectors, as a server would; and a function that chooses
 // by Target.Resource gives each unstructured resource a Source of its own.
-// A nil lwFor is ignored.
+// lwFor is called outside the Factory's lock, so it may ask the Factory for
+// informers; two For calls at once for one new Target may both call it,
+// and one result is dropped. For each T, the last of WithListerWatcher and
+// WithListerWatcherFor given counts. A nil lwFor is ignored.
 func WithListerWatcherFor[T reflector.Object](lwFor func(reflector.Target) (reflector.ListerWatcher[T], error)) FactoryOption {
 	return func(o *factoryOptions) {
 		if lwFor == nil {

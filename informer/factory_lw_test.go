@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -113,7 +114,11 @@ func TestFactoryWithListerWatcherFor(t *testing.T) {
 		}
 		web := create("a", "web", "web")
 		create("a", "db", "db")
-		create("b", "web", "web")
+		onN1 := pod("b", "web")
+		onN1.Labels = map[string]string{"app": "web"}
+		onN1.Spec.NodeName = "n1"
+		_, err := pods.Create(onN1)
+		require.NoError(t, err)
 		var targets []reflector.Target
 		f, err := informer.NewFactory(nil, informer.WithListerWatcherFor(func(target reflector.Target) (reflector.ListerWatcher[*corev1.Pod], error) {
 			targets = append(targets, target)
@@ -130,12 +135,14 @@ func TestFactoryWithListerWatcherFor(t *testing.T) {
 		})
 		named, err := informer.For[*corev1.Pod](f, reflector.Target{FieldSelector: "metadata.name=db"})
 		require.NoError(t, err)
-		_, err = informer.For[*corev1.Pod](f, reflector.Target{FieldSelector: "spec.nodeName=n1"})
-		assert.True(t, apierrors.IsBadRequest(err), "a field the Source does not serve: %v", err)
-		assert.ErrorContains(t, err, `the ListerWatcher of pods (spec.nodeName=n1): field label not supported: spec.nodeName`)
+		onNode, err := informer.For[*corev1.Pod](f, reflector.Target{FieldSelector: "spec.nodeName=n1"})
+		require.NoError(t, err)
+		_, err = informer.For[*corev1.Pod](f, reflector.Target{FieldSelector: "spec.priority=1"})
+		assert.True(t, apierrors.IsBadRequest(err), "a field pods are not selected by: %v", err)
+		assert.ErrorContains(t, err, `the ListerWatcher of pods (spec.priority=1): field label not supported: spec.priority`)
 		_, err = informer.For[*corev1.Pod](f, reflector.Target{LabelSelector: "app in (web"})
 		assert.True(t, apierrors.IsBadRequest(err), "a selector that does not parse: %v", err)
-		assert.Len(t, targets, 4, "asked once for each Target")
+		assert.Len(t, targets, 5, "asked once for each Target")
 
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
@@ -144,6 +151,7 @@ func TestFactoryWithListerWatcherFor(t *testing.T) {
 		require.NoError(t, f.WaitForCacheSync(ctx))
 		assert.Equal(t, []string{"a/web"}, webInA.Indexer().ListKeys())
 		assert.Equal(t, []string{"a/db"}, named.Indexer().ListKeys())
+		assert.Equal(t, []string{"b/web"}, onNode.Indexer().ListKeys())
 
 		// web leaves the selection, db enters it.
 		web.Labels["app"] = "gone"
@@ -158,4 +166,38 @@ func TestFactoryWithListerWatcherFor(t *testing.T) {
 		assert.Equal(t, []string{"add web", "delete web app=web", "add db"}, seen,
 			"a pod that stops matching is deleted with the state the informer had")
 	})
+}
+
+// A WithListerWatcherFor function may ask the Factory for informers: it is
+// called outside the Factory's lock, where it deadlocked. (Not in a
+// synctest bubble: a goroutine blocked on a mutex would hang the bubble
+// rather than fail the test.)
+func TestListerWatcherForMayUseTheFactory(t *testing.T) {
+	pods := listwatchtest.NewSource[*corev1.Pod]()
+	configMaps := listwatchtest.NewSource[*corev1.ConfigMap]()
+	var f *informer.Factory
+	f, err := informer.NewFactory(nil, informer.WithListerWatcherFor(configMaps.For),
+		informer.WithListerWatcherFor(func(target reflector.Target) (reflector.ListerWatcher[*corev1.Pod], error) {
+			if _, err := informer.For[*corev1.ConfigMap](f, reflector.Target{Namespace: target.Namespace}); err != nil {
+				return nil, err
+			}
+			return pods.For(target)
+		}))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: "a"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("informer.For still blocked after a minute: a deadlock on the Factory's lock")
+	}
+	f.Shutdown()
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{Namespace: "b"})
+	assert.ErrorIs(t, err, informer.ErrShutdown)
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{Namespace: "a"})
+	assert.NoError(t, err, "the informer made before Shutdown")
 }

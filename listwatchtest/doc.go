@@ -29,8 +29,8 @@
 // an informer that listed or watched again at once, over and over, would
 // stop the bubble's clock and hang the test. A Source panics instead, with
 // a message that says so, once it has been asked for more than 10,000
-// lists and watches at one instant; no informer that waits between its
-// attempts comes near that.
+// watches and lists (their first pages) at one instant; no informer that
+// waits between its attempts comes near that.
 //
 // Code that takes an informer.Factory can be given one whose informers of
 // type T use a Source, with no Config:

@@ -89,7 +89,7 @@ func ExampleSource_For() {
 			close(left)
 		},
 	})
-	_, err = informer.For[*corev1.Pod](f, reflector.Target{FieldSelector: "spec.nodeName=node-1"})
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{FieldSelector: "spec.priority=1"}) // not a field pods are selected by
 	fmt.Println("bad request:", apierrors.IsBadRequest(err))
 
 	ctx, cancel := context.WithCancel(context.Background())

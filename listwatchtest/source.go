@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,13 +170,16 @@ func (s *Source[T]) Requests() (lists, watches int64) {
 }
 
 // CloseWatches ends every open watch cleanly, as kube-apiserver does when
-// a watch's timeout passes: the reflector watches again from where it was.
+// a watch's timeout passes, after a BOOKMARK at the Source's resourceVersion
+// to each watch that allows them (kube-apiserver sends one then): the
+// reflector watches again from there.
 func (s *Source[T]) CloseWatches() { s.src.CloseWatches() }
 
 // Compact forgets the history of events, as etcd's compaction does: a
 // watch from an older resourceVersion than the last write's now gets 410
 // Gone, and the reflector lists again. A reflector that is caught up
-// watches from the last write's and is not affected; one that is behind
+// watches from the last write's and is not affected (after CloseWatches,
+// also one of a view that writes outside it did not move); one that is behind
 // (its watch failed before writes it has not seen) is. To make a
 // reflector list again regardless, FailWatch(apierrors.NewGone(...)) and
 // CloseWatches.
@@ -219,25 +223,30 @@ func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (ref
 // label and field selectors: lists and streaming lists hold only those
 // objects, and a watch tells an object that comes to match as ADDED and
 // one that stops matching as DELETED, with its previous state. Field
-// selectors may name metadata.name and metadata.namespace, as for every
-// resource; another field, or a selector that does not parse, is an error
-// (apierrors.IsBadRequest), as the apiserver answers. target's Resource
-// and Kind are not looked at: a Source is one resource. Requests and
-// faults are the Source's: FailList, FailWatch, Compact and CloseWatches
-// act on its views too.
+// selectors may name the fields kube-apiserver serves for the resource:
+// metadata.name and metadata.namespace for every one, and spec.nodeName,
+// status.phase and a few more for pods, type for secrets,
+// spec.unschedulable for nodes. Another field, or a selector that does not
+// parse, is an error (apierrors.IsBadRequest), which the apiserver gives
+// when the informer lists and For gives at once. target's Resource and
+// Kind are not looked at (a Source is one resource), nor is whether the
+// resource is namespaced: a namespace asked of nodes selects none, where
+// the apiserver answers 404. Requests and faults are the Source's:
+// FailList, FailWatch, Compact and CloseWatches act on its views too.
 //
 // A Factory's informers of type T get views of a Source for their Targets
 // with informer.WithListerWatcherFor[T](src.For).
 func (s *Source[T]) For(target reflector.Target) (reflector.ListerWatcher[T], error) {
-	match, err := matcher[T](target)
+	match, err := matcher[T](target, s.resource)
 	if err != nil {
 		return nil, err
 	}
 	return copies[T]{s.src.Filtered(match)}, nil
 }
 
-// matcher returns what target selects, as a function.
-func matcher[T reflector.Object](target reflector.Target) (func(T) bool, error) {
+// matcher returns what target selects among the objects of resource, as a
+// function.
+func matcher[T reflector.Object](target reflector.Target, resource schema.GroupResource) (func(T) bool, error) {
 	ls, err := labels.Parse(target.LabelSelector)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse label selector %q: %v", target.LabelSelector, err))
@@ -246,16 +255,17 @@ func matcher[T reflector.Object](target reflector.Target) (func(T) bool, error) 
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse field selector %q: %v", target.FieldSelector, err))
 	}
+	supported := kinds.FieldLabels(resource)
 	for _, r := range fs.Requirements() {
-		if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s (listwatchtest serves metadata.name and metadata.namespace)", r.Field))
+		if !slices.Contains(supported, r.Field) {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", r.Field))
 		}
 	}
 	ns := target.Namespace
 	return func(obj T) bool {
 		return (ns == "" || obj.GetNamespace() == ns) &&
 			ls.Matches(labels.Set(obj.GetLabels())) &&
-			fs.Matches(fields.Set{"metadata.name": obj.GetName(), "metadata.namespace": obj.GetNamespace()})
+			fs.Matches(kinds.Fields(obj))
 	}, nil
 }
 

@@ -149,6 +149,39 @@ func TestATransformChangesNothingInTheSource(t *testing.T) {
 	})
 }
 
+// A reflector that is caught up is not made to list again by Compact, also
+// on a view that the writes outside it do not move forward: CloseWatches
+// sends the bookmark kube-apiserver sends before it ends a watch.
+func TestCompactLeavesACaughtUpViewAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		_, err := src.Create(pod("a", "x"))
+		require.NoError(t, err)
+		view, err := src.For(reflector.Target{Namespace: "a"})
+		require.NoError(t, err)
+		inf := informer.New(view)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(ctx) }()
+		require.NoError(t, informer.WaitForSync(ctx, inf))
+		_, err = src.Create(pod("b", "y")) // outside the view
+		require.NoError(t, err)
+		synctest.Wait()
+		lists, watches := src.Requests()
+
+		src.Compact()
+		src.CloseWatches()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		l, w := src.Requests()
+		assert.Equal(t, lists, l, "no list again")
+		assert.Equal(t, watches+1, w, "one watch again, from the bookmark's resourceVersion")
+		assert.Equal(t, src.ResourceVersion(), inf.LastSyncResourceVersion())
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
 // Compact makes a reflector that is behind list again.
 func TestCompactMakesAReflectorBehindListAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

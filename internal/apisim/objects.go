@@ -7,14 +7,13 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/listwatch/listwatch/internal/kinds"
 )
 
 // codec turns Go objects of one resource into stored versions: it picks
@@ -139,7 +138,7 @@ func (c codec) newVersion(obj runtime.Object, rv uint64, deleted bool) (*version
 		deleted:   deleted,
 		obj:       obj,
 		labels:    m.GetLabels(),
-		fields:    c.fieldsOf(obj, m),
+		fields:    kinds.Fields(m),
 	}
 	v.key = objectKey(v.namespace, v.name)
 	var err error
@@ -194,43 +193,6 @@ func objectKey(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
-}
-
-// supportedFields lists the field selector labels a resource accepts.
-func (c codec) supportedFields() []string {
-	out := []string{"metadata.name", "metadata.namespace"}
-	switch c.res.GroupResource() {
-	case schema.GroupResource{Resource: "pods"}:
-		out = append(out, "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
-			"spec.serviceAccountName", "status.phase", "status.podIP")
-	case schema.GroupResource{Resource: "secrets"}:
-		out = append(out, "type")
-	case schema.GroupResource{Resource: "namespaces"}:
-		out = append(out, "status.phase")
-	case schema.GroupResource{Resource: "nodes"}:
-		out = append(out, "spec.unschedulable")
-	}
-	return out
-}
-
-func (c codec) fieldsOf(obj runtime.Object, m metav1.Object) fields.Set {
-	set := fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		set["spec.nodeName"] = o.Spec.NodeName
-		set["spec.restartPolicy"] = string(o.Spec.RestartPolicy)
-		set["spec.schedulerName"] = o.Spec.SchedulerName
-		set["spec.serviceAccountName"] = o.Spec.ServiceAccountName
-		set["status.phase"] = string(o.Status.Phase)
-		set["status.podIP"] = o.Status.PodIP
-	case *corev1.Secret:
-		set["type"] = string(o.Type)
-	case *corev1.Namespace:
-		set["status.phase"] = string(o.Status.Phase)
-	case *corev1.Node:
-		set["spec.unschedulable"] = strconv.FormatBool(o.Spec.Unschedulable)
-	}
-	return set
 }
 
 // specChanged reports whether anything but metadata and status differs,

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/listwatch/listwatch/internal/kinds"
 )
 
 // query is a parsed, validated list or watch request.
@@ -69,7 +71,7 @@ func (s *Server) parseQuery(r *http.Request, req request) (*query, error) {
 	if q.FieldSelector == nil {
 		q.FieldSelector = fields.Everything()
 	}
-	supported := req.c.supportedFields()
+	supported := kinds.FieldLabels(req.c.res.GroupResource())
 	fs, err := q.FieldSelector.Transform(func(label, value string) (string, string, error) {
 		if !slices.Contains(supported, label) {
 			return "", "", fmt.Errorf("field label not supported: %s", label)

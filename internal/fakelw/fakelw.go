@@ -80,7 +80,8 @@ func (s *Source[T]) Create(obj T) T {
 }
 
 // Update replaces the stored object of obj's key with obj, keeping the
-// stored UID, and gives it a new resourceVersion.
+// stored UID, and gives it a new resourceVersion. An Update of a key that
+// is not stored creates it (an ADDED event), unchecked.
 func (s *Source[T]) Update(obj T) T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,6 +111,9 @@ func (s *Source[T]) writeLocked(typ reflector.EventType, obj T) {
 	obj.SetResourceVersion(strconv.FormatUint(s.rv, 10))
 	key := objkey.Key(obj)
 	prev, hasPrev := s.objects[key]
+	if typ == reflector.Modified && !hasPrev {
+		typ = reflector.Added // an Update that creates, as a server's would
+	}
 	if typ == reflector.Deleted {
 		delete(s.objects, key)
 	} else {
@@ -202,11 +206,19 @@ func (s *Source[T]) Compact() {
 }
 
 // CloseWatches ends every open watch cleanly, as a server does at a
-// timeout.
+// timeout: first, to a watch that allows bookmarks, a BOOKMARK at the
+// current resourceVersion, as kube-apiserver sends one before it ends a
+// watch at its timeout. So a watch of a Filtered view, which the writes
+// outside it do not move forward, resumes from the Source's newest state.
 func (s *Source[T]) CloseWatches() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for w := range s.watchers {
+		if w.bookmarks {
+			bm := s.newObj()
+			bm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
+			w.push(reflector.Event[T]{Type: reflector.Bookmark, Object: bm})
+		}
 		w.end(io.EOF)
 		delete(s.watchers, w)
 	}
@@ -276,7 +288,9 @@ func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add fu
 // list is List of the objects match accepts (nil: all).
 func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add func(T) error, match func(T) bool) (reflector.ListMeta, error) {
 	s.Lists.Add(1)
-	s.spin.Asked()
+	if opts.Continue == "" { // the next page of a list is no retry
+		s.spin.Asked()
+	}
 	s.mu.Lock()
 	if len(s.listErrs) > 0 {
 		err := s.listErrs[0]
@@ -359,6 +373,7 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 		return nil, err
 	}
 	w := newWatcher(ctx, match)
+	w.bookmarks = opts.AllowBookmarks
 	if opts.SendInitialEvents {
 		if s.noInitialEvents {
 			return nil, Status(http.StatusBadRequest, metav1.StatusReasonBadRequest, "sendInitialEvents is forbidden")
@@ -408,12 +423,13 @@ func (t *tracked[T]) Close() error {
 
 // watcher is one open stream: an unbounded queue of events.
 type watcher[T reflector.Object] struct {
-	match  func(T) bool // the objects watched; nil: all
-	mu     sync.Mutex
-	queue  []reflector.Event[T]
-	err    error         // what Next returns once the queue is empty
-	notify chan struct{} // receives a token when queue or err changes
-	ctx    context.Context
+	match     func(T) bool // the objects watched; nil: all
+	bookmarks bool         // the watch allows BOOKMARK events
+	mu        sync.Mutex
+	queue     []reflector.Event[T]
+	err       error         // what Next returns once the queue is empty
+	notify    chan struct{} // receives a token when queue or err changes
+	ctx       context.Context
 }
 
 func newWatcher[T reflector.Object](ctx context.Context, match func(T) bool) *watcher[T] {

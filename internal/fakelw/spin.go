@@ -13,12 +13,13 @@ const maxRequestsAtOnce = 10_000
 // A SpinGuard turns a test that would hang into one that fails at once,
 // saying why. Outside a synctest bubble no two requests come at the same
 // instant. Inside one, time stands still while a goroutine runs: a client
-// that lists or watches again at once, over and over (a relist, a backoff
-// or the end of a list gone missing), never lets the bubble's clock move,
-// and the test would hang until the test binary's timeout with no word of
-// why. Every Source has one; a test's own ListerWatcher calls Asked from
-// its List and Watch. The zero value is ready to use and safe for
-// concurrent use.
+// that lists or watches again at once, over and over (a relist or a
+// backoff gone missing), never lets the bubble's clock move, and the test
+// would hang until the test binary's timeout with no word of why. Every
+// Source has one, which counts its watches and the first pages of its
+// lists (a list's next page is progress, not a retry); a test's own
+// ListerWatcher calls Asked from its List and Watch. The zero value is
+// ready to use and safe for concurrent use.
 type SpinGuard struct {
 	mu sync.Mutex
 	at time.Time

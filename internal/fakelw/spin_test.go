@@ -6,8 +6,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listwatch/listwatch/internal/fakelw"
+	"github.com/listwatch/listwatch/reflector"
 )
 
 // In a bubble, where time stands still while goroutines run, a SpinGuard
@@ -28,5 +32,25 @@ func TestSpinGuard(t *testing.T) {
 				g.Asked()
 			}
 		})
+	})
+}
+
+// A Source counts the first pages of its lists and its watches, not a
+// list's next pages: those are progress, however many come at one instant.
+func TestSourceCountsNoNextPages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+		src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
+		next := reflector.ListOptions{Limit: 1, Continue: "ns/"}
+		for range 20_000 {
+			_, err := src.List(t.Context(), next, func(*corev1.Pod) error { return nil })
+			require.NoError(t, err)
+		}
+		for range 10_000 {
+			_, err := src.List(t.Context(), reflector.ListOptions{}, func(*corev1.Pod) error { return nil })
+			require.NoError(t, err)
+		}
+		assert.Panics(t, func() { _, _ = src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1"}) },
+			"the 10,001st first page or watch")
 	})
 }

@@ -1,6 +1,8 @@
 // Package kinds finds the group, version, kind and resource of a Go type
 // from k8s.io/api without a scheme: the package path of the type names the
-// group directory and the version, and the type's name is the kind.
+// group directory and the version, and the type's name is the kind. It also
+// knows the field selectors kube-apiserver serves for a resource (fields.go),
+// for the simulator (internal/apisim) and listwatchtest.
 package kinds
 
 import (

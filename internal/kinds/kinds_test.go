@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestOf(t *testing.T) {
@@ -38,4 +40,17 @@ func wrap[A, B interface{ String() string }](f func() (A, B, error)) func() (str
 		a, b, err := f()
 		return a.String(), b.String(), err
 	}
+}
+
+func TestFields(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	set := Fields(pod)
+	assert.Equal(t, "n1", set["spec.nodeName"])
+	assert.Equal(t, "ns", set["metadata.namespace"])
+	for _, label := range FieldLabels(schema.GroupResource{Resource: "pods"}) {
+		assert.True(t, set.Has(label), "a value for every label pods are selected by: %s", label)
+	}
+	assert.Equal(t, []string{"metadata.name", "metadata.namespace"}, FieldLabels(schema.GroupResource{Group: "apps", Resource: "deployments"}))
+	node := Fields(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Unschedulable: true}})
+	assert.Equal(t, "true", node["spec.unschedulable"])
 }
