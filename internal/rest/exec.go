@@ -285,9 +285,17 @@ func (p *execPlugin) run(ctx context.Context) (*execCredential, error) {
 	stdout := &cappedBuffer{max: maxExecOutput}
 	stderr := &cappedBuffer{max: maxExecStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr // standard input stays unattached
-	cmd.WaitDelay = time.Second             // do not wait for children holding the pipes
+	// Once the plugin has exited, wait this long for its output, and no
+	// longer for a child of it that holds the pipes open.
+	cmd.WaitDelay = 5 * time.Second
 
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// The plugin exited successfully; what it wrote is all there is
+		// to read (on a loaded machine a second was once too short).
+		err = nil
+	}
+	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			msg := fmt.Sprintf("exec plugin %q not found", p.cfg.Command)
 			if p.cfg.InstallHint != "" {

@@ -385,6 +385,17 @@ func TestExecPluginErrors(t *testing.T) {
 	}
 }
 
+// A plugin that exits with success while a child it started holds its
+// output open gives its credential once WaitDelay has passed: the child is
+// not waited for, and its holding the pipe is no error.
+func TestExecPluginLeavingAChildRunning(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	c := newExecClient(t, srv, testPlugin(t, ExecAPIVersionV1, map[string]string{"LW_PLUGIN_MODE": "leavechild", "LW_PLUGIN_TOKEN": "tok"}))
+	if _, body := get(t, c, "/"); body != "Bearer tok-1" {
+		t.Errorf("server saw %q, want the plugin's token", body)
+	}
+}
+
 func TestExecPluginNotFound(t *testing.T) {
 	srv := newEchoServer(t, nil)
 	c := newExecClient(t, srv, &ExecConfig{

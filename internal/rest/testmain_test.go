@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,9 @@ func TestMain(m *testing.M) {
 // runTestPlugin is the plugin. Its variables:
 //
 //	LW_PLUGIN_MODE        token (default), cert, certortoken (cert while the files exist,
-//	                      else token), fail, garbage, nostatus, wrongversion
+//	                      else token), fail, garbage, nostatus, wrongversion, leavechild
+//	                      (token, and a child left holding stdout for 7 s; the child's
+//	                      mode is hold)
 //	LW_PLUGIN_TOKEN       the token; "-<n>" is appended, n counting the runs
 //	LW_PLUGIN_COUNT_FILE  a file that gets one line per run
 //	LW_PLUGIN_EXPIRY      past, future, or empty for no expiry
@@ -32,6 +35,10 @@ func TestMain(m *testing.M) {
 //	LW_PLUGIN_INFO_FILE   where to save KUBERNETES_EXEC_INFO and whether stdin was empty
 //	LW_PLUGIN_WAIT_FIFO   a named pipe to read to its end before answering
 func runTestPlugin() int {
+	if os.Getenv("LW_PLUGIN_MODE") == "hold" {
+		time.Sleep(7 * time.Second) // a daemon the plugin started, holding its stdout
+		return 0
+	}
 	if fifo := os.Getenv("LW_PLUGIN_WAIT_FIFO"); fifo != "" {
 		f, err := os.Open(fifo) // blocks until the test opens it to write
 		if err == nil {
@@ -105,6 +112,15 @@ func runTestPlugin() int {
 	case "garbage":
 		fmt.Printf(`{"kind":"ExecCredential","status":{"token":%q`, token)
 		return 0
+	case "leavechild":
+		status["token"] = token
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), "LW_PLUGIN_MODE=hold")
+		child.Stdout = os.Stdout
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	case "nostatus":
 		delete(out, "status")
 	case "wrongversion":
