@@ -129,6 +129,9 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	if f.opt.backoffSet {
 		refl = append(refl, reflector.WithBackoff[T](f.opt.backoffInitial, f.opt.backoffMax))
 	}
+	if f.opt.pageSizeSet {
+		refl = append(refl, reflector.WithPageSize[T](f.opt.pageSize))
+	}
 	if f.opt.sharing {
 		refl = append(refl, reflector.WithSharing[T]())
 	}
@@ -352,6 +355,8 @@ type factoryOptions struct {
 	backoffSet      bool
 	backoffInitial  time.Duration
 	backoffMax      time.Duration
+	pageSizeSet     bool
+	pageSize        int64
 	sharing         bool
 	mutations       *factoryMutations // nil: no mutation detector
 	// listerWatchers holds, by type T, the
@@ -409,6 +414,12 @@ func WithRelistInterval(d time.Duration) FactoryOption {
 // attempts; see reflector.WithBackoff.
 func WithBackoff(initial, max time.Duration) FactoryOption {
 	return func(o *factoryOptions) { o.backoffSet, o.backoffInitial, o.backoffMax = true, initial, max }
+}
+
+// WithPageSize sets every informer's LIST page size (the limit parameter);
+// see reflector.WithPageSize. The default is 500; 0 lists in one request.
+func WithPageSize(n int64) FactoryOption {
+	return func(o *factoryOptions) { o.pageSizeSet, o.pageSize = true, n }
 }
 
 // WithSharing makes each informer's cached objects share their identical

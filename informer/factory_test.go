@@ -275,6 +275,28 @@ func TestFactoryReflectorSettings(t *testing.T) {
 	eventually(t, "periodic relists", func() bool { return s.Requests(apisim.VerbList, apisim.Pods()) >= 3 })
 }
 
+// WithPageSize reaches the factory's informers: five pods in pages of two
+// are three LISTs.
+func TestFactoryPageSize(t *testing.T) {
+	s := startSim(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		_, err := pods.Create(apisim.MakePod("default", name))
+		require.NoError(t, err)
+	}
+	f, err := informer.NewFactory(simConfig(s), informer.WithListMode(reflector.ListWatch), informer.WithPageSize(2))
+	require.NoError(t, err)
+	inf, err := informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	require.NoError(t, f.WaitForCacheSync(ctx))
+	assert.Len(t, inf.Indexer().List(), 5)
+	assert.Equal(t, 3, s.Requests(apisim.VerbList, apisim.Pods()))
+}
+
 // WithDefaultResync reaches the factory's informers' handlers, and
 // WithFactoryLogger is where they log (here, a handler's panic).
 func TestFactoryDefaultResyncAndLogger(t *testing.T) {
