@@ -54,42 +54,70 @@ func (w *httpWatcher[T]) Close() error {
 // without closing the connection. The Reflector reopens the watch.
 var ErrStalled = errors.New("watch stream stalled")
 
-// watchdog closes a stream that delivers no bytes for timeout.
+// watchdog closes a stream that delivers no bytes for timeout. Once
+// closed, by its owner or by its timer, it arms the timer no more, and its
+// Close returns only after an expiry that had begun has closed the stream:
+// nothing of the stream outlives it on a timer.
 type watchdog struct {
 	r       io.ReadCloser
 	timeout time.Duration
+	cancel  context.CancelFunc
 	timer   *time.Timer
-	mu      sync.Mutex
-	fired   bool
+	expired chan struct{} // closed when expire has closed the stream
+
+	mu     sync.Mutex
+	fired  bool // expire began: the stream was idle for timeout
+	closed bool // Close was called
 }
 
 func newWatchdog(r io.ReadCloser, timeout time.Duration, cancel context.CancelFunc) *watchdog {
-	w := &watchdog{r: r, timeout: timeout}
+	w := &watchdog{r: r, timeout: timeout, cancel: cancel, expired: make(chan struct{})}
 	if timeout > 0 {
-		w.timer = time.AfterFunc(timeout, func() {
-			w.mu.Lock()
-			w.fired = true
-			w.mu.Unlock()
-			cancel()
-			r.Close()
-		})
+		w.timer = time.AfterFunc(timeout, w.expire)
 	}
 	return w
+}
+
+// expire runs on the timer's goroutine. It may run twice when a Read
+// re-arms the timer just as it fires; the second run does nothing.
+func (w *watchdog) expire() {
+	w.mu.Lock()
+	if w.fired || w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.fired = true
+	w.mu.Unlock()
+	w.cancel()
+	w.r.Close()
+	close(w.expired)
 }
 
 func (w *watchdog) Read(p []byte) (int, error) {
 	n, err := w.r.Read(p)
 	if n > 0 && w.timer != nil {
-		w.timer.Reset(w.timeout)
+		w.mu.Lock()
+		if !w.fired && !w.closed {
+			w.timer.Reset(w.timeout)
+		}
+		w.mu.Unlock()
 	}
 	return n, err
 }
 
 func (w *watchdog) Close() error {
+	w.mu.Lock()
+	w.closed = true
+	fired := w.fired
+	w.mu.Unlock()
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	return w.r.Close()
+	err := w.r.Close()
+	if fired {
+		<-w.expired
+	}
+	return err
 }
 
 func (w *watchdog) idle() bool {
