@@ -19,6 +19,11 @@ type store[T metav1.Object] struct {
 	// pointers tells whether the set of indexes changed.
 	indexes *indexSet[T]
 	items   map[string]entry[T]
+	// peak is the most entries items has held since it was made: a Go map
+	// keeps the room of its largest size, so when the cache has shrunk to
+	// a quarter of that (a burst of Jobs' pods deleted), remove copies
+	// every map into one of its current size (compact).
+	peak int
 	// values[i] belongs to indexes.funcs[i].
 	values []valueIndex
 	// single holds, while there is one index, the values of the entries
@@ -155,6 +160,7 @@ func (s *store[T]) put(key string, obj T, values [][]string) {
 		s.index(i, key, values[i])
 	}
 	s.items[key] = entry[T]{obj: obj, values: s.shared(values)}
+	s.peak = max(s.peak, len(s.items))
 }
 
 // shared returns values, or, with one index and one value v in it (the
@@ -188,6 +194,40 @@ func (s *store[T]) remove(key string) {
 		s.unindex(i, key, old.values[i])
 	}
 	delete(s.items, key)
+	if s.peak > shrinkAbove && len(s.items) < s.peak/4 {
+		s.compact()
+	}
+}
+
+// shrinkAbove is the most entries whose room the store keeps however few
+// it holds.
+const shrinkAbove = 1024
+
+// compact copies items, the indexes and their key sets, and single into
+// maps of their current sizes. It runs after at least three quarters of
+// peak removals, so its cost is constant per removal.
+func (s *store[T]) compact() {
+	s.items = resized(s.items)
+	for i, vi := range s.values {
+		c := make(valueIndex, len(vi))
+		for v, keys := range vi {
+			c[v] = resized(keys)
+		}
+		s.values[i] = c
+	}
+	if s.single != nil {
+		s.single = resized(s.single)
+	}
+	s.peak = len(s.items)
+}
+
+// resized returns a copy of m that has only the room it needs.
+func resized[K comparable, V any](m map[K]V) map[K]V {
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
 }
 
 func (s *store[T]) index(i int, key string, values []string) {

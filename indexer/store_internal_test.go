@@ -3,6 +3,7 @@ package indexer
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -97,5 +98,39 @@ func TestStoreInvariantsUnderRandomWrites(t *testing.T) {
 			require.NoError(t, x.AddIndexers(Indexers[*corev1.Pod]{name: node}))
 		}
 		checkInvariants(t, x.s)
+	}
+}
+
+// A store that shrinks to under a quarter of its peak copies its maps into
+// maps of its size, and stays whole while doing so.
+func TestStoreCompactsAfterShrinking(t *testing.T) {
+	byNode := func(p *corev1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil }
+	x := New(Indexers[*corev1.Pod]{NamespaceIndex: NamespaceIndexFunc[*corev1.Pod], "node": byNode})
+	pod := func(i int) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprint("ns", i%7), Name: fmt.Sprint("p", i)},
+			Spec:       corev1.PodSpec{NodeName: fmt.Sprint("n", i%5)},
+		}
+	}
+	const n = 4 * shrinkAbove
+	for i := range n {
+		require.NoError(t, x.Add(pod(i)))
+	}
+	require.Equal(t, n, x.s.peak)
+	items := reflect.ValueOf(x.s.items).UnsafePointer()
+	const kept = n/4 - 1
+	for i := range n - kept {
+		require.NoError(t, x.Delete(pod(i)))
+	}
+	require.Equal(t, kept, x.Len())
+	require.Equal(t, kept, x.s.peak, "not compacted under a quarter of the peak")
+	require.NotEqual(t, items, reflect.ValueOf(x.s.items).UnsafePointer(), "the maps were not replaced")
+	checkInvariants(t, x.s)
+	got, err := x.ByIndex("node", "n1")
+	require.NoError(t, err)
+	require.Len(t, got, kept/5)
+	for i := n - kept; i < n; i++ {
+		_, ok := x.GetByKey(fmt.Sprintf("ns%d/p%d", i%7, i))
+		require.True(t, ok, "p%d", i)
 	}
 }
