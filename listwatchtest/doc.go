@@ -8,14 +8,14 @@
 //
 // Writes are checked as kube-apiserver checks them: creating an object that
 // exists is AlreadyExists, updating or deleting one that does not is
-// NotFound, and updating with a resourceVersion that is not the stored one
-// is a Conflict; the errors are apimachinery's, so apierrors.IsNotFound and
-// its friends work on them. Each write gives the object a new
-// resourceVersion, one counter for the whole Source as in etcd, and a
-// Create gives it a UID. The Source keeps copies and hands out copies: a
-// test may change an object it wrote or got back, and an informer may
-// change what it lists or watches (a transform), without changing the
-// Source or what another informer sees.
+// NotFound, and updating with a resourceVersion (when one is set) that is
+// not the stored one is a Conflict; the errors are apimachinery's, so
+// apierrors.IsNotFound and its friends work on them. Each write gives the
+// object a new resourceVersion, one counter for the whole Source as in
+// etcd, and a Create gives it a UID. The Source keeps copies and hands
+// out copies: a test may change an object it wrote or got back, and an
+// informer may change what it lists or watches (a transform), without
+// changing the Source or what another informer sees.
 //
 // A Source serves what the reflector asks for: paged lists, a watch from
 // any resourceVersion it still has the history of (410 Gone for an older

@@ -17,7 +17,7 @@
 //     token file with an admin user (group system:masters) and an
 //     unprivileged user (no RBAC binding), then starts etcd and
 //     kube-apiserver on free loopback ports and waits for /readyz.
-//  3. Tests reach the server through HTTPClient, Kubeconfig, or URL, CAPEM
+//  3. Tests reach the server through HTTPClient, WriteKubeconfig, or URL, CAPEM
 //     and a token of their own choosing. Faults come from RestartAPIServer,
 //     StopAPIServer/StartAPIServer, CompactEtcd and the tcpproxy package.
 //     A cluster started with Options.Audit logs every LIST and WATCH request
