@@ -156,9 +156,37 @@ func (x *Indexer[T]) Delete(obj T) error {
 	x.wmu.Lock()
 	defer x.wmu.Unlock()
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	x.s.remove(key)
+	shrunk := x.s.shrunk()
+	x.mu.Unlock()
+	if shrunk {
+		x.compact()
+	}
 	return nil
+}
+
+// compact gives back the room the store's maps kept from its peak. The
+// caller holds wmu, so no write is stored meanwhile. The copies are made
+// under the read lock, which lets readers go on (copying 100k entries
+// takes tens of milliseconds), and installed unless AddIndexers, which
+// changes the store under mu alone, changed its indexes meanwhile; then
+// the next Delete tries again.
+func (x *Indexer[T]) compact() {
+	x.mu.RLock()
+	s := x.s
+	c := s.compacted()
+	x.mu.RUnlock()
+	x.installCompacted(s, c)
+}
+
+// installCompacted installs c, copied from s, if s is still the store and
+// has the indexes c was copied with.
+func (x *Indexer[T]) installCompacted(s *store[T], c compactedMaps[T]) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.s == s && s.indexes == c.indexes {
+		s.install(c)
+	}
 }
 
 // Replace makes list the whole contents of the store. The resourceVersion

@@ -21,8 +21,8 @@ type store[T metav1.Object] struct {
 	items   map[string]entry[T]
 	// peak is the most entries items has held since it was made: a Go map
 	// keeps the room of its largest size, so when the cache has shrunk to
-	// a quarter of that (a burst of Jobs' pods deleted), remove copies
-	// every map into one of its current size (compact).
+	// a quarter of that (a burst of Jobs' pods deleted), Indexer.Delete
+	// copies every map into one of its current size (shrunk, compacted).
 	peak int
 	// values[i] belongs to indexes.funcs[i].
 	values []valueIndex
@@ -194,30 +194,48 @@ func (s *store[T]) remove(key string) {
 		s.unindex(i, key, old.values[i])
 	}
 	delete(s.items, key)
-	if s.peak > shrinkAbove && len(s.items) < s.peak/4 {
-		s.compact()
-	}
 }
 
 // shrinkAbove is the most entries whose room the store keeps however few
 // it holds.
 const shrinkAbove = 1024
 
-// compact copies items, the indexes and their key sets, and single into
-// maps of their current sizes. It runs after at least three quarters of
-// peak removals, so its cost is constant per removal.
-func (s *store[T]) compact() {
-	s.items = resized(s.items)
+// shrunk reports whether the store holds under a quarter of its peak: its
+// maps keep the room of the peak, and compacted would give it back. It
+// comes after at least three quarters of peak removals, so compacting
+// then costs a constant per removal.
+func (s *store[T]) shrunk() bool {
+	return s.peak > shrinkAbove && len(s.items) < s.peak/4
+}
+
+// compactedMaps are a store's maps copied into maps of their sizes.
+type compactedMaps[T metav1.Object] struct {
+	indexes *indexSet[T] // the indexes of the store they were copied from
+	items   map[string]entry[T]
+	values  []valueIndex
+	single  map[string][][]string
+}
+
+// compacted copies items, the indexes and their key sets, and single into
+// maps of their current sizes. It only reads the store.
+func (s *store[T]) compacted() compactedMaps[T] {
+	c := compactedMaps[T]{indexes: s.indexes, items: resized(s.items), values: make([]valueIndex, len(s.values))}
 	for i, vi := range s.values {
-		c := make(valueIndex, len(vi))
+		c.values[i] = make(valueIndex, len(vi))
 		for v, keys := range vi {
-			c[v] = resized(keys)
+			c.values[i][v] = resized(keys)
 		}
-		s.values[i] = c
 	}
 	if s.single != nil {
-		s.single = resized(s.single)
+		c.single = resized(s.single)
 	}
+	return c
+}
+
+// install makes the copies c the store's maps. They must hold what the
+// store holds.
+func (s *store[T]) install(c compactedMaps[T]) {
+	s.items, s.values, s.single = c.items, c.values, c.single
 	s.peak = len(s.items)
 }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -117,14 +118,19 @@ func TestStoreCompactsAfterShrinking(t *testing.T) {
 		require.NoError(t, x.Add(pod(i)))
 	}
 	require.Equal(t, n, x.s.peak)
-	items := reflect.ValueOf(x.s.items).UnsafePointer()
+	addr := func(m any) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+	items, namespaces, nodes := addr(x.s.items), addr(x.s.values[0]), addr(x.s.values[1])
+	n1 := addr(x.s.values[1]["n1"]) // a key set that keeps keys
 	const kept = n/4 - 1
 	for i := range n - kept {
 		require.NoError(t, x.Delete(pod(i)))
 	}
 	require.Equal(t, kept, x.Len())
 	require.Equal(t, kept, x.s.peak, "not compacted under a quarter of the peak")
-	require.NotEqual(t, items, reflect.ValueOf(x.s.items).UnsafePointer(), "the maps were not replaced")
+	require.NotEqual(t, items, addr(x.s.items), "the objects' map was not replaced")
+	require.NotEqual(t, namespaces, addr(x.s.values[0]), "the namespace index's map was not replaced")
+	require.NotEqual(t, nodes, addr(x.s.values[1]), "the node index's map was not replaced")
+	require.NotEqual(t, n1, addr(x.s.values[1]["n1"]), "a value's key set was not replaced")
 	checkInvariants(t, x.s)
 	got, err := x.ByIndex("node", "n1")
 	require.NoError(t, err)
@@ -133,4 +139,55 @@ func TestStoreCompactsAfterShrinking(t *testing.T) {
 		_, ok := x.GetByKey(fmt.Sprintf("ns%d/p%d", i%7, i))
 		require.True(t, ok, "p%d", i)
 	}
+}
+
+// Compacting while AddIndexers computes a new index (it changes the store
+// under the read-write lock alone) loses nothing: the new index holds every
+// object left, and the indexes and entries agree.
+func TestStoreCompactsWhileIndexesAreAdded(t *testing.T) {
+	pod := func(i int) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprint("ns", i%7), Name: fmt.Sprint("p", i)}}
+	}
+	byName := func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }
+	const n = 4 * shrinkAbove
+	for round := range 10 {
+		x := New(Indexers[*corev1.Pod]{NamespaceIndex: NamespaceIndexFunc[*corev1.Pod]})
+		for i := range n {
+			require.NoError(t, x.Add(pod(i)))
+		}
+		added := make(chan error)
+		go func() { added <- x.AddIndexers(Indexers[*corev1.Pod]{"name": byName}) }()
+		const kept = n / 8
+		for i := range n - kept {
+			require.NoError(t, x.Delete(pod(i)))
+		}
+		require.NoError(t, <-added)
+		require.NoError(t, x.Delete(pod(n-kept))) // compacts, if AddIndexers kept the first try from it
+		checkInvariants(t, x.s)
+		require.Less(t, x.s.peak, 4*x.Len(), "round %d: not compacted", round)
+		names, err := x.IndexKeys("name", fmt.Sprint("p", n-1))
+		require.NoError(t, err)
+		require.Equal(t, []string{fmt.Sprintf("ns%d/p%d", (n-1)%7, n-1)}, names)
+		require.Len(t, x.ListIndexFuncValues("name"), kept-1)
+	}
+}
+
+// Copies made before AddIndexers installed its index are not installed
+// after it: they lack the new index. (Indexer.compact copies under the read
+// lock, and AddIndexers changes the store under the lock alone, so it can
+// come between the copy and the install.)
+func TestCompactedCopiesOfOldIndexesAreNotInstalled(t *testing.T) {
+	x := New(Indexers[*corev1.Pod]{NamespaceIndex: NamespaceIndexFunc[*corev1.Pod]})
+	for i := range 10 {
+		require.NoError(t, x.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("p", i)}}))
+	}
+	s := x.s
+	c := s.compacted()
+	byName := func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }
+	require.NoError(t, x.AddIndexers(Indexers[*corev1.Pod]{"name": byName}))
+	x.installCompacted(s, c)
+	checkInvariants(t, x.s)
+	keys, err := x.IndexKeys("name", "p3")
+	require.NoError(t, err)
+	require.Equal(t, []string{"ns/p3"}, keys)
 }

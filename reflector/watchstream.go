@@ -70,6 +70,9 @@ type watchdog struct {
 	closed bool // Close was called
 }
 
+// newWatchdog watches r. On expiry it calls cancel and closes r, on the
+// timer's goroutine; neither may call the watchdog's Close, which would
+// wait for that expiry to end.
 func newWatchdog(r io.ReadCloser, timeout time.Duration, cancel context.CancelFunc) *watchdog {
 	w := &watchdog{r: r, timeout: timeout, cancel: cancel, expired: make(chan struct{})}
 	if timeout > 0 {

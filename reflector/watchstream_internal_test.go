@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -81,5 +82,49 @@ func TestWatchdogCloseWaitsForExpiry(t *testing.T) {
 		}
 		close(b.firstDone)
 		<-closed
+	})
+}
+
+// An expiry due at the instant the watch is closed either finishes before
+// Close returns or does nothing: the cancel function is never called after
+// Close has returned.
+func TestWatchdogNoExpiryAfterClose(t *testing.T) {
+	for range 300 {
+		synctest.Test(t, func(t *testing.T) {
+			b := newSlowBody()
+			close(b.firstDone)
+			var closeReturned, late atomic.Bool
+			w := newWatchdog(b, time.Second, func() { late.Store(closeReturned.Load()) })
+			time.Sleep(time.Second) // the timer fires at this instant too
+			w.Close()
+			closeReturned.Store(true)
+			synctest.Wait()
+			if late.Load() {
+				t.Fatal("the watchdog expired after Close had returned")
+			}
+		})
+	}
+}
+
+// A read that returns data after the watchdog fired (its Close ended the
+// read) does not arm it again.
+func TestWatchdogNotRearmedAfterFiring(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newSlowBody()
+		close(b.firstDone)
+		w := newWatchdog(b, time.Second, func() {})
+		read := make(chan struct{})
+		go func() {
+			w.Read(make([]byte, 8))
+			close(read)
+		}()
+		<-read // ends when the watchdog closes the body, a second on
+		if !w.idle() {
+			t.Fatal("the watchdog did not fire")
+		}
+		if w.timer.Stop() {
+			t.Error("the watchdog's timer was armed again by a read that returned after it fired")
+		}
+		w.Close()
 	})
 }
