@@ -412,7 +412,7 @@ func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
-		return ErrStarted
+		return fmt.Errorf("informer: SetTransform: %w: set the transform before Run (or Factory.Start)", ErrStarted)
 	}
 	s.transform = f
 	return nil
@@ -431,7 +431,7 @@ func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
-		return ErrStarted
+		return fmt.Errorf("informer: SetWatchErrorHandler: %w: set the handler before Run (or Factory.Start)", ErrStarted)
 	}
 	s.errorHandler = f
 	return nil

@@ -28,6 +28,7 @@ import (
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/internal/fakelw"
 	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/listwatchtest"
 	"github.com/listwatch/listwatch/processor"
 	"github.com/listwatch/listwatch/reflector"
 )
@@ -1003,4 +1004,22 @@ func TestTransformFailureInARelistKeepsTheObject(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An informer of a k8s.io/api type made without WithName calls its
+// resource by its name in errors and logs ("objects" before), and says
+// what to do when a transform comes too late.
+func TestDefaultNameIsTheResource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		src.FailWatch(errors.New("boom")) // the streaming list
+		inf := informer.New[*corev1.Pod](src, informer.WithLogger[*corev1.Pod](slog.New(slog.DiscardHandler)))
+		defer start(t, inf)()
+		synctest.Wait()
+		require.Error(t, inf.LastError())
+		assert.Contains(t, inf.LastError().Error(), "pods")
+		err := inf.SetTransform(nil)
+		assert.ErrorIs(t, err, informer.ErrStarted)
+		assert.ErrorContains(t, err, "before Run")
+	})
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listwatch/listwatch/indexer"
+	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/processor"
 	"github.com/listwatch/listwatch/reflector"
 )
@@ -25,11 +26,12 @@ type options[T metav1.Object] struct {
 }
 
 func defaultOptions[T metav1.Object]() options[T] {
-	return options[T]{name: "objects", logger: slog.Default()}
+	return options[T]{name: kinds.Name[T](), logger: slog.Default()}
 }
 
 // WithName sets what errors and logs call the resource, such as
-// `pods in "default"`.
+// `pods in "default"`. The default is the resource of a k8s.io/api type,
+// such as "pods", and "objects" for other types.
 func WithName[T metav1.Object](name string) Option[T] {
 	return func(o *options[T]) { o.name = name }
 }

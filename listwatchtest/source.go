@@ -164,7 +164,10 @@ func (s *Source[T]) Objects() []T {
 func (s *Source[T]) ResourceVersion() string { return s.src.ResourceVersion() }
 
 // Requests returns how many List and Watch calls the Source has served
-// (or failed), for tests that check when a reflector relists.
+// (or failed), for tests that check when a reflector relists. A streaming
+// list (the reflector's default way to list, reflector.Auto) is a Watch:
+// count relists by lists only after RefuseStreaming, or with
+// reflector.ListWatch.
 func (s *Source[T]) Requests() (lists, watches int64) {
 	return s.src.Lists.Load(), s.src.Watches.Load()
 }
@@ -172,7 +175,12 @@ func (s *Source[T]) Requests() (lists, watches int64) {
 // CloseWatches ends every open watch cleanly, as kube-apiserver does when
 // a watch's timeout passes, after a BOOKMARK at the Source's resourceVersion
 // to each watch that allows them (kube-apiserver sends one then): the
-// reflector watches again from there.
+// reflector watches again from there. A watch that ends less than a second
+// after it opened without moving the resourceVersion counts as a failure
+// (a server that ends watches at once must not be asked again in a tight
+// loop), so the next one waits for the reflector's backoff: tests that
+// fault often set a short one (informer.WithBackoff for a Factory,
+// reflector.WithBackoff through informer.WithReflectorOptions).
 func (s *Source[T]) CloseWatches() { s.src.CloseWatches() }
 
 // Compact forgets the history of events, as etcd's compaction does: a

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/kinds"
 )
 
 // Mode chooses how a Reflector fills its Store.
@@ -47,7 +49,7 @@ type options[T metav1.Object] struct {
 
 func defaultOptions[T metav1.Object]() options[T] {
 	return options[T]{
-		name:            "objects",
+		name:            kinds.Name[T](),
 		pageSize:        500,
 		logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 		backoffInitial:  800 * time.Millisecond,
@@ -57,7 +59,8 @@ func defaultOptions[T metav1.Object]() options[T] {
 }
 
 // WithName sets what errors and logs call the resource, such as "pods" or
-// "pods in default". The default is "objects".
+// "pods in default". The default is the resource of a k8s.io/api type, such
+// as "pods", and "objects" for other types.
 func WithName[T metav1.Object](name string) Option[T] {
 	return func(o *options[T]) { o.name = name }
 }

@@ -29,6 +29,15 @@ var groups = map[string]string{
 	"apiserverinternal": "internal.apiserver.k8s.io",
 }
 
+// Name is what errors and logs call the objects of T when the caller named
+// nothing: the resource of a k8s.io/api type ("pods"), or "objects".
+func Name[T any]() string {
+	if _, gvr, err := Of[T](); err == nil {
+		return gvr.Resource
+	}
+	return "objects"
+}
+
 // Of returns the GroupVersionKind and GroupVersionResource of T, which must
 // be a pointer to a struct type of a k8s.io/api package, such as
 // *corev1.Pod. For other types it returns an error saying to name the
