@@ -56,7 +56,12 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// its way (a new client certificate, Client.CloseConnections),
 		// and HTTP/2's pool may still have handed it one of them ("use of
 		// closed network connection"): once more, on a new connection.
-		return t.send(req)
+		resp, err = t.send(req)
+	}
+	if resp != nil {
+		// The request as the caller gave it, not the clone that carries
+		// the credentials: code that dumps resp.Request must not show them.
+		resp.Request = req
 	}
 	return resp, err
 }

@@ -83,7 +83,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("rest: Host %q is not an http:// or https:// URL", redactURL(c.Host))
 	}
 	if base.User != nil {
-		return nil, fmt.Errorf("rest: Host %q carries user info; set Username and Password instead", base.Redacted())
+		return nil, fmt.Errorf("rest: Host %q carries user info; set Username and Password instead", withoutUserInfo(base))
 	}
 	base.RawQuery, base.Fragment = "", "" // as client-go's REST client
 

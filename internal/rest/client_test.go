@@ -619,3 +619,34 @@ func TestRequestRightAfterCloseConnections(t *testing.T) {
 		t.Errorf("%d of %d requests sent right after CloseConnections failed", failed, rounds)
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The response's Request is the request as the caller made it, not the
+// copy that carried the credentials: a wrapper, or a caller, that dumps
+// resp.Request must not show the token.
+func TestResponseRequestCarriesNoCredentials(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	var seen string
+	c, err := NewClient(&Config{Host: srv.URL, BearerToken: "secret-token", TLS: TLSConfig{CAData: serverCAPEM(srv)}},
+		WithWrapTransport(func(next http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := next.RoundTrip(r)
+				if resp != nil {
+					seen = resp.Request.Header.Get("Authorization")
+				}
+				return resp, err
+			})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, c, "/api"); body != "Bearer secret-token" {
+		t.Fatalf("the server got Authorization %q", body)
+	}
+	if seen != "" {
+		t.Errorf("resp.Request carries Authorization %q", seen)
+	}
+}

@@ -33,11 +33,14 @@
 //     retry), RetryAfter (how long the server asked for).
 //
 // Credentials stay out of errors and logs: Config, TLSConfig and ExecConfig
-// redact themselves (exec arguments and environment values included) when
-// formatted with fmt, marshalled to JSON or logged with log/slog. The one
-// thing of a user's that an error quotes is an exec plugin's standard error
-// (up to 1 KiB) when the plugin fails, which is where plugins explain why;
-// one that prints credentials there has them shown.
+// redact themselves (exec arguments and environment values included, and
+// the user info of URLs) when formatted with fmt, marshalled to JSON or
+// logged with log/slog; a response's Request is the caller's, without the
+// Authorization header the client added. An exec plugin's standard error
+// goes to this process's, as with client-go, and is never quoted in an
+// error: plugins that log verbosely write tokens there. (fmt cannot redact
+// a Config held in an unexported field of another struct, nor YAML a
+// Config marshalled with it.)
 //
 // Dead connections are noticed on the client: over HTTP/2 a PING is sent
 // after Config.HTTP2ReadIdleTimeout without a frame and the connection is

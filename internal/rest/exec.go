@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -42,9 +43,6 @@ const (
 	execTimeout = time.Minute
 	// maxExecOutput bounds what is read of a plugin's standard output.
 	maxExecOutput = 1 << 20
-	// maxExecStderr bounds how much of a plugin's standard error an error
-	// message quotes.
-	maxExecStderr = 1 << 10
 )
 
 // ExecConfig runs a credential plugin, as the "exec" section of a
@@ -96,8 +94,13 @@ type execPlugin struct {
 	cfg     ExecConfig
 	info    []byte // KUBERNETES_EXEC_INFO
 	environ func() []string
-	now     func() time.Time
-	log     *slog.Logger
+	// stderr receives what the plugin writes to its standard error: this
+	// process's, as with client-go. It is never quoted in errors or logs,
+	// which reach informers' LastError and warnings: plugins that log
+	// verbosely write tokens there.
+	stderr io.Writer
+	now    func() time.Time
+	log    *slog.Logger
 	// onCertRotation is called, outside the lock, when the plugin returns
 	// a client certificate that differs from the previous one: connections
 	// authenticated with the old one must go.
@@ -168,7 +171,7 @@ func newExecPlugin(cfg ExecConfig, cluster execCluster) (*execPlugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exec plugin %q: encoding KUBERNETES_EXEC_INFO: %w", cfg.Command, err)
 	}
-	return &execPlugin{cfg: cfg, info: info, environ: os.Environ, now: time.Now, log: slog.New(slog.DiscardHandler)}, nil
+	return &execPlugin{cfg: cfg, info: info, environ: os.Environ, stderr: os.Stderr, now: time.Now, log: slog.New(slog.DiscardHandler)}, nil
 }
 
 // execRun is one run of the plugin, shared by the callers that wait for it.
@@ -283,8 +286,7 @@ func (p *execPlugin) run(ctx context.Context) (*execCredential, error) {
 	}
 	cmd.Env = append(env, "KUBERNETES_EXEC_INFO="+string(p.info))
 	stdout := &cappedBuffer{max: maxExecOutput}
-	stderr := &cappedBuffer{max: maxExecStderr}
-	cmd.Stdout, cmd.Stderr = stdout, stderr // standard input stays unattached
+	cmd.Stdout, cmd.Stderr = stdout, p.stderr // standard input stays unattached
 	// Once the plugin has exited, wait this long for its output, and no
 	// longer for a child of it that holds the pipes open.
 	cmd.WaitDelay = 5 * time.Second
@@ -303,14 +305,14 @@ func (p *execPlugin) run(ctx context.Context) (*execCredential, error) {
 			}
 			return nil, fmt.Errorf("%s: %w", msg, err)
 		}
-		return nil, fmt.Errorf("exec plugin %q: %w%s", p.cfg.Command, err, stderr.quote())
+		return nil, fmt.Errorf("exec plugin %q: %w (what it wrote to standard error went to this process's)", p.cfg.Command, err)
 	}
 	if stdout.truncated {
 		return nil, fmt.Errorf("exec plugin %q: output larger than %d bytes", p.cfg.Command, maxExecOutput)
 	}
 	c, err := p.parse(stdout.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("exec plugin %q: %w%s", p.cfg.Command, err, stderr.quote())
+		return nil, fmt.Errorf("exec plugin %q: %w", p.cfg.Command, err)
 	}
 	return c, nil
 }
@@ -389,16 +391,3 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *cappedBuffer) Bytes() []byte { return b.buf.Bytes() }
-
-// quote returns "; stderr: ..." for an error message, or "" when the plugin
-// wrote nothing there.
-func (b *cappedBuffer) quote() string {
-	s := strings.TrimSpace(b.buf.String())
-	if s == "" {
-		return ""
-	}
-	if b.truncated {
-		s += " [truncated]"
-	}
-	return "; stderr: " + s
-}

@@ -68,7 +68,8 @@ func (l *fieldList) group(name string, v fieldList) {
 	}
 }
 
-// redactURL hides the password of a URL's user info; a URL that does not
+// redactURL hides a URL's user info, the user name as well as the password
+// (a proxy URL may carry a token as its user name); a URL that does not
 // parse is hidden whole, since it might be anything.
 func redactURL(raw string) string {
 	if raw == "" {
@@ -78,7 +79,17 @@ func redactURL(raw string) string {
 	if err != nil {
 		return redactedText + " (invalid URL)"
 	}
-	return u.Redacted()
+	return withoutUserInfo(u)
+}
+
+// withoutUserInfo is u.Redacted() that hides the user name too.
+func withoutUserInfo(u *url.URL) string {
+	if u == nil || u.User == nil {
+		return u.Redacted()
+	}
+	c := *u
+	c.User = url.User("xxxxx")
+	return c.String()
 }
 
 func (c Config) fields() fieldList {

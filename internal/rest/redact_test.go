@@ -85,11 +85,11 @@ func TestConfigFormattingRedactsCredentials(t *testing.T) {
 func TestConfigStringShowsWhatIsSafe(t *testing.T) {
 	cfg := secretConfig()
 	got := cfg.String()
-	want := `{Host: "https://user:xxxxx@k.example:6443", Namespace: "ns", BearerToken: [redacted], ` +
+	want := `{Host: "https://xxxxx@k.example:6443", Namespace: "ns", BearerToken: [redacted], ` +
 		`BearerTokenFile: "/var/run/token", Username: "admin", Password: [redacted], ` +
 		`TLS: {CAData: 27 bytes, CertData: 27 bytes, KeyData: [redacted], ServerName: "k"}, ` +
 		`Exec: {Command: "aws", Args: [redacted], Env: {AWS_PROFILE: [redacted]}, APIVersion: "client.authentication.k8s.io/v1"}, ` +
-		`ProxyURL: "http://proxyuser:xxxxx@proxy:3128", Timeout: 30s}`
+		`ProxyURL: "http://xxxxx@proxy:3128", Timeout: 30s}`
 	if got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
 	}

@@ -105,9 +105,10 @@ func runTestPlugin() int {
 		status["clientCertificateData"] = string(cert)
 		status["clientKeyData"] = string(key)
 	case "fail":
-		// The token on stdout must not reach the error; stderr must.
+		// Neither the token on stdout nor what stderr says (a token, as
+		// verbose plugins write) may reach the error.
 		fmt.Println(token)
-		fmt.Fprintln(os.Stderr, "error: no credentials for cluster "+strings.Repeat("x", 5000))
+		fmt.Fprintln(os.Stderr, "error: no credentials for cluster xxx; refresh_token="+token)
 		return 3
 	case "garbage":
 		fmt.Printf(`{"kind":"ExecCredential","status":{"token":%q`, token)
