@@ -152,6 +152,7 @@ type tokenFile struct {
 	modTime time.Time
 	size    int64
 	readAt  time.Time // zero: read before the next use
+	read    bool      // token came from the file (not from a BearerToken standing in)
 	failing bool      // the last read failed and was warned about
 }
 
@@ -190,10 +191,10 @@ func (f *tokenFile) get() (string, error) {
 		}
 		return "", fmt.Errorf("reading bearer token file %s: %w", f.path, err)
 	}
-	if f.token != "" && token != f.token {
+	if f.read && token != f.token {
 		f.log.Debug("bearer token file changed; using the new token", "path", f.path)
 	}
-	f.token, f.readAt, f.failing = token, f.now(), false
+	f.token, f.readAt, f.read, f.failing = token, f.now(), true, false
 	if statErr == nil {
 		f.modTime, f.size = info.ModTime(), info.Size()
 	}

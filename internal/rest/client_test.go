@@ -330,6 +330,34 @@ func TestTokenFileMissingWithAStaticToken(t *testing.T) {
 	}
 }
 
+// The first read of a token file is no change of it, even when a
+// BearerToken stood in before it; a later change is logged once.
+func TestTokenFileChangeIsLoggedOnlyWhenItChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "token")
+	writeFile(t, path, "fromfile")
+	srv := newEchoServer(t, nil)
+	var logs bytes.Buffer
+	c, err := NewClient(&Config{Host: srv.URL, BearerToken: "static", BearerTokenFile: path, TLS: TLSConfig{CAData: serverCAPEM(srv)}},
+		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, c, "/"); body != "Bearer fromfile" {
+		t.Fatalf("Authorization %q, want the file's token", body)
+	}
+	if n := strings.Count(logs.String(), "token file changed"); n != 0 {
+		t.Errorf("the first read was logged as a change:\n%s", logs.String())
+	}
+	writeFile(t, path, "rotated")
+	c.InvalidateCredentials()
+	if _, body := get(t, c, "/"); body != "Bearer rotated" {
+		t.Fatalf("Authorization %q, want the rotated token", body)
+	}
+	if n := strings.Count(logs.String(), "token file changed"); n != 1 {
+		t.Errorf("%d changes logged, want 1:\n%s", n, logs.String())
+	}
+}
+
 func TestUserAgent(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, r.Header.Get("User-Agent"))
