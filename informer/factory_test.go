@@ -275,6 +275,24 @@ func TestFactoryReflectorSettings(t *testing.T) {
 	eventually(t, "periodic relists", func() bool { return s.Requests(apisim.VerbList, apisim.Pods()) >= 3 })
 }
 
+// WithMinWatchTimeout reaches the factory's informers: watches asked to
+// end within one to two seconds end, and the reflector opens the next.
+func TestFactoryMinWatchTimeout(t *testing.T) {
+	s := startSim(t)
+	f, err := informer.NewFactory(simConfig(s), informer.WithListMode(reflector.ListWatch),
+		informer.WithMinWatchTimeout(time.Second))
+	require.NoError(t, err)
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	require.NoError(t, f.WaitForCacheSync(ctx))
+	eventually(t, "a second watch", func() bool { return s.Requests(apisim.VerbWatch, apisim.Pods()) >= 2 })
+	assert.Equal(t, 1, s.Requests(apisim.VerbList, apisim.Pods()), "a watch that timed out is resumed, not relisted")
+}
+
 // WithPageSize reaches the factory's informers: five pods in pages of two
 // are three LISTs.
 func TestFactoryPageSize(t *testing.T) {

@@ -334,6 +334,32 @@ func TestInformerConvergesThroughFaults(t *testing.T) {
 }
 
 // Unstructured objects work too, streaming list included.
+// WithResource names a type outside k8s.io/api in errors as the apiserver
+// would.
+func TestWithResourceNamesErrors(t *testing.T) {
+	widget := func(name string) *unstructured.Unstructured {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("example.com/v1")
+		obj.SetKind("Widget")
+		obj.SetNamespace("ns")
+		obj.SetName(name)
+		return obj
+	}
+	src := listwatchtest.NewSource[*unstructured.Unstructured](
+		listwatchtest.WithResource(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "Widget"))
+	_, err := src.Update(widget("w"))
+	assert.EqualError(t, err, `widgets.example.com "w" not found`)
+	_, err = src.Create(widget(""))
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	var status apierrors.APIStatus
+	require.ErrorAs(t, err, &status)
+	assert.Equal(t, "example.com", status.Status().Details.Group)
+	assert.Equal(t, "Widget", status.Status().Details.Kind)
+
+	_, err = listwatchtest.NewSource[*unstructured.Unstructured]().Update(widget("w"))
+	assert.EqualError(t, err, `unstructured "w" not found`, "without WithResource: the Go type's name")
+}
+
 func TestUnstructuredSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listwatchtest.NewSource[*unstructured.Unstructured]()
