@@ -155,6 +155,21 @@ func answeredBadly(err error) bool {
 	return false
 }
 
+// retryablePage reports a failed LIST page worth asking for again with the
+// same continue token: the server busy or failing for now (429, or a 5xx
+// other than 501 Not Implemented) or the connection lost on the way.
+func retryablePage(err error) bool {
+	if s, ok := statusOf(err); ok {
+		switch s.Code {
+		case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+			http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	return rest.IsRetryable(err)
+}
+
 // retryAfter returns how long the server asked us to wait, or 0.
 func retryAfter(err error) time.Duration {
 	var api *rest.APIError

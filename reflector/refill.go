@@ -32,22 +32,44 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 
 	collected := &listed[T]{r: r}
 	var listRV string
-	for restarts := 0; ; {
+	retries := 0 // of the page asked for now
+	for {
 		page := collected.page()
 		meta, err := r.lw.List(ctx, opts, page.add)
-		if page.end() && err == nil {
-			return fmt.Errorf("listing %s: %w: %s", r.opt.name, errRepeatedPage, page.first)
-		}
+		page.end()
 		if err != nil {
-			if opts.Continue != "" && isExpired(err) && restarts < maxListRestarts {
+			switch {
+			case opts.Continue == "" || ctx.Err() != nil:
+				// A first page that failed is the whole list failing:
+				// Run's loop backs off and lists again.
+			case isExpired(err):
 				// The continue token expired between pages: the pages
 				// so far are from a state we can no longer complete.
-				restarts++
+				// As client-go's pager does, list everything in one
+				// answer instead, at the first page's resourceVersion,
+				// which needs no token. (Its items are decoded as they
+				// arrive, as a page's are.)
 				collected.reset()
 				listRV, opts = "", first
+				opts.Limit = 0
+				continue
+			case retryablePage(err) && retries < maxPageRetries:
+				// The server is busy (429, 5xx) or the connection broke:
+				// ask for the same page again, as client-go's REST
+				// client does, rather than throw away the pages so far.
+				retries++
+				r.report(fmt.Errorf("listing %s: %w (asking for the page again)", r.opt.name, err))
+				page.discard()
+				if !sleep(ctx, r.backoffFor(s, err)) {
+					return fmt.Errorf("listing %s: %w", r.opt.name, ctx.Err())
+				}
 				continue
 			}
 			return fmt.Errorf("listing %s: %w", r.opt.name, err)
+		}
+		retries = 0
+		if page.repeated() {
+			return fmt.Errorf("listing %s: %w: %s", r.opt.name, errRepeatedPage, page.first)
 		}
 		if opts.Continue == "" { // the first page
 			if meta.ResourceVersion == "" {
@@ -100,16 +122,25 @@ type listed[T metav1.Object] struct {
 // waits for those under way, and an add made after that is refused and
 // reported (it would be lost from the cache without a word).
 type listPage[T metav1.Object] struct {
-	l        *listed[T]
-	over     bool           // end was called
-	underWay sync.WaitGroup // adds begun before over
-	first    string         // the key of the page's first item with a name
+	l                *listed[T]
+	over             bool           // end was called
+	underWay         sync.WaitGroup // adds begun before over
+	first            string         // the key of the page's first item with a name
+	nItems, nLeftOut int            // the lengths of l.items and l.leftOut before the page
 }
 
-func (l *listed[T]) page() *listPage[T] { return &listPage[T]{l: l} }
+func (l *listed[T]) page() *listPage[T] {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return &listPage[T]{l: l, nItems: len(l.items), nLeftOut: len(l.leftOut)}
+}
 
 // reset forgets what was collected, for a list started again.
-func (l *listed[T]) reset() { l.items, l.leftOut, l.firsts = l.items[:0], l.leftOut[:0], nil }
+func (l *listed[T]) reset() {
+	clear(l.items)
+	clear(l.leftOut)
+	l.items, l.leftOut, l.firsts = l.items[:0], l.leftOut[:0], nil
+}
 
 // add admits one item (ListerWatcher.List's add).
 func (p *listPage[T]) add(obj T) error {
@@ -143,24 +174,37 @@ func (p *listPage[T]) add(obj T) error {
 }
 
 // end closes the page: adds under way are waited for, later ones refused.
-// It reports whether the page began with the object an earlier page of the
-// list began with.
-func (p *listPage[T]) end() (repeated bool) {
-	l := p.l
-	l.mu.Lock()
+func (p *listPage[T]) end() {
+	p.l.mu.Lock()
 	p.over = true
-	l.mu.Unlock()
+	p.l.mu.Unlock()
 	p.underWay.Wait()
+}
+
+// discard takes back the items of an ended page that failed part way, which
+// is asked for again.
+func (p *listPage[T]) discard() {
+	l := p.l
+	clear(l.items[p.nItems:])
+	clear(l.leftOut[p.nLeftOut:])
+	l.items, l.leftOut = l.items[:p.nItems], l.leftOut[:p.nLeftOut]
+}
+
+// repeated reports whether an ended page began with the object an earlier
+// page of the list began with, and remembers its first object.
+func (p *listPage[T]) repeated() bool {
+	l := p.l
 	if p.first == "" {
 		return false
 	}
-	if _, repeated = l.firsts[p.first]; !repeated {
+	_, seen := l.firsts[p.first]
+	if !seen {
 		if l.firsts == nil {
 			l.firsts = map[string]struct{}{}
 		}
 		l.firsts[p.first] = struct{}{}
 	}
-	return repeated
+	return seen
 }
 
 // bookmarkPatience is how long a streaming list runs without its
@@ -197,9 +241,11 @@ func (r *Reflector[T]) noteAwaitedBookmark() (stop func()) {
 	}
 }
 
-// maxListRestarts bounds how often one list restarts because its continue
-// token expired, so a server that expires every token cannot keep us listing.
-const maxListRestarts = 3
+// maxPageRetries bounds how often one page is asked for again after a
+// failure (retryablePage); the next failure fails the list, and Run's loop
+// starts it again after the backoff. client-go's REST client retries a
+// request up to 10 times, when the server asks it to with Retry-After.
+const maxPageRetries = 5
 
 // watchList refills the Store with a streaming list: a watch that first
 // sends the current state as ADDED events and marks its end with a bookmark.

@@ -223,10 +223,8 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	case isExpired(err) && refill:
 		// A list at least as new as the Store refused with 410: the
 		// server compacted the Store's resourceVersion away, so it is
-		// ahead (or the list's continue token expired on
-		// maxListRestarts+1 tries in a row). Ask for its latest state,
-		// as client-go does; a state older than the Store's is still
-		// refused.
+		// ahead. Ask for its latest state, as client-go does; a state
+		// older than the Store's is still refused.
 		s.latest = true
 		return s.backoff.next(now)
 	case isTooLargeResourceVersion(err) && refill:
@@ -273,7 +271,14 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// the initial delay for ever.)
 		s.backoff.reset()
 	}
-	wait := s.backoff.next(now)
+	return r.backoffFor(s, err)
+}
+
+// backoffFor is how long to wait after a failure: the backoff's next delay,
+// or longer if the server asked for it with Retry-After (up to the
+// backoff's maximum).
+func (r *Reflector[T]) backoffFor(s *runState, err error) time.Duration {
+	wait := s.backoff.next(time.Now())
 	if ra := retryAfter(err); ra > wait {
 		wait = min(ra, r.opt.backoffMax)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listwatch/listwatch/internal/fakelw"
@@ -217,38 +218,128 @@ func TestBookmarkAdvancesResourceVersion(t *testing.T) {
 	})
 }
 
-func TestContinueExpiredRestartsList(t *testing.T) {
+func TestContinueExpiredListsEverythingAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, store := newSource(), newRecorder()
 		for i := range 5 {
 			src.Create(pod(fmt.Sprint("p", i)))
 		}
-		// Page 1 succeeds, page 2's token has expired; the restarted list
-		// succeeds.
-		lw := &failSecondPage{Source: src}
+		// Page 1 succeeds, page 2's token has expired: as client-go's
+		// pager does, one list without pages follows.
+		lw := &pageFaults{Source: src, faults: []pageFault{
+			{err: fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "The provided continue parameter is too old")},
+		}}
 		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
 			reflector.WithPageSize[*corev1.Pod](2))
 		defer run(t, r)()
 		synctest.Wait()
 		assert.Equal(t, "replace 5@5", store.calls()[0], "the pages before the expiry must not be kept twice")
-		assert.EqualValues(t, 5, src.Lists.Load(), "page 1, expired page 2, then pages 1, 2 and 3")
+		assert.Equal(t, []reflector.ListOptions{{Limit: 2}, {Limit: 2, Continue: "ns/p1"}, {}}, lw.asked,
+			"page 1, expired page 2, then everything in one answer")
 	})
 }
 
-// failSecondPage fails the first request that carries a continue token with
-// 410 Expired.
-type failSecondPage struct {
-	*fakelw.Source[*corev1.Pod]
-	failed bool
+// A page that fails for a while (the server busy, the connection cut part
+// way through it) is asked for again with the same continue token; the
+// pages before it are kept, and the items the failed attempt delivered are
+// not kept twice.
+func TestFailedPageIsAskedForAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		for i := range 5 {
+			src.Create(pod(fmt.Sprint("p", i)))
+		}
+		busy := apierrors.NewTooManyRequests("slow down", 3)
+		lw := &pageFaults{Source: src, faults: []pageFault{
+			{err: busy},
+			{items: 1, err: fmt.Errorf("reading the list: %w", io.ErrUnexpectedEOF)},
+		}}
+		var errs []error
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithPageSize[*corev1.Pod](2), reflector.WithErrorHandler[*corev1.Pod](func(err error) { errs = append(errs, err) }))
+		defer run(t, r)()
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.NotEmpty(t, store.calls())
+		assert.Equal(t, "replace 5@5", store.calls()[0])
+		p2 := reflector.ListOptions{Limit: 2, Continue: "ns/p1"}
+		assert.Equal(t, []reflector.ListOptions{{Limit: 2}, p2, p2, p2, {Limit: 2, Continue: "ns/p3"}}, lw.asked)
+		assert.GreaterOrEqual(t, lw.at[2].Sub(lw.at[1]), 3*time.Second, "Retry-After is honoured")
+		require.Len(t, errs, 2, "each failed page is reported")
+		assert.ErrorContains(t, errs[0], "asking for the page again")
+	})
 }
 
-func (f *failSecondPage) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
-	if opts.Continue != "" && !f.failed {
-		f.failed = true
-		f.Source.Lists.Add(1)
-		return reflector.ListMeta{}, fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "The provided continue parameter is too old")
+// A page that keeps failing fails the list after maxPageRetries more tries;
+// one that fails for good (403) fails it at once. Either way the next list
+// starts from the first page.
+func TestPageRetriesAreBounded(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err   error
+		tries int
+	}{
+		"unavailable": {fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "down"), 6},
+		"forbidden":   {fakelw.Status(http.StatusForbidden, metav1.StatusReasonForbidden, "no"), 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				for i := range 3 {
+					src.Create(pod(fmt.Sprint("p", i)))
+				}
+				lw := &pageFaults{Source: src}
+				for range tc.tries {
+					lw.faults = append(lw.faults, pageFault{err: tc.err})
+				}
+				r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+					reflector.WithPageSize[*corev1.Pod](2))
+				defer run(t, r)()
+				synctest.Wait()
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				assert.Equal(t, []string{"replace 3@3"}, store.calls())
+				want := []reflector.ListOptions{{Limit: 2}}
+				for range tc.tries {
+					want = append(want, reflector.ListOptions{Limit: 2, Continue: "ns/p1"})
+				}
+				want = append(want, reflector.ListOptions{Limit: 2}, reflector.ListOptions{Limit: 2, Continue: "ns/p1"})
+				assert.Equal(t, want, lw.asked)
+			})
+		})
 	}
-	return f.Source.List(ctx, opts, add)
+}
+
+// pageFaults fails the requests that carry a continue token with its
+// faults, in order, each after delivering its first items of the page.
+// It records what every List call asked for.
+type pageFaults struct {
+	*fakelw.Source[*corev1.Pod]
+	faults []pageFault
+	asked  []reflector.ListOptions
+	at     []time.Time
+}
+
+type pageFault struct {
+	items int // delivered before the failure
+	err   error
+}
+
+func (f *pageFaults) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	f.asked, f.at = append(f.asked, opts), append(f.at, time.Now())
+	if opts.Continue == "" || len(f.faults) == 0 {
+		return f.Source.List(ctx, opts, add)
+	}
+	fault := f.faults[0]
+	f.faults = f.faults[1:]
+	n := 0
+	f.Source.List(ctx, opts, func(p *corev1.Pod) error {
+		if n++; n <= fault.items {
+			return add(p)
+		}
+		return nil
+	})
+	return reflector.ListMeta{}, fault.err
 }
 
 func TestRejectedObjectsAreSkipped(t *testing.T) {
