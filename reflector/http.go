@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -106,6 +107,9 @@ func NewListerWatcher[T Object](c *Client, target Target, opts ...HTTPOption) (*
 	}
 	lw := &HTTPListerWatcher[T]{client: c, opt: o, query: url.Values{}, target: target}
 	if err := lw.resolve(target); err != nil {
+		return nil, err
+	}
+	if err := checkPathSegments(lw.gvr, target.Namespace); err != nil {
 		return nil, err
 	}
 	if target.LabelSelector != "" {
@@ -206,6 +210,24 @@ func (lw *HTTPListerWatcher[T]) sharingParts() (ListerWatcher[T], error) {
 // forgetSharedParts empties the table of the parts its objects share as
 // they are decoded; the Reflector calls it before every list.
 func (lw *HTTPListerWatcher[T]) forgetSharedParts() { lw.codec.ForgetSharedParts() }
+
+// checkPathSegments refuses a group, version, resource or namespace that
+// would not stay one segment of the request's path, as client-go does: a
+// namespace ".." would be cleaned away, and the informer would list every
+// namespace.
+func checkPathSegments(gvr schema.GroupVersionResource, namespace string) error {
+	for _, seg := range []struct{ what, value string }{
+		{"group", gvr.Group}, {"version", gvr.Version}, {"resource", gvr.Resource}, {"namespace", namespace},
+	} {
+		if seg.value == "" {
+			continue
+		}
+		if msgs := path.IsValidPathSegmentName(seg.value); len(msgs) > 0 {
+			return fmt.Errorf("invalid %s %q: %s", seg.what, seg.value, strings.Join(msgs, "; "))
+		}
+	}
+	return nil
+}
 
 // resourcePath is the REST path of a resource's collection.
 func resourcePath(gvr schema.GroupVersionResource, namespace string) string {

@@ -271,3 +271,24 @@ func TestTargetNeedsAVersion(t *testing.T) {
 	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Resource: schema.GroupVersionResource{Resource: "pods"}})
 	assert.ErrorContains(t, err, "version")
 }
+
+// A namespace or resource that would not stay one segment of the path is
+// refused when built: ".." would be cleaned away, and the informer would
+// list every namespace.
+func TestTargetPathSegmentsAreChecked(t *testing.T) {
+	client, err := reflector.NewClient(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	for _, target := range []reflector.Target{
+		{Namespace: ".."},
+		{Namespace: "."},
+		{Namespace: "a/b"},
+		{Namespace: "a%2Fb"},
+		{Resource: schema.GroupVersionResource{Version: "v1", Resource: "../secrets"}},
+		{Resource: schema.GroupVersionResource{Group: "..", Version: "v1", Resource: "pods"}},
+	} {
+		_, err = reflector.NewListerWatcher[*corev1.Pod](client, target)
+		assert.ErrorContains(t, err, "invalid", "%+v", target)
+	}
+	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "kube-system"})
+	assert.NoError(t, err)
+}
