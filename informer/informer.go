@@ -118,6 +118,10 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	case ctx == nil:
 		return errors.New("informer: Run: nil context")
 	case s.setupErr != nil:
+		// The registrations stop too, so that nothing waits for them.
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		s.processor.Run(ended)
 		s.stop()
 		return s.setupErr
 	}

@@ -731,7 +731,14 @@ func TestRunRefusesWhatItCannotRunWith(t *testing.T) {
 		"nil index function": informer.New[*corev1.Pod](newSource(), informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"byNode": nil})),
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.ErrorContains(t, inf.Run(t.Context()), "nil")
+			synctest.Test(t, func(t *testing.T) {
+				reg := inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{})
+				assert.ErrorContains(t, inf.Run(t.Context()), "nil")
+				// Its registrations stop too: nothing waits for them.
+				<-reg.Stopped()
+				err := informer.WaitForSync(t.Context(), reg)
+				assert.ErrorContains(t, err, "stopped")
+			})
 		})
 	}
 	inf := informer.New[*corev1.Pod](newSource())

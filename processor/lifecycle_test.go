@@ -152,6 +152,23 @@ func TestStoppedWhenRunEnds(t *testing.T) {
 	})
 }
 
+// Run with a context that has ended already starts nothing: its listeners
+// are stopped without a call to their handlers.
+func TestRunWithAnEndedContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod]()
+		r := &recorder{}
+		l := p.AddListener(r, processor.ListenerOptions{}, addOf("a", "1", true))
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		p.Run(ctx)
+		if !closed(l.Stopped()) {
+			t.Error("Stopped not closed")
+		}
+		checkLines(t, "listener of a Processor run with an ended context", r, nil)
+	})
+}
+
 func TestRemoveListenerBeforeRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := processor.New[*corev1.Pod]()

@@ -113,8 +113,9 @@ func (p *Processor[T]) CheckSynced() {
 // to return.
 //
 // Run is meant to be called once; a call while Run is going or after it has
-// returned returns at once. After Run has returned, Distribute and
-// Listener.Add do nothing. A nil ctx runs nothing (an error is logged).
+// returned returns at once. A ctx that has ended already starts nothing:
+// the listeners are stopped as they are. After Run has returned, Distribute
+// and Listener.Add do nothing. A nil ctx runs nothing (an error is logged).
 func (p *Processor[T]) Run(ctx context.Context) {
 	if ctx == nil {
 		p.cfg.log().Error("processor: Run with a nil context: nothing run")
@@ -125,16 +126,16 @@ func (p *Processor[T]) Run(ctx context.Context) {
 		p.mu.Unlock()
 		return
 	}
-	p.state = running
-	for _, l := range p.listeners {
-		l.start(&p.wg)
+	if ctx.Err() == nil {
+		p.state = running
+		for _, l := range p.listeners {
+			l.start(&p.wg)
+		}
+		p.mu.Unlock()
+		p.cfg.log().Debug("processor: running")
+		<-ctx.Done()
+		p.mu.Lock()
 	}
-	p.mu.Unlock()
-	p.cfg.log().Debug("processor: running")
-
-	<-ctx.Done()
-
-	p.mu.Lock()
 	p.state = stopped
 	ls := p.listeners
 	p.mu.Unlock()
