@@ -26,6 +26,7 @@ type Reflector[T metav1.Object] struct {
 	store Store[T]
 	opt   options[T]
 	parts *share.Table // WithSharing after the transform; used by Run's goroutine only
+	ran   atomic.Bool  // Run was called
 
 	mu        sync.Mutex
 	lastRV    string // the resourceVersion the Store is synced to
@@ -93,11 +94,15 @@ func (r *Reflector[T]) LastError() error {
 // Run lists, watches and recovers until ctx ends. It calls the Store from
 // its own goroutine only (with WithRelistInterval, a timer closes the watch
 // from another when a relist is due). Without a context, a ListerWatcher
-// or a Store it reports the error and returns.
+// or a Store it reports the error and returns, and so does a second call:
+// two loops would fill one Store twice over.
 func (r *Reflector[T]) Run(ctx context.Context) {
 	switch {
 	case ctx == nil:
 		r.report(errors.New("reflector: Run: nil context"))
+		return
+	case !r.ran.CompareAndSwap(false, true):
+		r.report(errors.New("reflector: Run: called again; a Reflector runs once"))
 		return
 	case r.lw == nil || isNilPointer(r.lw):
 		r.report(errors.New("reflector: Run: the ListerWatcher is nil"))

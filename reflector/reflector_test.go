@@ -1344,6 +1344,24 @@ func TestRunReportsWhatItCannotRunWith(t *testing.T) {
 	assert.ErrorContains(t, err, "Client is nil")
 }
 
+// A second Run is reported and returns; it does not fill the Store again.
+func TestRunTwiceIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		var reported []error
+		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](func(err error) { reported = append(reported, err) }))
+		defer run(t, r)()
+		synctest.Wait()
+		r.Run(t.Context()) // returns at once
+		synctest.Wait()
+		require.Len(t, reported, 1)
+		assert.ErrorContains(t, reported[0], "called again")
+		assert.Equal(t, []string{"replace 1@1"}, store.calls())
+	})
+}
+
 // A watch that delivers an event and then 410 Gone, every time (a busy
 // resource compacted often): each relist backs off further. Resetting the
 // backoff because the watch had moved forward listed at the initial delay
