@@ -18,7 +18,9 @@ import (
 var ErrClosed = errors.New("deltafifo: queue is closed")
 
 // ErrInvalidObject is wrapped by the error a write returns for an object it
-// cannot queue: a nil object, one without a name, or one whose key is empty.
+// cannot queue: a nil object, one without a name, one with a "/" in its name
+// or namespace (which no Kubernetes object has: its key would be another
+// object's), or one whose key is empty.
 // The queue is unchanged; retrying the same object does not help. It is the
 // same error as indexer.ErrInvalidObject.
 var ErrInvalidObject = objkey.ErrInvalidObject
@@ -442,6 +444,9 @@ func (f *FIFO[T]) prepare(obj T) (string, T, error) {
 	}
 	if obj.GetName() == "" {
 		return "", zero, fmt.Errorf("%w: object has no name", ErrInvalidObject)
+	}
+	if err := objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()); err != nil {
+		return "", zero, fmt.Errorf("%w: %w", ErrInvalidObject, err)
 	}
 	key := f.keyFunc(obj)
 	if key == "" {

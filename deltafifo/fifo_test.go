@@ -102,6 +102,13 @@ func TestFIFOInvalidObject(t *testing.T) {
 		"Add nil":           func(f *fifo) error { return f.Add(nilPod) },
 		"Replace nil":       func(f *fifo) error { return f.Replace([]*corev1.Pod{nilPod}, "1") },
 		"Delete nil, known": func(f *fifo) error { return f.Delete(nilPod) },
+		// "ns/a/b" would be the key of "b" in a namespace "ns/a".
+		"Add slash in name": func(f *fifo) error { return f.Add(pod("a/b", "1")) },
+		"Replace slash in namespace": func(f *fifo) error {
+			p := pod("b", "1")
+			p.Namespace = "ns/a"
+			return f.Replace([]*corev1.Pod{p}, "1")
+		},
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

@@ -16,7 +16,9 @@ import (
 var ErrUnknownIndex = errors.New("unknown index")
 
 // ErrInvalidObject is wrapped by the error a write returns for an object it
-// cannot store: a nil object, one without a name, or one whose key is empty.
+// cannot store: a nil object, one without a name, one with a "/" in its name
+// or namespace (which no Kubernetes object has: its key would be another
+// object's), or one whose key is empty.
 // The store is unchanged. It is the same error as deltafifo.ErrInvalidObject.
 var ErrInvalidObject = objkey.ErrInvalidObject
 
@@ -450,6 +452,9 @@ func (x *Indexer[T]) keyOf(obj T) (string, error) {
 	}
 	if obj.GetName() == "" {
 		return "", fmt.Errorf("%w: object has no name", ErrInvalidObject)
+	}
+	if err := objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidObject, err)
 	}
 	key := x.keyFunc(obj)
 	if key == "" {

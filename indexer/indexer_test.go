@@ -75,6 +75,9 @@ func TestIndexerInvalidObject(t *testing.T) {
 		"Delete no name":  func() error { return x.Delete(pod("ns", "", "1", "")) },
 		"Replace nil":     func() error { return x.Replace([]*corev1.Pod{pod("ns", "a", "1", ""), nilPod}, "1") },
 		"Replace no name": func() error { return x.Replace([]*corev1.Pod{pod("", "", "1", "")}, "1") },
+		// "a/b" would be the key of "b" in namespace "a".
+		"Add slash in name":      func() error { return x.Add(pod("", "a/b", "1", "")) },
+		"Add slash in namespace": func() error { return x.Add(pod("x/a", "b", "1", "")) },
 	} {
 		assert.ErrorIs(t, call(), indexer.ErrInvalidObject, name)
 		assert.Equal(t, before, dump(t, x, "node"), name)

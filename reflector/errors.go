@@ -19,7 +19,8 @@ import (
 var ErrSkipped = errors.New("skipped")
 
 // ErrRejected marks an object that cannot be cached — one without a name or
-// a resourceVersion. It is skipped and the resourceVersion does not advance.
+// a resourceVersion, or with a "/" in its name or namespace (its key would be
+// another object's). It is skipped and the resourceVersion does not advance.
 var ErrRejected = errors.New("object rejected")
 
 var (

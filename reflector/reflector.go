@@ -455,8 +455,8 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 
 // admit checks that an object from the server can be cached, applies the
 // transform, and then (WithSharing) shares its parts with the objects
-// before it. An object without a name or a resourceVersion is rejected
-// (ErrRejected, and no rv); otherwise rv is its resourceVersion, which the
+// before it. An object without a name or a resourceVersion, or with a "/"
+// in its name or namespace, is rejected (ErrRejected, and no rv); otherwise rv is its resourceVersion, which the
 // transform keeps, also when the transform fails.
 func (r *Reflector[T]) admit(obj T) (_ T, rv string, _ error) {
 	var zero T
@@ -465,6 +465,9 @@ func (r *Reflector[T]) admit(obj T) (_ T, rv string, _ error) {
 	}
 	if obj.GetName() == "" {
 		return zero, "", fmt.Errorf("%w: object has no metadata.name", ErrRejected)
+	}
+	if err := objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()); err != nil {
+		return zero, "", fmt.Errorf("%w: %w", ErrRejected, err)
 	}
 	if rv = obj.GetResourceVersion(); rv == "" {
 		return zero, "", fmt.Errorf("%w: %s has no metadata.resourceVersion", ErrRejected, objkey.Key(obj))

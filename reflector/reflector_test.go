@@ -346,21 +346,22 @@ func TestRejectedObjectsAreSkipped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var errs []error
 		lw := &scripted{events: []reflector.Event[*corev1.Pod]{
-			{Type: reflector.Added, Object: withRV(pod(""), "11")},   // no name
-			{Type: reflector.Added, Object: pod("norv")},             // no RV
-			{Type: reflector.Added, Object: withRV(pod("ok"), "12")}, // fine
+			{Type: reflector.Added, Object: withRV(pod(""), "11")},    // no name
+			{Type: reflector.Added, Object: pod("norv")},              // no RV
+			{Type: reflector.Added, Object: withRV(pod("a/b"), "12")}, // a slash: the key of b in namespace ns/a
+			{Type: reflector.Added, Object: withRV(pod("ok"), "13")},  // fine
 		}}
 		store := newRecorder()
 		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
 			reflector.WithErrorHandler[*corev1.Pod](func(err error) { errs = append(errs, err) }))
 		defer run(t, r)()
 		synctest.Wait()
-		assert.Equal(t, []string{"replace 0@10", "add ok@12"}, store.calls())
-		require.Len(t, errs, 2)
+		assert.Equal(t, []string{"replace 0@10", "add ok@13"}, store.calls())
+		require.Len(t, errs, 3)
 		for _, err := range errs {
 			assert.ErrorIs(t, err, reflector.ErrRejected)
 		}
-		assert.Equal(t, "12", r.LastSyncResourceVersion())
+		assert.Equal(t, "13", r.LastSyncResourceVersion())
 	})
 }
 

@@ -4,6 +4,8 @@ package objkey
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -23,4 +25,17 @@ func Of(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
+}
+
+// CheckSlashes returns an error if namespace or name holds a "/", which the
+// apiserver allows in neither: the key would be another object's ("a/b"
+// in namespace "" is "b" in namespace "a").
+func CheckSlashes(namespace, name string) error {
+	switch {
+	case strings.Contains(name, "/"):
+		return fmt.Errorf("the name %q holds a \"/\", which no object's name may", name)
+	case strings.Contains(namespace, "/"):
+		return fmt.Errorf("the namespace %q holds a \"/\", which no namespace may", namespace)
+	}
+	return nil
 }
