@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -159,6 +160,9 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 		return nil
 	default:
 		gvk, gvr, err := kinds.Of[T]()
+		if err == nil && t.Resource.Resource == "" && t.Kind != "" && t.Kind != gvk.Kind {
+			return fmt.Errorf("Target.Kind %q is not the kind of %v, %s", t.Kind, reflect.TypeFor[T](), gvk.Kind)
+		}
 		if t.Resource.Resource != "" {
 			if t.Resource.Version == "" {
 				return errors.New("Target.Resource needs its version")

@@ -292,3 +292,13 @@ func TestTargetPathSegmentsAreChecked(t *testing.T) {
 	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "kube-system"})
 	assert.NoError(t, err)
 }
+
+// A Kind that is not T's is refused, rather than ignored.
+func TestTargetKindMustBeTheTypes(t *testing.T) {
+	client, err := reflector.NewClient(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Kind: "ConfigMap"})
+	assert.ErrorContains(t, err, `Target.Kind "ConfigMap" is not the kind of *v1.Pod, Pod`)
+	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Kind: "Pod"})
+	assert.NoError(t, err)
+}
