@@ -117,6 +117,8 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	switch {
 	case ctx == nil:
 		return errors.New("informer: Run: nil context")
+	case s.fifo == nil:
+		return errors.New("informer: Run: a SharedIndexInformer made without New")
 	case s.setupErr != nil:
 		// The registrations stop too, so that nothing waits for them.
 		ended, cancel := context.WithCancel(ctx)

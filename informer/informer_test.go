@@ -747,6 +747,7 @@ func TestRunRefusesWhatItCannotRunWith(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	assert.NoError(t, inf.Run(ctx), "a nil context does not leave the informer started")
+	assert.ErrorContains(t, new(informer.SharedIndexInformer[*corev1.Pod]).Run(t.Context()), "without New")
 }
 
 // A panicking index function fails the write it was called for, which is
