@@ -27,7 +27,7 @@ func WithContentType(ct ContentType) HTTPOption {
 }
 
 // WithListTimeout bounds one LIST page request, body included. The default
-// is one minute.
+// is one minute; d ≤ 0 keeps it.
 func WithListTimeout(d time.Duration) HTTPOption {
 	return func(o *httpOptions) {
 		if d > 0 {
@@ -40,8 +40,8 @@ func WithListTimeout(d time.Duration) HTTPOption {
 // byte for d is closed and reopened. With bookmarks on, kube-apiserver sends
 // something about once a minute even on a quiet resource (v1.37.2 with
 // etcd's default flags: a BOOKMARK at 61, 122 and 181 s on a watch of an
-// empty namespace's config maps); the default is 90 seconds. 0 turns the
-// watchdog off.
+// empty namespace's config maps); the default is 90 seconds. 0 (or less)
+// turns the watchdog off.
 func WithWatchIdleTimeout(d time.Duration) HTTPOption {
 	return func(o *httpOptions) { o.idleTimeout = max(d, 0) }
 }
@@ -50,13 +50,14 @@ func WithWatchIdleTimeout(d time.Duration) HTTPOption {
 // the bytes read, not what they decode to: a list of empty objects is the
 // worst case, a 1 MiB event of {"spec":{"containers":[{},{},...]}} holding
 // some 140 MB once decoded (408 bytes per Container; apimachinery's decoder
-// too). client-go's watch decoder bounds an event at 16 MiB.
+// too). client-go's watch decoder bounds an event at 16 MiB. n ≤ 0 means
+// the default.
 func WithMaxFrameBytes(n int) HTTPOption {
 	return func(o *httpOptions) { o.maxFrameBytes = n }
 }
 
 // WithMaxItemBytes bounds one item of a list page (JSON or protobuf, both
-// decoded as they stream in); the default is 64 MiB.
+// decoded as they stream in); the default is 64 MiB, and n ≤ 0 means it.
 func WithMaxItemBytes(n int) HTTPOption {
 	return func(o *httpOptions) { o.maxItemBytes = n }
 }
