@@ -71,8 +71,11 @@ func WithMode[T metav1.Object](m Mode) Option[T] {
 	return func(o *options[T]) { o.mode = m }
 }
 
-// WithPageSize sets the LIST page size (the limit parameter). The default is
-// 500; 0 lists in one request.
+// WithPageSize sets the LIST page size (the limit parameter) of the first
+// list, and of a list of the server's latest state after 410 Gone. The
+// default is 500; 0 lists in one request. A relist at the Store's
+// resourceVersion is always one request, which kube-apiserver serves from
+// its watch cache.
 func WithPageSize[T metav1.Object](n int64) Option[T] {
 	return func(o *options[T]) { o.pageSize = max(n, 0) }
 }

@@ -18,15 +18,22 @@ import (
 // hand the Store the whole state in one Replace, and neither takes a state
 // older than the Store's.
 
-// list refills the Store with a paged LIST: every page is decoded item by
-// item into one slice, which replaces the Store's contents in one call.
+// list refills the Store with a LIST: every page is decoded item by item
+// into one slice, which replaces the Store's contents in one call.
+//
+// The first list is a consistent read, paged (WithPageSize). A relist asks
+// for a state at least as new as the Store's, so as never to go back in
+// time, and asks for it in one answer, without pages, as client-go's
+// relists do: kube-apiserver serves that from its watch cache, where
+// before 1.34 it sends a paged read at a resourceVersion to etcd, which a
+// herd of clients relisting at once (after an apiserver restart) would
+// load. (The items are decoded as they arrive, as a page's are: one
+// answer costs this side no more memory than pages.)
 func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	since := r.LastSyncResourceVersion()
 	opts := ListOptions{Limit: r.opt.pageSize}
 	if since != "" && !s.latest {
-		// Never go back in time: ask for a state at least as new as the
-		// one the Store already has.
-		opts.ResourceVersion, opts.ResourceVersionMatch = since, metav1.ResourceVersionMatchNotOlderThan
+		opts = ListOptions{ResourceVersion: since, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
 	}
 	first := opts
 

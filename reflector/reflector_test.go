@@ -605,6 +605,8 @@ func TestListRefusedAsExpiredAsksForTheLatest(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, sourceKeys(src), store.keys())
 		assert.Equal(t, []string{"", "1", ""}, lw.listRVs(), "the first list, the Store's version, then the latest")
+		assert.Equal(t, []int64{500, 0, 500}, lw.listLimits(),
+			"a relist at the Store's version in one answer (which the watch cache serves), the others paged")
 	})
 }
 
@@ -616,6 +618,7 @@ type exactLister struct {
 	down        atomic.Bool // watches fail with 503
 	mu          sync.Mutex
 	rvs         []string // of each list
+	limits      []int64  // of each list
 	spin        fakelw.SpinGuard
 }
 
@@ -625,10 +628,17 @@ func (l *exactLister) listRVs() []string {
 	return slices.Clone(l.rvs)
 }
 
+func (l *exactLister) listLimits() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.limits)
+}
+
 func (l *exactLister) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
 	if opts.Continue == "" {
 		l.mu.Lock()
 		l.rvs = append(l.rvs, opts.ResourceVersion)
+		l.limits = append(l.limits, opts.Limit)
 		l.mu.Unlock()
 	}
 	if n, _ := strconv.ParseUint(opts.ResourceVersion, 10, 64); n > 0 && n < l.compactedAt.Load() {
