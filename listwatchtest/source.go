@@ -194,11 +194,13 @@ func (s *Source[T]) CloseWatches() { s.src.CloseWatches() }
 func (s *Source[T]) Compact() { s.src.Compact() }
 
 // FailList makes the next List calls fail with errs, one each: for
-// example apierrors.NewForbidden, or apierrors.NewTooManyRequests.
+// example apierrors.NewForbidden, or apierrors.NewTooManyRequests. A nil
+// error in errs is skipped: it fails no call.
 func (s *Source[T]) FailList(errs ...error) { s.src.FailList(errs...) }
 
 // FailWatch makes the next Watch calls fail with errs, one each. A
-// streaming list is a Watch.
+// streaming list is a Watch. A nil error in errs is skipped: it fails no
+// call.
 func (s *Source[T]) FailWatch(errs ...error) { s.src.FailWatch(errs...) }
 
 // PendingFailures returns how many of the errors given to FailList and
@@ -287,7 +289,9 @@ func (c copies[T]) List(ctx context.Context, opts reflector.ListOptions, add fun
 
 func (c copies[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
 	w, err := c.lw.Watch(ctx, opts)
-	if err != nil {
+	if err != nil || isNil(w) {
+		// A nil Watcher stays nil, for the caller to see, not one that
+		// panics in Next.
 		return nil, err
 	}
 	return copying[T]{w}, nil

@@ -385,3 +385,31 @@ func TestUnstructuredSource(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 }
+
+// A nil error given to FailList or FailWatch fails no call: the calls after
+// it are served, or failed by the errors that follow.
+func TestNilFailuresAreSkipped(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	_, err := src.Create(pod("ns", "a"))
+	require.NoError(t, err)
+	src.FailList(nil, apierrors.NewTooManyRequests("slow down", 1))
+	src.FailWatch(nil)
+	lists, watches := src.PendingFailures()
+	assert.Equal(t, 1, lists)
+	assert.Zero(t, watches)
+
+	add := func(*corev1.Pod) error { return nil }
+	_, err = src.List(t.Context(), reflector.ListOptions{}, add)
+	assert.True(t, apierrors.IsTooManyRequests(err), "%v", err)
+	meta, err := src.List(t.Context(), reflector.ListOptions{}, add)
+	require.NoError(t, err)
+	assert.Equal(t, "1", meta.ResourceVersion)
+
+	w, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "0"})
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	defer w.Close()
+	ev, err := w.Next()
+	require.NoError(t, err)
+	assert.Equal(t, "a", ev.Object.Name)
+}

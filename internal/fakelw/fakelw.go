@@ -224,18 +224,32 @@ func (s *Source[T]) CloseWatches() {
 	}
 }
 
-// FailList makes the next List calls fail with errs, one each.
+// FailList makes the next List calls fail with errs, one each. A nil
+// error in errs is skipped: it fails no call.
 func (s *Source[T]) FailList(errs ...error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.listErrs = append(s.listErrs, errs...)
+	s.listErrs = appendErrors(s.listErrs, errs)
 }
 
-// FailWatch makes the next Watch calls fail with errs, one each.
+// FailWatch makes the next Watch calls fail with errs, one each. A nil
+// error in errs is skipped: it fails no call.
 func (s *Source[T]) FailWatch(errs ...error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.watchErrs = append(s.watchErrs, errs...)
+	s.watchErrs = appendErrors(s.watchErrs, errs)
+}
+
+// appendErrors appends the errors of errs that are not nil to queue. A
+// queued nil would be served as a failure with no error: an empty list
+// without a resourceVersion, or a Watch that returns no Watcher.
+func appendErrors(queue, errs []error) []error {
+	for _, err := range errs {
+		if err != nil {
+			queue = append(queue, err)
+		}
+	}
+	return queue
 }
 
 // PendingFailures returns how many errors FailList and FailWatch queued
