@@ -76,13 +76,18 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 // exists, one (apierrors.IsInvalid) if obj has no name, and one
 // (apierrors.IsInternalError, as kube-apiserver answers) if obj has a
 // resourceVersion: an object read back must have it cleared to be created
-// again.
+// again. An object that cannot be copied is an error
+// (apierrors.IsBadRequest): an *unstructured.Unstructured may hold only
+// the values JSON decodes to (int64, not int).
 func (s *Source[T]) Create(obj T) (T, error) {
 	var zero T
 	if isNil(obj) {
 		return zero, errors.New("listwatchtest: Create: the object is nil")
 	}
-	obj = deepCopy(obj)
+	obj, err := copyIn(obj)
+	if err != nil {
+		return zero, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if obj.GetName() == "" && obj.GetGenerateName() != "" {
@@ -108,13 +113,17 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // its new resourceVersion. If obj has a resourceVersion, it must be the
 // stored object's (else apierrors.IsConflict: someone else wrote it
 // since); one without updates whatever is stored. It is an error
-// (apierrors.IsNotFound) if no such object exists.
+// (apierrors.IsNotFound) if no such object exists, and one
+// (apierrors.IsBadRequest) if obj cannot be copied, as with Create.
 func (s *Source[T]) Update(obj T) (T, error) {
 	var zero T
 	if isNil(obj) {
 		return zero, errors.New("listwatchtest: Update: the object is nil")
 	}
-	obj = deepCopy(obj)
+	obj, err := copyIn(obj)
+	if err != nil {
+		return zero, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.src.Get(objkey.Key(obj))
@@ -309,6 +318,22 @@ func (w copying[T]) Next() (reflector.Event[T], error) {
 }
 
 func deepCopy[T reflector.Object](obj T) T { return obj.DeepCopyObject().(T) }
+
+// copyIn copies an object given to be stored. A panic in DeepCopyObject is
+// an error: Unstructured's panics on a value JSON does not decode to, such
+// as a Go int in a hand-built object ("replicas": 3), where it must be
+// int64. What the Source stores was copied once, so copies of it cannot
+// panic.
+func copyIn[T reflector.Object](obj T) (c T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = apierrors.NewBadRequest(fmt.Sprintf(
+				"listwatchtest: %T %q cannot be copied: %v; it may hold only the values JSON decodes to: string, int64, float64, bool, nil, and map[string]any and []any of them",
+				obj, obj.GetName(), r))
+		}
+	}()
+	return deepCopy(obj), nil
+}
 
 // isNil reports a nil obj, or a nil pointer in it.
 func isNil(obj any) bool {

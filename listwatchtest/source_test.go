@@ -413,3 +413,30 @@ func TestNilFailuresAreSkipped(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "a", ev.Object.Name)
 }
+
+// An object that cannot be copied, such as an Unstructured built by hand
+// with a Go int in it, is refused with an error that says why, not a panic.
+func TestUncopyableObjectIsRefused(t *testing.T) {
+	src := listwatchtest.NewSource[*unstructured.Unstructured]()
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata":   map[string]any{"namespace": "ns", "name": "web"},
+		"spec":       map[string]any{"replicas": 3},
+	}}
+	_, err := src.Create(obj)
+	assert.True(t, apierrors.IsBadRequest(err), "%v", err)
+	assert.ErrorContains(t, err, "cannot deep copy int")
+	assert.ErrorContains(t, err, "int64")
+	assert.Empty(t, src.Objects())
+
+	obj.Object["spec"] = map[string]any{"replicas": int64(3)}
+	_, err = src.Create(obj)
+	require.NoError(t, err)
+	obj.Object["spec"] = map[string]any{"replicas": 4}
+	_, err = src.Update(obj)
+	assert.True(t, apierrors.IsBadRequest(err), "%v", err)
+	stored, ok := src.Get("ns", "web")
+	require.True(t, ok)
+	assert.Equal(t, map[string]any{"replicas": int64(3)}, stored.Object["spec"])
+}
