@@ -750,6 +750,20 @@ func TestRunRefusesWhatItCannotRunWith(t *testing.T) {
 	assert.ErrorContains(t, new(informer.SharedIndexInformer[*corev1.Pod]).Run(t.Context()), "without New")
 }
 
+// The indexes of several WithIndexers are all in the cache.
+func TestWithIndexersAddsUp(t *testing.T) {
+	byName := func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }
+	inf := informer.New[*corev1.Pod](newSource(),
+		informer.WithIndexers(indexer.Indexers[*corev1.Pod]{indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*corev1.Pod]}),
+		informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"byName": byName}))
+	require.NoError(t, inf.Indexer().Add(pod("ns", "a")))
+	for index, value := range map[string]string{indexer.NamespaceIndex: "ns", "byName": "a"} {
+		got, err := inf.Indexer().ByIndex(index, value)
+		require.NoError(t, err, index)
+		assert.Len(t, got, 1, index)
+	}
+}
+
 // A panicking index function fails the write it was called for, which is
 // reported and skipped: it must not take Run (and the process) down.
 func TestPanickingIndexFunctionIsReported(t *testing.T) {

@@ -1,7 +1,11 @@
 package informer
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +27,7 @@ type options[T metav1.Object] struct {
 	reflector     []reflector.Option[T]
 	handlerErrors func(error)
 	mutations     *mutationOptions[T] // nil: no mutation detector
+	err           error               // an option New cannot follow: the informer does not run
 }
 
 func defaultOptions[T metav1.Object]() options[T] {
@@ -36,9 +41,23 @@ func WithName[T metav1.Object](name string) Option[T] {
 	return func(o *options[T]) { o.name = name }
 }
 
-// WithIndexers starts the cache with these named indexes.
+// WithIndexers starts the cache with these named indexes, added to those
+// of the WithIndexers before it. An index named by two of them is an
+// error: the informer does not run (Run returns the error, and LastError
+// says it), as an index without a function is not.
 func WithIndexers[T metav1.Object](ix indexer.Indexers[T]) Option[T] {
-	return func(o *options[T]) { o.indexers = ix }
+	return func(o *options[T]) {
+		if o.indexers == nil {
+			o.indexers = indexer.Indexers[T]{}
+		}
+		for _, name := range slices.Sorted(maps.Keys(ix)) {
+			if _, ok := o.indexers[name]; ok {
+				o.err = errors.Join(o.err, fmt.Errorf("informer: index %q is given twice (WithIndexers)", name))
+				continue
+			}
+			o.indexers[name] = ix[name]
+		}
+	}
 }
 
 // WithResyncPeriod sets the resync period of handlers added without one:
