@@ -1,6 +1,10 @@
 package reflector
 
-import "time"
+import (
+	"time"
+
+	"github.com/listwatch/listwatch/internal/wire"
+)
 
 // HTTPOption configures an HTTPListerWatcher.
 type HTTPOption func(*httpOptions)
@@ -18,7 +22,10 @@ type httpOptions struct {
 }
 
 // workers is how many goroutines decode a watch stream.
-func (o httpOptions) workers() int { return max(o.decodeWorkers, 1) }
+func (o httpOptions) workers() int { return min(max(o.decodeWorkers, 1), maxDecodeWorkers) }
+
+// maxDecodeWorkers bounds WithDecodeWorkers: see wire.MaxParallelWorkers.
+const maxDecodeWorkers = wire.MaxParallelWorkers
 
 // WithContentType chooses JSON or protobuf; the default picks protobuf for
 // built-in types.
@@ -74,9 +81,12 @@ func WithMaxItemBytes(n int) HTTPOption {
 // side-by-side benchmarks, whose server shares those 2 CPUs, it left watch
 // throughput unchanged (JSON used 23% more CPU) and shortened a protobuf
 // sync of 100k pods by 2–7% at most, for 8–12% more CPU. The default, 1,
-// decodes on the Reflector's goroutine.
+// decodes on the Reflector's goroutine. n is at most 64 (more is lowered
+// to 64): the one goroutine that reads the stream cuts an event from it in
+// well under a microsecond, so a few dozen decoding ones keep it busy, and
+// more would only hold more events' buffers.
 func WithDecodeWorkers(n int) HTTPOption {
-	return func(o *httpOptions) { o.decodeWorkers = max(n, 0) }
+	return func(o *httpOptions) { o.decodeWorkers = min(max(n, 0), maxDecodeWorkers) }
 }
 
 // WithProtobufInterning is kept for the types whose protobuf objects are

@@ -64,3 +64,12 @@ func TestBackoffSaturates(t *testing.T) {
 	b = newBackoff(time.Millisecond, time.Millisecond)
 	assert.Positive(t, b.next(now))
 }
+
+// WithDecodeWorkers is bounded: each worker is a goroutine per watch.
+func TestDecodeWorkersAreBounded(t *testing.T) {
+	for n, want := range map[int]int{-1: 1, 0: 1, 8: 8, 100_000: 64, math.MaxInt: 64} {
+		var o httpOptions
+		WithDecodeWorkers(n)(&o)
+		assert.Equal(t, want, o.workers(), "WithDecodeWorkers(%d)", n)
+	}
+}

@@ -59,8 +59,15 @@ type frameJob[T any] struct {
 // at most, beyond the one frame that may exceed it on its own.
 const parallelBudget = 8 << 20
 
+// MaxParallelWorkers is the most workers a ParallelWatchDecoder starts;
+// more are lowered to it. The one reader cuts an event from the stream in
+// well under a microsecond and a worker decodes it in tens, so a few dozen
+// workers keep the reader busy: more would only add jobs (two per worker)
+// and hand-offs.
+const MaxParallelWorkers = 64
+
 // NewParallelProtobufWatchDecoder is NewProtobufWatchDecoder decoding on
-// workers goroutines (at least one).
+// workers goroutines (at least one, at most MaxParallelWorkers).
 func NewParallelProtobufWatchDecoder[T any](r io.Reader, codec *Codec[T], maxFrame, workers int) *ParallelWatchDecoder[T] {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrameBytes
@@ -77,7 +84,7 @@ func NewParallelProtobufWatchDecoder[T any](r io.Reader, codec *Codec[T], maxFra
 }
 
 // NewParallelJSONWatchDecoder is NewJSONWatchDecoder decoding on workers
-// goroutines (at least one).
+// goroutines (at least one, at most MaxParallelWorkers).
 func NewParallelJSONWatchDecoder[T any](r io.Reader, codec *Codec[T], maxFrame, workers int) *ParallelWatchDecoder[T] {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrameBytes
@@ -96,7 +103,7 @@ func NewParallelJSONWatchDecoder[T any](r io.Reader, codec *Codec[T], maxFrame, 
 // newParallel starts the reader and the workers; newDecoder makes each
 // worker its own decode function; sequential may be nil.
 func newParallel[T any](src framer, workers int, newDecoder func() func([]byte, int) (Event[T], error), sequential func(n int) func() (Event[T], error)) *ParallelWatchDecoder[T] {
-	workers = max(workers, 1)
+	workers = min(max(workers, 1), MaxParallelWorkers)
 	jobs := 2*workers + 2
 	p := &ParallelWatchDecoder[T]{
 		free:       make(chan *frameJob[T], jobs),

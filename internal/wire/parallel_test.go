@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -181,6 +182,24 @@ func TestParallelKeepsOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A worker count past MaxParallelWorkers is lowered to it: 100k would
+// start 100k goroutines per watch, and math.MaxInt overflowed the count of
+// jobs.
+func TestParallelWorkersAreBounded(t *testing.T) {
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	for _, workers := range []int{100_000, math.MaxInt} {
+		d := NewParallelJSONWatchDecoder(bytes.NewReader(jsonStream(t, event{"ADDED", realisticPod(1)})), c, 0, workers)
+		if got, want := cap(d.free), 2*MaxParallelWorkers+2; got != want {
+			t.Errorf("%d workers: %d jobs, want %d", workers, got, want)
+		}
+		evs, err := drainNext(d.Next)
+		if err != io.EOF || len(evs) != 1 {
+			t.Errorf("%d workers: %d events, %v", workers, len(evs), err)
+		}
+		d.Close()
 	}
 }
 
