@@ -2,6 +2,7 @@ package processor
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,7 +63,8 @@ func (f HandlerFuncs[T]) OnDelete(obj T, finalStateUnknown bool) {
 // that stops matching a delete of its old state (its final state known: it
 // still exists, but no longer concerns Handler). Filter must be a pure
 // function of the object and must not modify it. A nil Filter accepts
-// every object; a nil Handler is told nothing.
+// every object; a nil Handler, or a nil pointer in Handler, is told
+// nothing.
 type FilteringHandler[T metav1.Object] struct {
 	Filter  func(obj T) bool
 	Handler Handler[T]
@@ -70,7 +72,7 @@ type FilteringHandler[T metav1.Object] struct {
 
 // OnAdd tells Handler of obj if Filter accepts it.
 func (f FilteringHandler[T]) OnAdd(obj T, isInInitialList bool) {
-	if f.Handler != nil && f.accepts(obj) {
+	if !isNilHandler(f.Handler) && f.accepts(obj) {
 		f.Handler.OnAdd(obj, isInInitialList)
 	}
 }
@@ -79,7 +81,7 @@ func (f FilteringHandler[T]) OnAdd(obj T, isInInitialList bool) {
 // update if both states match, an add if only newObj does, a delete of
 // oldObj if only oldObj does, nothing if neither does.
 func (f FilteringHandler[T]) OnUpdate(oldObj, newObj T) {
-	if f.Handler == nil {
+	if isNilHandler(f.Handler) {
 		return
 	}
 	switch was, is := f.accepts(oldObj), f.accepts(newObj); {
@@ -94,12 +96,22 @@ func (f FilteringHandler[T]) OnUpdate(oldObj, newObj T) {
 
 // OnDelete tells Handler of obj if Filter accepts it.
 func (f FilteringHandler[T]) OnDelete(obj T, finalStateUnknown bool) {
-	if f.Handler != nil && f.accepts(obj) {
+	if !isNilHandler(f.Handler) && f.accepts(obj) {
 		f.Handler.OnDelete(obj, finalStateUnknown)
 	}
 }
 
 func (f FilteringHandler[T]) accepts(obj T) bool { return f.Filter == nil || f.Filter(obj) }
+
+// isNilHandler reports a nil h, or a nil pointer in h (a nil
+// *HandlerFuncs, say), whose methods would panic on every call.
+func isNilHandler[T metav1.Object](h Handler[T]) bool {
+	if h == nil {
+		return true
+	}
+	v := reflect.ValueOf(h)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
 
 // Kind says which Handler method a Notification is for. The zero value is not
 // a valid Kind; listeners drop notifications whose Kind is not one of the

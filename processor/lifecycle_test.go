@@ -276,6 +276,10 @@ func TestInvalidInputIsHarmless(t *testing.T) {
 		p := processor.New[*corev1.Pod](processor.WithErrorHandler(errs.report), nil) // a nil Option is skipped
 		nilHandler := p.AddListener(nil, processor.ListenerOptions{MaxPending: -1})
 		emptyFuncs := p.AddListener(processor.HandlerFuncs[*corev1.Pod]{}, processor.ListenerOptions{})
+		// Nil pointers ignore everything too, as a nil Handler does.
+		nilFuncs := p.AddListener((*processor.HandlerFuncs[*corev1.Pod])(nil), processor.ListenerOptions{})
+		nilRecorder := p.AddListener((*recorder)(nil), processor.ListenerOptions{})
+		filteringNil := p.AddListener(processor.FilteringHandler[*corev1.Pod]{Handler: (*recorder)(nil)}, processor.ListenerOptions{})
 		r := &recorder{}
 		rl := p.AddListener(r, processor.ListenerOptions{})
 		stop := run(p)
@@ -291,7 +295,7 @@ func TestInvalidInputIsHarmless(t *testing.T) {
 			t.Errorf("errors: %v", got)
 		}
 		checkLines(t, "recorder", r, []string{"Add ns/a 1", "Update ns/a 1->2", "Delete ns/a 2"})
-		for _, l := range []*processor.Listener[*corev1.Pod]{nilHandler, emptyFuncs, rl} {
+		for _, l := range []*processor.Listener[*corev1.Pod]{nilHandler, emptyFuncs, nilFuncs, nilRecorder, filteringNil, rl} {
 			if l.Pending() != 0 {
 				t.Errorf("%d pending", l.Pending())
 			}
