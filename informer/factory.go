@@ -58,7 +58,8 @@ type factoryKey struct {
 
 // NewFactory returns a Factory for the apiserver that cfg describes. It
 // fails if cfg cannot make a client (bad TLS material, a bearer token over
-// plain http without AllowBearerOverHTTP, ...). cfg may be nil if every
+// plain http without AllowBearerOverHTTP, ...), or if WithListMode is
+// given a Mode that is none of reflector's. cfg may be nil if every
 // type the Factory is asked for has a ListerWatcher of its own
 // (WithListerWatcher, WithListerWatcherFor), as in a unit test.
 func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) {
@@ -67,6 +68,11 @@ func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) 
 		if opt != nil {
 			opt(&o)
 		}
+	}
+	switch o.mode {
+	case reflector.Auto, reflector.ListWatch, reflector.WatchList:
+	default:
+		return nil, fmt.Errorf("informer factory: WithListMode(%d): not reflector.Auto, ListWatch or WatchList", int(o.mode))
 	}
 	f := &Factory{opt: o, informers: map[factoryKey]*entry{}}
 	if cfg == nil && len(o.listerWatchers) > 0 {
@@ -387,7 +393,8 @@ func WithDefaultResync(d time.Duration) FactoryOption {
 }
 
 // WithListMode chooses streaming lists or LIST then WATCH for every
-// informer; the default is reflector.Auto.
+// informer; the default is reflector.Auto. A Mode that is none of Auto,
+// ListWatch and WatchList makes NewFactory fail.
 func WithListMode(m reflector.Mode) FactoryOption {
 	return func(o *factoryOptions) { o.mode = m }
 }

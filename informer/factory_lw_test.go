@@ -2,6 +2,7 @@ package informer_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -69,6 +70,21 @@ func TestFactoryWithListerWatchers(t *testing.T) {
 func TestFactoryWithoutConfigOrListerWatchers(t *testing.T) {
 	_, err := informer.NewFactory(nil)
 	assert.ErrorContains(t, err, "nil Config")
+}
+
+// A list mode that is none of reflector's is NewFactory's error, not a
+// Factory whose informers run some mix of the modes.
+func TestFactoryRefusesAnInvalidListMode(t *testing.T) {
+	for _, mode := range []reflector.Mode{-7, 42} {
+		_, err := informer.NewFactory(nil, informer.WithListMode(mode),
+			informer.WithListerWatcher[*corev1.Pod](listwatchtest.NewSource[*corev1.Pod]()))
+		assert.ErrorContains(t, err, fmt.Sprintf("WithListMode(%d)", mode))
+	}
+	for _, mode := range []reflector.Mode{reflector.Auto, reflector.ListWatch, reflector.WatchList} {
+		_, err := informer.NewFactory(nil, informer.WithListMode(mode),
+			informer.WithListerWatcher[*corev1.Pod](listwatchtest.NewSource[*corev1.Pod]()))
+		assert.NoError(t, err, "mode %d", mode)
+	}
 }
 
 // An informer the Factory started but that runs elsewhere (Run returned

@@ -1,6 +1,7 @@
 package reflector
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -29,6 +30,17 @@ const (
 	// WatchList always uses streaming lists and never falls back.
 	WatchList
 )
+
+// checkMode returns an error for a Mode that is none of the constants
+// above: Run reports it and does not run, rather than run some mix of
+// them.
+func checkMode(m Mode) error {
+	switch m {
+	case Auto, ListWatch, WatchList:
+		return nil
+	}
+	return fmt.Errorf("reflector: Mode(%d) is not Auto, ListWatch or WatchList", int(m))
+}
 
 // Option configures a Reflector.
 type Option[T metav1.Object] func(*options[T])
@@ -66,7 +78,8 @@ func WithName[T metav1.Object](name string) Option[T] {
 }
 
 // WithMode chooses between streaming lists and LIST then WATCH. The default
-// is Auto.
+// is Auto. A Mode that is none of Auto, ListWatch and WatchList is an
+// error: Run reports it and returns.
 func WithMode[T metav1.Object](m Mode) Option[T] {
 	return func(o *options[T]) { o.mode = m }
 }

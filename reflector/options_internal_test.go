@@ -1,6 +1,7 @@
 package reflector
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -71,5 +72,14 @@ func TestDecodeWorkersAreBounded(t *testing.T) {
 		var o httpOptions
 		WithDecodeWorkers(n)(&o)
 		assert.Equal(t, want, o.workers(), "WithDecodeWorkers(%d)", n)
+	}
+}
+
+func TestCheckModeRefusesWhatIsNoMode(t *testing.T) {
+	for _, m := range []Mode{Auto, ListWatch, WatchList} {
+		assert.NoError(t, checkMode(m), "Mode(%d)", m)
+	}
+	for _, m := range []Mode{-7, 42} {
+		assert.EqualError(t, checkMode(m), fmt.Sprintf("reflector: Mode(%d) is not Auto, ListWatch or WatchList", m))
 	}
 }
