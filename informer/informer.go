@@ -78,7 +78,7 @@ func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *Sha
 		indexer:  indexer.New(o.indexers),
 		stopped:  make(chan struct{}),
 	}
-	s.setupErr = checkSetup(lw, o.indexers)
+	s.setupErr = errors.Join(o.err, checkSetup(lw, o.indexers))
 	s.fifo = deltafifo.New(deltafifo.WithKnownObjects[T](s.indexer))
 	s.processor = processor.New[T](
 		processor.WithUpstreamSynced(s.HasSynced),
@@ -111,8 +111,8 @@ func checkSetup[T metav1.Object](lw reflector.ListerWatcher[T], ix indexer.Index
 // Run fills the cache and keeps it and the handlers up to date until ctx
 // ends. It returns after every goroutine it started has exited. An informer
 // runs once: a second call returns ErrStarted. An informer New was given
-// nothing to list and watch with, or an index without a function, does not
-// run: Run returns the error.
+// nothing to list and watch with, an index without a function, or an index
+// named by two WithIndexers, does not run: Run returns the error.
 func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	switch {
 	case ctx == nil:

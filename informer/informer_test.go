@@ -750,6 +750,20 @@ func TestRunRefusesWhatItCannotRunWith(t *testing.T) {
 	assert.ErrorContains(t, new(informer.SharedIndexInformer[*corev1.Pod]).Run(t.Context()), "without New")
 }
 
+// An index named by two WithIndexers is an error from Run, which
+// LastError says too.
+func TestRunRefusesAnIndexNamedTwice(t *testing.T) {
+	byName := func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }
+	inf := informer.New[*corev1.Pod](newSource(),
+		informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"byName": byName}),
+		informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"byName": byName}))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // an informer that ran would return nil at once
+	want := `informer: index "byName" is given twice (WithIndexers)`
+	assert.EqualError(t, inf.Run(ctx), want)
+	assert.EqualError(t, inf.LastError(), want)
+}
+
 // The indexes of several WithIndexers are all in the cache.
 func TestWithIndexersAddsUp(t *testing.T) {
 	byName := func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }

@@ -94,8 +94,9 @@ func (r *Reflector[T]) LastError() error {
 // Run lists, watches and recovers until ctx ends. It calls the Store from
 // its own goroutine only (with WithRelistInterval, a timer closes the watch
 // from another when a relist is due). Without a context, a ListerWatcher
-// or a Store it reports the error and returns, and so does a second call:
-// two loops would fill one Store twice over.
+// or a Store, or with a Mode that is none of the constants, it reports the
+// error and returns, and so does a second call: two loops would fill one
+// Store twice over.
 func (r *Reflector[T]) Run(ctx context.Context) {
 	switch {
 	case ctx == nil:
@@ -109,6 +110,10 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		return
 	case r.store == nil || isNilPointer(r.store):
 		r.report(errors.New("reflector: Run: the Store is nil"))
+		return
+	}
+	if err := checkMode(r.opt.mode); err != nil {
+		r.report(err)
 		return
 	}
 	s := runState{

@@ -1351,6 +1351,17 @@ func TestRunReportsWhatItCannotRunWith(t *testing.T) {
 			assert.ErrorContains(t, reported[0], tc.want)
 		})
 	}
+	t.Run("invalid Mode", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel() // a Reflector that ran would return at once, reporting nothing
+		var reported []error
+		r := reflector.New(newSource(), newRecorder(), reflector.WithMode[*corev1.Pod](42),
+			reflector.WithErrorHandler[*corev1.Pod](func(err error) { reported = append(reported, err) }))
+		r.Run(ctx)
+		require.Len(t, reported, 1)
+		assert.ErrorContains(t, reported[0], "Mode(42)")
+		assert.ErrorContains(t, r.LastError(), "Mode(42)")
+	})
 	_, err := reflector.NewListerWatcher[*corev1.Pod](nil, reflector.Target{})
 	assert.ErrorContains(t, err, "Client is nil")
 }
