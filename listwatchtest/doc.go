@@ -17,9 +17,10 @@
 // informer may change what it lists or watches (a transform), without
 // changing the Source or what another informer sees.
 //
-// A Source serves what the reflector asks for: paged lists, a watch from
-// any resourceVersion it still has the history of (410 Gone for an older
-// one, after Compact), and streaming lists (sendInitialEvents), unless
+// A Source serves what the reflector asks for: paged lists (each list's
+// pages from one state, as a server's are), a watch from any
+// resourceVersion it still has the history of (410 Gone for an older one,
+// after Compact), and streaming lists (sendInitialEvents), unless
 // RefuseStreaming. As a ListerWatcher it serves every object it holds;
 // For gives the view a server serves for a namespace and label and field
 // selectors (an object that stops matching is DELETED from a watch, one

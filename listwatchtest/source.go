@@ -199,7 +199,8 @@ func (s *Source[T]) CloseWatches() { s.src.CloseWatches() }
 // also one of a view that writes outside it did not move); one that is behind
 // (its watch failed before writes it has not seen) is. To make a
 // reflector list again regardless, FailWatch(apierrors.NewGone(...)) and
-// CloseWatches.
+// CloseWatches. The next page of a paged list under way is 410 Expired too
+// (its continue token names a state compacted away).
 func (s *Source[T]) Compact() { s.src.Compact() }
 
 // FailList makes the next List calls fail with errs, one each: for
@@ -222,9 +223,12 @@ func (s *Source[T]) PendingFailures() (lists, watches int) { return s.src.Pendin
 // mode, falls back to LIST and WATCH.
 func (s *Source[T]) RefuseStreaming() { s.src.RefuseStreaming() }
 
-// List is reflector.ListerWatcher's: it serves one page of the current
-// state. Each object is a copy of its own: what the caller does to it (a
-// transform) changes nothing in the Source.
+// List is reflector.ListerWatcher's: it serves one page of a list. As a
+// server does, it cuts a list's first page from the current state and its
+// next pages from the same state, whatever was written since: those
+// writes come in the watch from the list's resourceVersion. Each object is
+// a copy of its own: what the caller does to it (a transform) changes
+// nothing in the Source.
 func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
 	return copies[T]{s.src}.List(ctx, opts, add)
 }

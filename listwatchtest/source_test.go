@@ -20,6 +20,7 @@ import (
 
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/listwatchtest"
+	"github.com/listwatch/listwatch/processor"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -183,6 +184,60 @@ func TestCompactLeavesACaughtUpViewAlone(t *testing.T) {
 }
 
 // Compact makes a reflector that is behind list again.
+// A paged list's pages come from one state, as a server's do, so writes
+// made between pages reach a handler once and in order, through the watch
+// from the list's resourceVersion.
+func TestWritesBetweenPagesArriveInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		src.RefuseStreaming()
+		for _, name := range []string{"a", "b"} {
+			_, err := src.Create(pod("ns", name))
+			require.NoError(t, err)
+		}
+		lw := &writeAfterFirstPage{Source: src, write: func() {
+			for range 2 {
+				b, _ := src.Get("ns", "b")
+				b.Labels = map[string]string{"v": b.ResourceVersion}
+				_, err := src.Update(b)
+				require.NoError(t, err)
+			}
+		}}
+		var events []string
+		inf := informer.New[*corev1.Pod](lw, informer.WithReflectorOptions(reflector.WithPageSize[*corev1.Pod](1)))
+		inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+			AddFunc: func(p *corev1.Pod, _ bool) { events = append(events, "add "+p.Name+"@"+p.ResourceVersion) },
+			UpdateFunc: func(old, p *corev1.Pod) {
+				events = append(events, "update "+p.Name+"@"+old.ResourceVersion+"->"+p.ResourceVersion)
+			},
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(ctx) }()
+		require.NoError(t, informer.WaitForSync(ctx, inf))
+		synctest.Wait()
+		assert.Equal(t, []string{"add a@1", "add b@2", "update b@2->3", "update b@3->4"}, events)
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
+// writeAfterFirstPage is a Source that makes writes once it has served
+// the first page of a list.
+type writeAfterFirstPage struct {
+	*listwatchtest.Source[*corev1.Pod]
+	write func()
+	once  sync.Once
+}
+
+func (w *writeAfterFirstPage) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	meta, err := w.Source.List(ctx, opts, add)
+	if opts.Continue == "" && meta.Continue != "" {
+		w.once.Do(w.write)
+	}
+	return meta, err
+}
+
 func TestCompactMakesAReflectorBehindListAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listwatchtest.NewSource[*corev1.Pod]()

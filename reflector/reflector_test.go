@@ -234,7 +234,7 @@ func TestContinueExpiredListsEverythingAtOnce(t *testing.T) {
 		defer run(t, r)()
 		synctest.Wait()
 		assert.Equal(t, "replace 5@5", store.calls()[0], "the pages before the expiry must not be kept twice")
-		assert.Equal(t, []reflector.ListOptions{{Limit: 2}, {Limit: 2, Continue: "ns/p1"}, {}}, lw.asked,
+		assert.Equal(t, []reflector.ListOptions{{Limit: 2}, {Limit: 2, Continue: "1/ns/p1"}, {}}, lw.asked,
 			"page 1, expired page 2, then everything in one answer")
 	})
 }
@@ -263,8 +263,8 @@ func TestFailedPageIsAskedForAgain(t *testing.T) {
 		synctest.Wait()
 		require.NotEmpty(t, store.calls())
 		assert.Equal(t, "replace 5@5", store.calls()[0])
-		p2 := reflector.ListOptions{Limit: 2, Continue: "ns/p1"}
-		assert.Equal(t, []reflector.ListOptions{{Limit: 2}, p2, p2, p2, {Limit: 2, Continue: "ns/p3"}}, lw.asked)
+		p2 := reflector.ListOptions{Limit: 2, Continue: "1/ns/p1"}
+		assert.Equal(t, []reflector.ListOptions{{Limit: 2}, p2, p2, p2, {Limit: 2, Continue: "1/ns/p3"}}, lw.asked)
 		assert.GreaterOrEqual(t, lw.at[2].Sub(lw.at[1]), 3*time.Second, "Retry-After is honoured")
 		require.Len(t, errs, 2, "each failed page is reported")
 		assert.ErrorContains(t, errs[0], "asking for the page again")
@@ -301,9 +301,10 @@ func TestPageRetriesAreBounded(t *testing.T) {
 				assert.Equal(t, []string{"replace 3@3"}, store.calls())
 				want := []reflector.ListOptions{{Limit: 2}}
 				for range tc.tries {
-					want = append(want, reflector.ListOptions{Limit: 2, Continue: "ns/p1"})
+					want = append(want, reflector.ListOptions{Limit: 2, Continue: "1/ns/p1"})
 				}
-				want = append(want, reflector.ListOptions{Limit: 2}, reflector.ListOptions{Limit: 2, Continue: "ns/p1"})
+				// The list again, a second snapshot of the source's.
+				want = append(want, reflector.ListOptions{Limit: 2}, reflector.ListOptions{Limit: 2, Continue: "2/ns/p1"})
 				assert.Equal(t, want, lw.asked)
 			})
 		})

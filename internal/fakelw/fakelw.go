@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -40,6 +42,13 @@ type Source[T reflector.Object] struct {
 	compact  uint64     // events at or below this RV are forgotten
 	watchers map[*watcher[T]]struct{}
 
+	// lists holds, by id, the state each paged list under way began at: its
+	// next pages are cut from it, as a server cuts them from the snapshot
+	// at the first page's resourceVersion. Compact and Restore forget them
+	// (their continue tokens then expire), and so does the last page.
+	lists  map[uint64]listSnapshot[T]
+	listID uint64
+
 	listErrs, watchErrs []error
 	noInitialEvents     bool
 	spin                SpinGuard
@@ -47,6 +56,16 @@ type Source[T reflector.Object] struct {
 	// Lists and Watches count the requests served.
 	Lists, Watches atomic.Int64
 }
+
+// listSnapshot is the state a paged list began at.
+type listSnapshot[T reflector.Object] struct {
+	rv   uint64
+	objs []T // sorted by key
+}
+
+// maxOpenLists bounds the paged lists a Source keeps snapshots for; the
+// oldest is forgotten first.
+const maxOpenLists = 64
 
 type event[T reflector.Object] struct {
 	rv      uint64
@@ -190,6 +209,7 @@ func (s *Source[T]) Restore(snap Snapshot[T]) {
 		}
 	}
 	s.history, s.compact = kept, min(s.compact, snap.rv)
+	clear(s.lists)
 	for w := range s.watchers {
 		w.end(io.EOF)
 		delete(s.watchers, w)
@@ -203,6 +223,7 @@ func (s *Source[T]) Compact() {
 	defer s.mu.Unlock()
 	s.compact = s.rv
 	s.history = nil
+	clear(s.lists)
 }
 
 // CloseWatches ends every open watch cleanly, as a server does at a
@@ -292,9 +313,13 @@ func (s *Source[T]) tooLargeLocked(rv string) error {
 	return nil
 }
 
-// List serves one page of the current state (not of a snapshot: later pages
-// see later writes); the continue token is the key the page ended at. A
-// resourceVersion the Source has not reached is TooLarge.
+// List serves one page of a list. A first page is cut from the current
+// state; the next pages, from the state the first one was cut from, as a
+// server's are (the continue token names that state and the key the page
+// before ended at). A continue token whose state the Source no longer
+// keeps (after Compact or Restore) is 410 Expired, as a server's is once
+// etcd compacted that state away. A resourceVersion the Source has not
+// reached is TooLarge.
 func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
 	return s.list(ctx, opts, add, nil)
 }
@@ -312,16 +337,34 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 		s.mu.Unlock()
 		return reflector.ListMeta{}, err
 	}
-	if err := s.tooLargeLocked(opts.ResourceVersion); err != nil && opts.Continue == "" {
-		s.mu.Unlock()
-		return reflector.ListMeta{}, err
+	var (
+		id    uint64
+		after string
+		snap  listSnapshot[T]
+	)
+	if opts.Continue == "" {
+		if err := s.tooLargeLocked(opts.ResourceVersion); err != nil {
+			s.mu.Unlock()
+			return reflector.ListMeta{}, err
+		}
+		snap = listSnapshot[T]{rv: s.rv, objs: s.sortedLocked()}
+	} else {
+		var err error
+		if id, after, err = parseContinue(opts.Continue); err != nil {
+			s.mu.Unlock()
+			return reflector.ListMeta{}, err
+		}
+		var ok bool
+		if snap, ok = s.lists[id]; !ok {
+			s.mu.Unlock()
+			return reflector.ListMeta{}, Status(http.StatusGone, metav1.StatusReasonExpired,
+				"The provided continue parameter is too old to display a consistent list result.")
+		}
 	}
-	objs := filter(s.sortedLocked(), match)
-	rv := strconv.FormatUint(s.rv, 10)
 	s.mu.Unlock()
 
-	if opts.Continue != "" {
-		after := opts.Continue
+	objs := snap.objs
+	if after != "" {
 		i, _ := slices.BinarySearchFunc(objs, after, func(o T, k string) int {
 			return compare(objkey.Key(o), k)
 		})
@@ -330,12 +373,20 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 		}
 		objs = objs[i:]
 	}
-	meta := reflector.ListMeta{ResourceVersion: rv}
-	if opts.Limit > 0 && int64(len(objs)) > opts.Limit {
-		objs = objs[:opts.Limit]
-		meta.Continue = objkey.Key(objs[len(objs)-1])
+	meta := reflector.ListMeta{ResourceVersion: strconv.FormatUint(snap.rv, 10)}
+	page, more := cutPage(objs, opts.Limit, match)
+	s.mu.Lock()
+	switch {
+	case more && id == 0: // a first page
+		id = s.keepLocked(snap)
+		fallthrough
+	case more:
+		meta.Continue = strconv.FormatUint(id, 10) + "/" + objkey.Key(page[len(page)-1])
+	case id != 0: // the last page
+		delete(s.lists, id)
 	}
-	for _, o := range objs {
+	s.mu.Unlock()
+	for _, o := range page {
 		if err := ctx.Err(); err != nil {
 			return reflector.ListMeta{}, err
 		}
@@ -344,6 +395,46 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 		}
 	}
 	return meta, nil
+}
+
+// cutPage returns the first limit objects of objs that match accepts (nil:
+// all), or all of them for limit 0, and whether one more follows.
+func cutPage[T reflector.Object](objs []T, limit int64, match func(T) bool) (page []T, more bool) {
+	for _, o := range objs {
+		if match != nil && !match(o) {
+			continue
+		}
+		if limit > 0 && int64(len(page)) == limit {
+			return page, true
+		}
+		page = append(page, o)
+	}
+	return page, false
+}
+
+// keepLocked keeps snap for the next pages of its list and returns its id,
+// forgetting the oldest list kept if there are too many.
+func (s *Source[T]) keepLocked(snap listSnapshot[T]) uint64 {
+	if len(s.lists) >= maxOpenLists {
+		delete(s.lists, slices.Min(slices.Collect(maps.Keys(s.lists))))
+	}
+	if s.lists == nil {
+		s.lists = map[uint64]listSnapshot[T]{}
+	}
+	s.listID++
+	s.lists[s.listID] = snap
+	return s.listID
+}
+
+// parseContinue splits a continue token made by list: the id of the list's
+// snapshot, and the key its last page ended at.
+func parseContinue(token string) (id uint64, after string, err error) {
+	idText, after, ok := strings.Cut(token, "/")
+	id, perr := strconv.ParseUint(idText, 10, 64)
+	if !ok || perr != nil || id == 0 || after == "" {
+		return 0, "", Status(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("malformed continue token %q", token))
+	}
+	return id, after, nil
 }
 
 // filter returns the objects match accepts (nil: all of them).

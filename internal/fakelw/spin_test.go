@@ -40,13 +40,17 @@ func TestSpinGuard(t *testing.T) {
 func TestSourceCountsNoNextPages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
-		src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
-		next := reflector.ListOptions{Limit: 1, Continue: "ns/"}
+		for _, name := range []string{"a", "b", "c"} {
+			src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}})
+		}
+		first, err := src.List(t.Context(), reflector.ListOptions{Limit: 1}, func(*corev1.Pod) error { return nil })
+		require.NoError(t, err)
+		next := reflector.ListOptions{Limit: 1, Continue: first.Continue} // the second page of three
 		for range 20_000 {
 			_, err := src.List(t.Context(), next, func(*corev1.Pod) error { return nil })
 			require.NoError(t, err)
 		}
-		for range 10_000 {
+		for range 10_000 - 1 { // with the first page above
 			_, err := src.List(t.Context(), reflector.ListOptions{}, func(*corev1.Pod) error { return nil })
 			require.NoError(t, err)
 		}

@@ -1,0 +1,69 @@
+package fakelw_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/listwatch/listwatch/internal/fakelw"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// page lists one page and returns it as "ns/name@rv" strings.
+func page(t *testing.T, src *fakelw.Source[*corev1.Pod], opts reflector.ListOptions) ([]string, reflector.ListMeta, error) {
+	t.Helper()
+	var got []string
+	meta, err := src.List(t.Context(), opts, func(p *corev1.Pod) error {
+		got = append(got, p.Namespace+"/"+p.Name+"@"+p.ResourceVersion)
+		return nil
+	})
+	return got, meta, err
+}
+
+// The pages of one list are cut from the state its first page was, as a
+// server's are: the writes made between pages show in the watch from the
+// list's resourceVersion, not in the next pages. Were they in both, a
+// handler would see an object's state go back in time.
+func TestPagesAreOneSnapshot(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	for _, name := range []string{"a", "b", "c"} {
+		src.Create(labeled("ns", name, "web")) // 1, 2, 3
+	}
+	got, first, err := page(t, src, reflector.ListOptions{Limit: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/a@1"}, got)
+	src.Update(labeled("ns", "b", "db"))  // 4
+	src.Delete("ns/c")                    // 5
+	src.Create(labeled("ns", "d", "web")) // 6
+
+	got, second, err := page(t, src, reflector.ListOptions{Limit: 1, Continue: first.Continue})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/b@2"}, got)
+	assert.Equal(t, "3", second.ResourceVersion, "every page says the first one's resourceVersion")
+	got, last, err := page(t, src, reflector.ListOptions{Limit: 1, Continue: second.Continue})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/c@3"}, got)
+	assert.Empty(t, last.Continue)
+
+	_, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: second.Continue})
+	assert.True(t, apierrors.IsResourceExpired(err), "a list's snapshot is forgotten after its last page: %v", err)
+	_, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: "ns/b"})
+	assert.True(t, apierrors.IsBadRequest(err), "not a token of this Source: %v", err)
+}
+
+// Compact forgets the snapshots of the lists under way: their next pages
+// are 410 Expired, as a server answers once etcd compacted their state.
+func TestCompactExpiresContinueTokens(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	src.Create(labeled("ns", "a", "web"))
+	src.Create(labeled("ns", "b", "web"))
+	_, first, err := page(t, src, reflector.ListOptions{Limit: 1})
+	require.NoError(t, err)
+	require.NotEmpty(t, first.Continue)
+	src.Compact()
+	_, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: first.Continue})
+	assert.True(t, apierrors.IsResourceExpired(err), "%v", err)
+}
