@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -73,10 +74,11 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 // stored: obj with a new UID and resourceVersion. An object with no name
 // but a GenerateName gets a name made from it. It is an error
 // (apierrors.IsAlreadyExists) if an object of that namespace and name
-// exists, one (apierrors.IsInvalid) if obj has no name, and one
-// (apierrors.IsInternalError, as kube-apiserver answers) if obj has a
-// resourceVersion: an object read back must have it cleared to be created
-// again. An object that cannot be copied is an error
+// exists, one (apierrors.IsInvalid) if obj has no name, or a name or
+// namespace that is not a path segment (".", "..", or with a "/" or "%"),
+// and one (apierrors.IsInternalError, as kube-apiserver answers) if obj
+// has a resourceVersion: an object read back must have it cleared to be
+// created again. An object that cannot be copied is an error
 // (apierrors.IsBadRequest): an *unstructured.Unstructured may hold only
 // the values JSON decodes to (int64, not int).
 func (s *Source[T]) Create(obj T) (T, error) {
@@ -98,6 +100,16 @@ func (s *Source[T]) Create(obj T) (T, error) {
 		return zero, apierrors.NewInvalid(s.kind, "", field.ErrorList{
 			field.Required(field.NewPath("metadata", "name"), "name or generateName is required"),
 		})
+	}
+	for _, f := range []struct{ path, value string }{{"name", obj.GetName()}, {"namespace", obj.GetNamespace()}} {
+		if f.value == "" {
+			continue
+		}
+		if msgs := path.IsValidPathSegmentName(f.value); len(msgs) > 0 {
+			return zero, apierrors.NewInvalid(s.kind, obj.GetName(), field.ErrorList{
+				field.Invalid(field.NewPath("metadata", f.path), f.value, strings.Join(msgs, "; ")),
+			})
+		}
 	}
 	if obj.GetResourceVersion() != "" {
 		return zero, apierrors.NewInternalError(errors.New("resourceVersion should not be set on objects to be created"))
@@ -143,7 +155,7 @@ func (s *Source[T]) Update(obj T) (T, error) {
 func (s *Source[T]) Delete(namespace, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.src.Delete(objkey.Of(namespace, name)) {
+	if objkey.CheckSlashes(namespace, name) != nil || !s.src.Delete(objkey.Of(namespace, name)) {
 		return apierrors.NewNotFound(s.resource, name)
 	}
 	return nil
@@ -151,9 +163,13 @@ func (s *Source[T]) Delete(namespace, name string) error {
 
 // Get returns a copy of the object namespace/name, if it exists.
 func (s *Source[T]) Get(namespace, name string) (T, bool) {
+	var zero T
+	if objkey.CheckSlashes(namespace, name) != nil { // no such object: its key would be another's
+		return zero, false
+	}
 	obj, ok := s.src.Get(objkey.Of(namespace, name))
 	if !ok {
-		return obj, false
+		return zero, false
 	}
 	return deepCopy(obj), true
 }

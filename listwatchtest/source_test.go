@@ -39,9 +39,18 @@ func TestWritesAreChecked(t *testing.T) {
 	assert.True(t, apierrors.IsAlreadyExists(err), "%v", err)
 	_, err = src.Create(pod("other", "a"))
 	assert.NoError(t, err, "the same name in another namespace is another object")
+	_, ok := src.Get("", "ns/a")
+	assert.False(t, ok, "no object is named ns/a")
+	assert.True(t, apierrors.IsNotFound(src.Delete("", "ns/a")))
 
 	_, err = src.Create(pod("ns", ""))
 	assert.True(t, apierrors.IsInvalid(err), "%v", err)
+	// Names that are not one path segment: "a/b" in namespace "" would
+	// be "b" in namespace "a".
+	for _, bad := range []*corev1.Pod{pod("", "a/b"), pod("x/y", "b"), pod("ns", ".."), pod("ns", "a%b")} {
+		_, err = src.Create(bad)
+		assert.True(t, apierrors.IsInvalid(err), "%s/%s: %v", bad.Namespace, bad.Name, err)
+	}
 	generated, err := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: "web-"}})
 	require.NoError(t, err)
 	assert.Equal(t, "web-1", generated.Name)
@@ -68,7 +77,7 @@ func TestWritesAreChecked(t *testing.T) {
 
 	assert.True(t, apierrors.IsNotFound(src.Delete("ns", "missing")))
 	require.NoError(t, src.Delete("ns", "a"))
-	_, ok := src.Get("ns", "a")
+	_, ok = src.Get("ns", "a")
 	assert.False(t, ok)
 	again, err := src.Create(pod("ns", "a"))
 	require.NoError(t, err)
