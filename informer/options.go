@@ -62,7 +62,8 @@ func WithIndexers[T metav1.Object](ix indexer.Indexers[T]) Option[T] {
 
 // WithResyncPeriod sets the resync period of handlers added without one:
 // every period they get every cached object again as an Update. The default,
-// 0, never resyncs.
+// 0, never resyncs. As with WithHandlerResync, it is at least a second and,
+// in effect, a whole number of seconds.
 func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
 	return func(o *options[T]) { o.resync = d }
 }
@@ -103,7 +104,11 @@ func WithHandlerErrorHandler[T metav1.Object](f func(error)) Option[T] {
 // HandlerOption configures one handler registration.
 type HandlerOption func(*processor.ListenerOptions)
 
-// WithHandlerResync gives this handler its own resync period.
+// WithHandlerResync gives this handler its own resync period (at least
+// processor.MinimumResyncPeriod, one second). The informer looks for
+// handlers that are due once a second, so a period that is not a whole
+// number of seconds is, in effect, rounded up to one: 2.5 s resyncs every
+// 3 s.
 func WithHandlerResync(d time.Duration) HandlerOption {
 	return func(o *processor.ListenerOptions) { o.ResyncPeriod = d }
 }
