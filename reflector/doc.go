@@ -44,12 +44,14 @@
 //     the cache follows the server at the backoff's pace, as client-go's
 //     does; Auto mode lists with LIST when its streaming list, a watch, is
 //     forbidden.
-//   - A page of a paged list that fails with 429, a 5xx or a lost
-//     connection is asked for again with the same continue token, after
-//     the backoff (or Retry-After), up to five times, so that a busy
-//     server does not make the list start over; a continue token that
-//     expired between pages (410) makes it list again in one answer
-//     without pages, as client-go's pager does.
+//   - A page after the first of a paged list that fails with 429, a 5xx
+//     or a lost connection is asked for again with the same continue
+//     token, after the backoff (or Retry-After), up to five times, so that
+//     a busy server does not make the list start over; a continue token
+//     that expired between pages (410) makes it list again in one answer
+//     without pages, once, as client-go's pager does. A relist at the
+//     Store's resourceVersion is one answer from the start (unless
+//     WithPageSize), which kube-apiserver serves from its watch cache.
 //   - A list that cannot be resumed from, or would never end, fails and is
 //     tried again after the backoff: one without a resourceVersion, a page
 //     that gives back the continue token it was asked with, or one that

@@ -1,6 +1,7 @@
 package reflector
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -158,8 +159,13 @@ func answeredBadly(err error) bool {
 
 // retryablePage reports a failed LIST page worth asking for again with the
 // same continue token: the server busy or failing for now (429, or a 5xx
-// other than 501 Not Implemented) or the connection lost on the way.
+// other than 501 Not Implemented) or the connection lost on the way. Not a
+// page that ran out of its time (WithListTimeout): that one is as slow the
+// next time, and the list starts over after the backoff.
 func retryablePage(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
 	if s, ok := statusOf(err); ok {
 		switch s.Code {
 		case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,

@@ -49,6 +49,7 @@ type options[T metav1.Object] struct {
 	name            string
 	mode            Mode
 	pageSize        int64
+	pageSizeSet     bool // WithPageSize was given: relists page too
 	transform       func(T) (T, error)
 	errorHandler    func(error)
 	logger          *slog.Logger
@@ -84,13 +85,15 @@ func WithMode[T metav1.Object](m Mode) Option[T] {
 	return func(o *options[T]) { o.mode = m }
 }
 
-// WithPageSize sets the LIST page size (the limit parameter) of the first
-// list, and of a list of the server's latest state after 410 Gone. The
-// default is 500; 0 lists in one request. A relist at the Store's
-// resourceVersion is always one request, which kube-apiserver serves from
-// its watch cache.
+// WithPageSize sets the LIST page size (the limit parameter). The default
+// is 500, for the first list and for a list of the server's latest state
+// after 410 Gone, while a relist at the Store's resourceVersion asks for
+// everything in one answer, which kube-apiserver serves from its watch
+// cache. Given WithPageSize, every list pages with n, as client-go's
+// reflector does with WatchListPageSize (for a resource whose watch cache
+// is off, which then serves relists from etcd); 0 lists in one request.
 func WithPageSize[T metav1.Object](n int64) Option[T] {
-	return func(o *options[T]) { o.pageSize = max(n, 0) }
+	return func(o *options[T]) { o.pageSize, o.pageSizeSet = max(n, 0), true }
 }
 
 // WithTransform applies f to every object as it is decoded, before it reaches

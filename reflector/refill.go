@@ -21,25 +21,29 @@ import (
 // list refills the Store with a LIST: every page is decoded item by item
 // into one slice, which replaces the Store's contents in one call.
 //
-// The first list is a consistent read, paged (WithPageSize). A relist asks
-// for a state at least as new as the Store's, so as never to go back in
-// time, and asks for it in one answer, without pages, as client-go's
-// relists do: kube-apiserver serves that from its watch cache, where
-// before 1.34 it sends a paged read at a resourceVersion to etcd, which a
-// herd of clients relisting at once (after an apiserver restart) would
-// load. (The items are decoded as they arrive, as a page's are: one
+// The first list is a consistent read, paged. A relist asks for a state at
+// least as new as the Store's, so as never to go back in time, and asks
+// for it in one answer, without pages, unless WithPageSize was given, as
+// client-go's relists do: kube-apiserver serves that from its watch cache,
+// where before 1.34 it sends a paged read at a resourceVersion to etcd,
+// which a herd of clients relisting at once (after an apiserver restart)
+// would load. (The items are decoded as they arrive, as a page's are: one
 // answer costs this side no more memory than pages.)
 func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	since := r.LastSyncResourceVersion()
 	opts := ListOptions{Limit: r.opt.pageSize}
 	if since != "" && !s.latest {
-		opts = ListOptions{ResourceVersion: since, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+		opts.ResourceVersion, opts.ResourceVersionMatch = since, metav1.ResourceVersionMatchNotOlderThan
+		if !r.opt.pageSizeSet {
+			opts.Limit = 0
+		}
 	}
 	first := opts
 
 	collected := &listed[T]{r: r}
 	var listRV string
-	retries := 0 // of the page asked for now
+	retries := 0      // of the page asked for now
+	fellBack := false // listed in one answer after a continue token expired
 	for {
 		page := collected.page()
 		meta, err := r.lw.List(ctx, opts, page.add)
@@ -49,15 +53,18 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 			case opts.Continue == "" || ctx.Err() != nil:
 				// A first page that failed is the whole list failing:
 				// Run's loop backs off and lists again.
-			case isExpired(err):
+			case isExpired(err) && !fellBack:
 				// The continue token expired between pages: the pages
 				// so far are from a state we can no longer complete.
 				// As client-go's pager does, list everything in one
-				// answer instead, at the first page's resourceVersion,
-				// which needs no token. (Its items are decoded as they
-				// arrive, as a page's are.)
+				// answer instead, as the first page asked (the latest
+				// state, or one at least as new as the Store's), which
+				// needs no token. Once: a server that pages that answer
+				// too and expires its token again fails the list, and
+				// Run's loop asks for the latest state after the
+				// backoff.
 				collected.reset()
-				listRV, opts = "", first
+				listRV, opts, fellBack = "", first, true
 				opts.Limit = 0
 				continue
 			case retryablePage(err) && retries < maxPageRetries:

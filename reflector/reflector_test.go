@@ -271,6 +271,66 @@ func TestFailedPageIsAskedForAgain(t *testing.T) {
 	})
 }
 
+// A last page cut part way is asked for again too: its continue token is
+// still good, and the list need not start over.
+func TestFailedLastPageIsAskedForAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		for i := range 3 {
+			src.Create(pod(fmt.Sprint("p", i)))
+		}
+		lw := &pageFaults{Source: src, faults: []pageFault{{items: 1, err: fmt.Errorf("reading the list: %w", io.ErrUnexpectedEOF)}}}
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithPageSize[*corev1.Pod](2))
+		defer run(t, r)()
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.NotEmpty(t, store.calls())
+		assert.Equal(t, "replace 3@3", store.calls()[0])
+		p2 := reflector.ListOptions{Limit: 2, Continue: "1/ns/p1"}
+		assert.Equal(t, []reflector.ListOptions{{Limit: 2}, p2, p2}, lw.asked)
+	})
+}
+
+// A server that pages even the answer asked for without pages, and expires
+// its continue tokens again, fails the list after that one fallback: the
+// reflector backs off, and does not list in a loop.
+func TestContinueExpiredFallsBackOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		for i := range 3 {
+			src.Create(pod(fmt.Sprint("p", i)))
+		}
+		lw := &alwaysPages{Source: src}
+		var errs []error
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](func(err error) { errs = append(errs, err) }))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, int64(4), lw.calls.Load(), "page 1, expired page 2, the answer without pages paged anyway, its page 2 expired")
+		require.Len(t, errs, 1)
+		assert.ErrorContains(t, errs[0], "too old")
+		assert.Empty(t, store.calls())
+	})
+}
+
+// alwaysPages serves pages of one object whatever the limit, and answers
+// every continue token with 410 Expired.
+type alwaysPages struct {
+	*fakelw.Source[*corev1.Pod]
+	calls atomic.Int64
+}
+
+func (a *alwaysPages) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	a.calls.Add(1)
+	if opts.Continue != "" {
+		return reflector.ListMeta{}, fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "The provided continue parameter is too old")
+	}
+	opts.Limit = 1
+	return a.Source.List(ctx, opts, add)
+}
+
 // A page that keeps failing fails the list after maxPageRetries more tries;
 // one that fails for good (403) fails it at once. Either way the next list
 // starts from the first page.
@@ -608,6 +668,27 @@ func TestListRefusedAsExpiredAsksForTheLatest(t *testing.T) {
 		assert.Equal(t, []string{"", "1", ""}, lw.listRVs(), "the first list, the Store's version, then the latest")
 		assert.Equal(t, []int64{500, 0, 500}, lw.listLimits(),
 			"a relist at the Store's version in one answer (which the watch cache serves), the others paged")
+	})
+}
+
+// Given WithPageSize, relists page too, as client-go's do with
+// WatchListPageSize: for a resource whose watch cache is off, which serves
+// relists from etcd.
+func TestRelistsPageWithAnExplicitPageSize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		lw := &exactLister{Source: src}
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithPageSize[*corev1.Pod](100))
+		defer run(t, r)()
+		synctest.Wait()
+		src.FailWatch(fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version"))
+		src.CloseWatches()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"", "1"}, lw.listRVs())
+		assert.Equal(t, []int64{100, 100}, lw.listLimits())
 	})
 }
 

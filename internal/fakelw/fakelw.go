@@ -45,7 +45,9 @@ type Source[T reflector.Object] struct {
 	// lists holds, by id, the state each paged list under way began at: its
 	// next pages are cut from it, as a server cuts them from the snapshot
 	// at the first page's resourceVersion. Compact and Restore forget them
-	// (their continue tokens then expire), and so does the last page.
+	// (their continue tokens then expire), and so do maxOpenLists newer
+	// lists; a token stays good after its list's last page, as a server's
+	// does (a last page asked for again, after a failure, is served).
 	lists  map[uint64]listSnapshot[T]
 	listID uint64
 
@@ -382,8 +384,6 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 		fallthrough
 	case more:
 		meta.Continue = strconv.FormatUint(id, 10) + "/" + objkey.Key(page[len(page)-1])
-	case id != 0: // the last page
-		delete(s.lists, id)
 	}
 	s.mu.Unlock()
 	for _, o := range page {
