@@ -160,7 +160,7 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 		return nil
 	default:
 		gvk, gvr, err := kinds.Of[T]()
-		if err == nil && t.Resource.Resource == "" && t.Kind != "" && t.Kind != gvk.Kind {
+		if err == nil && t.Kind != "" && t.Kind != gvk.Kind {
 			return fmt.Errorf("Target.Kind %q is not the kind of %v, %s", t.Kind, reflect.TypeFor[T](), gvk.Kind)
 		}
 		if t.Resource.Resource != "" {

@@ -299,6 +299,9 @@ func TestTargetKindMustBeTheTypes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Kind: "ConfigMap"})
 	assert.ErrorContains(t, err, `Target.Kind "ConfigMap" is not the kind of *v1.Pod, Pod`)
+	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Kind: "ConfigMap",
+		Resource: corev1.SchemeGroupVersion.WithResource("pods")})
+	assert.ErrorContains(t, err, `Target.Kind "ConfigMap"`)
 	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Kind: "Pod"})
 	assert.NoError(t, err)
 }
