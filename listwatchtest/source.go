@@ -139,7 +139,7 @@ func (s *Source[T]) Update(obj T) (T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.src.Get(objkey.Key(obj))
-	if !ok {
+	if !ok || objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()) != nil {
 		return zero, apierrors.NewNotFound(s.resource, obj.GetName())
 	}
 	if rv := obj.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {

@@ -42,6 +42,8 @@ func TestWritesAreChecked(t *testing.T) {
 	_, ok := src.Get("", "ns/a")
 	assert.False(t, ok, "no object is named ns/a")
 	assert.True(t, apierrors.IsNotFound(src.Delete("", "ns/a")))
+	_, err = src.Update(pod("", "ns/a"))
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
 
 	_, err = src.Create(pod("ns", ""))
 	assert.True(t, apierrors.IsInvalid(err), "%v", err)
