@@ -112,8 +112,10 @@ func checkSetup[T metav1.Object](lw reflector.ListerWatcher[T], ix indexer.Index
 // ends. It returns after every goroutine it started has exited. An informer
 // runs once: a second call returns ErrStarted. An informer New was given
 // nothing to list and watch with, an index without a function, or an index
-// named by two WithIndexers, does not run: Run returns the error.
-func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
+// named by two WithIndexers, does not run: Run returns the error. So does
+// one whose reflector refuses to run (WithReflectorOptions with a Mode
+// that is none of reflector's), once it has stopped.
+func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 	switch {
 	case ctx == nil:
 		return errors.New("informer: Run: nil context")
@@ -155,11 +157,26 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) error {
 	// The FIFO closes after its producer, the reflector, has returned: an
 	// event it stores while stopping is dropped without an error.
 	defer s.fifo.Close()
+	var refused error
+	defer func() { // after wg.Wait
+		if refused != nil {
+			err = refused
+		}
+	}()
 	defer wg.Wait()
 	defer cancel()
 
 	wg.Go(func() { s.processor.Run(ctx) })
-	wg.Go(func() { refl.Run(ctx) })
+	wg.Go(func() {
+		refl.Run(ctx)
+		if ctx.Err() == nil {
+			// The reflector refused to run (an option it cannot
+			// follow, such as an invalid Mode): nothing would ever
+			// fill the cache. Stop, and return why.
+			refused = fmt.Errorf("informer: the reflector did not run: %w", refl.LastError())
+			cancel()
+		}
+	})
 	wg.Go(func() { s.resyncLoop(ctx) })
 	wg.Go(func() {
 		// Handlers that finished their initial list before the cache

@@ -764,6 +764,20 @@ func TestRunRefusesAnIndexNamedTwice(t *testing.T) {
 	assert.EqualError(t, inf.LastError(), want)
 }
 
+// An informer whose reflector refuses to run (a Mode that is none of
+// reflector's) stops and returns why, rather than wait with an empty cache
+// until its context ends.
+func TestRunReturnsWhenTheReflectorRefuses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inf := informer.New[*corev1.Pod](newSource(), informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](42)))
+		reg := inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{})
+		err := inf.Run(t.Context())
+		assert.ErrorContains(t, err, "Mode(42)")
+		<-reg.Stopped()
+		<-inf.Stopped()
+	})
+}
+
 // The indexes of several WithIndexers are all in the cache.
 func TestWithIndexersAddsUp(t *testing.T) {
 	byName := func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }
