@@ -493,3 +493,42 @@ func TestListenerRemovedWhileTheUpstreamSyncs(t *testing.T) {
 		}
 	})
 }
+
+// A listener removed just as its upstream syncs settles Synced before it
+// closes Stopped, so a waiter that sees Stopped closed (informer.WaitForSync)
+// does not report "stopped before it synced" for a listener whose
+// HasSynced then turns true.
+func TestStoppedClosesAfterSyncedIsSettled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var upstream, armed atomic.Bool
+		hookIn, hookRelease := make(chan struct{}), make(chan struct{})
+		p := processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
+			v := upstream.Load()
+			if armed.CompareAndSwap(true, false) { // stop's call
+				close(hookIn)
+				<-hookRelease
+			}
+			return v
+		}))
+		l := p.AddListener(&recorder{}, processor.ListenerOptions{}) // no initial list
+		stop := run(p)
+		defer stop()
+		synctest.Wait()
+
+		upstream.Store(true) // synced, and nobody has asked the listener since
+		armed.Store(true)
+		removed := make(chan struct{})
+		go func() { defer close(removed); p.RemoveListener(l) }()
+		<-hookIn // stop is asking the upstream
+		synctest.Wait()
+		if closed(l.Stopped()) && !closed(l.Synced()) {
+			t.Error("Stopped closed while Synced was still to be decided")
+		}
+		close(hookRelease)
+		<-removed
+		<-l.Stopped()
+		if !closed(l.Synced()) || !l.HasSynced() {
+			t.Error("a listener whose upstream had synced, with no initial list: not synced")
+		}
+	})
+}

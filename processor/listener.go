@@ -239,16 +239,24 @@ func (l *Listener[T]) stop() {
 	l.state.Store(uint32(stopped))
 	l.early = nil
 	close(l.done)
+	l.mu.Unlock()
+
+	l.settleSynced()
 	if wasIdle { // no goroutine to close it
 		close(l.stopped)
 	}
-	l.mu.Unlock()
+	l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
+}
 
-	// Stopped before Synced closed: it never will, and HasSynced, which
-	// must agree with it, never turns true (the upstream may sync later)
-	// — unless it is true already (both its halves only ever turn true),
-	// and the goroutine that would have closed Synced has not got there:
-	// then close it here. Unlocked: the upstream is user code.
+// settleSynced decides, for a listener that is stopping, whether it
+// synced. Stopped before Synced closed, it never will, and HasSynced,
+// which must agree with it, never turns true (the upstream may sync later)
+// — unless it is true already (both its halves only ever turn true), and
+// no call has closed Synced yet: then it closes it. Both stop and the
+// goroutine that closes Stopped call it, the latter before it does, so that
+// a waiter that sees Stopped closed sees Synced settled. Not under l.mu:
+// the upstream is user code.
+func (l *Listener[T]) settleSynced() {
 	synced := l.cfg.synced() && l.initialsLeft.Load() == 0
 	l.syncedOnce.Do(func() {
 		if synced {
@@ -257,7 +265,6 @@ func (l *Listener[T]) stop() {
 			l.stoppedUnsynced.Store(true)
 		}
 	})
-	l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
 }
 
 // pop moves notifications from addCh into the backlog b and from b to
@@ -316,6 +323,7 @@ func (l *Listener[T]) run() {
 		}
 	}
 	ended = true
+	l.settleSynced()
 	close(l.stopped)
 }
 
