@@ -238,13 +238,19 @@ func (l *Listener[T]) stop() {
 	wasIdle := runState(l.state.Load()) == idle
 	l.state.Store(uint32(stopped))
 	l.early = nil
-	close(l.done)
 	l.mu.Unlock()
 
+	// Settled before the goroutines are told to stop, so that a waiter
+	// that sees Stopped closed sees Synced settled. Unlocked: the
+	// upstream is user code.
 	l.settleSynced()
+
+	l.mu.Lock()
+	close(l.done)
 	if wasIdle { // no goroutine to close it
 		close(l.stopped)
 	}
+	l.mu.Unlock()
 	l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
 }
 
@@ -252,10 +258,7 @@ func (l *Listener[T]) stop() {
 // synced. Stopped before Synced closed, it never will, and HasSynced,
 // which must agree with it, never turns true (the upstream may sync later)
 // — unless it is true already (both its halves only ever turn true), and
-// no call has closed Synced yet: then it closes it. Both stop and the
-// goroutine that closes Stopped call it, the latter before it does, so that
-// a waiter that sees Stopped closed sees Synced settled. Not under l.mu:
-// the upstream is user code.
+// no call has closed Synced yet: then it closes it.
 func (l *Listener[T]) settleSynced() {
 	synced := l.cfg.synced() && l.initialsLeft.Load() == 0
 	l.syncedOnce.Do(func() {
@@ -323,7 +326,6 @@ func (l *Listener[T]) run() {
 		}
 	}
 	ended = true
-	l.settleSynced()
 	close(l.stopped)
 }
 
