@@ -432,7 +432,31 @@ func (f *FIFO[T]) keyOf(obj T) string {
 	if isNil(obj) || obj.GetName() == "" {
 		return ""
 	}
-	return f.keyFunc(obj)
+	key, _ := f.callKeyFunc(obj)
+	return key
+}
+
+// callKeyFunc runs the key function, a panic in it being its error: the
+// write fails, as for an invalid object, rather than take down the
+// caller's goroutine (the reflector's).
+func (f *FIFO[T]) callKeyFunc(obj T) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			key, err = "", fmt.Errorf("%w: key function panicked on %s: %v", ErrInvalidObject, objkey.Key(obj), r)
+		}
+	}()
+	return f.keyFunc(obj), nil
+}
+
+// callTransform runs the transform, a panic in it being its error.
+func (f *FIFO[T]) callTransform(obj T) (t T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			t, err = zero, fmt.Errorf("transform panicked: %v", r)
+		}
+	}()
+	return f.transform(obj)
 }
 
 // prepare validates obj, computes its key and applies the transform. It runs
@@ -448,21 +472,24 @@ func (f *FIFO[T]) prepare(obj T) (string, T, error) {
 	if err := objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()); err != nil {
 		return "", zero, fmt.Errorf("%w: %w", ErrInvalidObject, err)
 	}
-	key := f.keyFunc(obj)
+	key, err := f.callKeyFunc(obj)
+	if err != nil {
+		return "", zero, err
+	}
 	if key == "" {
 		return "", zero, fmt.Errorf("%w: key function returned an empty key for %s", ErrInvalidObject, objkey.Key(obj))
 	}
 	if f.transform == nil {
 		return key, obj, nil
 	}
-	t, err := f.transform(obj)
+	t, err := f.callTransform(obj)
 	if err != nil {
 		return "", zero, fmt.Errorf("transforming %s: %w", key, err)
 	}
 	if isNil(t) {
 		return "", zero, fmt.Errorf("transforming %s: transform returned a nil object", key)
 	}
-	if got := f.keyFunc(t); got != key {
+	if got, err := f.callKeyFunc(t); err != nil || got != key {
 		return "", zero, fmt.Errorf("%w: transforming %s changed its key to %q", ErrInvalidObject, key, got)
 	}
 	return key, t, nil

@@ -121,6 +121,18 @@ func TestFIFOInvalidObject(t *testing.T) {
 		})
 	}
 
+	t.Run("a key function or transform that panics", func(t *testing.T) {
+		boom := func(*corev1.Pod) string { panic("key bug") }
+		f := deltafifo.New(deltafifo.WithKeyFunc(boom))
+		err := f.Add(pod("a", "1"))
+		require.ErrorIs(t, err, deltafifo.ErrInvalidObject)
+		assert.ErrorContains(t, err, "key bug")
+		assert.ErrorContains(t, f.Replace([]*corev1.Pod{pod("a", "1")}, "1"), "key bug")
+		f = deltafifo.New(deltafifo.WithTransform(func(*corev1.Pod) (*corev1.Pod, error) { panic("transform bug") }))
+		assert.ErrorContains(t, f.Add(pod("a", "1")), "transform bug")
+		assert.Zero(t, f.Len())
+	})
+
 	t.Run("empty key from a custom key function", func(t *testing.T) {
 		f := deltafifo.New(deltafifo.WithKeyFunc(func(*corev1.Pod) string { return "" }))
 		err := f.Add(pod("a", "1"))

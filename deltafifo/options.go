@@ -38,7 +38,8 @@ type config[T metav1.Object] struct {
 // WithKeyFunc sets the function that computes an object's key. The default
 // is "namespace/name", or "name" for a cluster-scoped object. A nil f keeps
 // the default. The key function must not return an empty key for a valid
-// object: the FIFO rejects such objects.
+// object: the FIFO rejects such objects, and those it panics on
+// (ErrInvalidObject).
 func WithKeyFunc[T metav1.Object](f func(T) string) Option[T] {
 	return func(c *config[T]) {
 		if f != nil {
@@ -62,8 +63,8 @@ func WithKnownObjects[T metav1.Object](known KnownObjects[T]) Option[T] {
 
 // WithTransform sets a function applied once to every object handed to Add,
 // Update, Delete and Replace, before it is stored anywhere; a typical use is
-// dropping managedFields to save memory. If it fails, that call fails and the
-// queue is unchanged. It is not applied by Resync, whose objects come from
+// dropping managedFields to save memory. If it fails (or panics), that call
+// fails and the queue is unchanged. It is not applied by Resync, whose objects come from
 // the known objects and were transformed on their way in. The transform must
 // not change the object's key (an object whose key it changes is refused
 // with ErrInvalidObject), and may be called concurrently from several

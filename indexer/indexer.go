@@ -49,7 +49,8 @@ const maxFreePasses = 3
 type Option[T metav1.Object] func(*Indexer[T])
 
 // WithKeyFunc sets the function that computes an object's key. The default
-// is [MetaNamespaceKey]. A nil f keeps the default.
+// is [MetaNamespaceKey]. A nil f keeps the default. A write of an object
+// it returns "" for, or panics on, fails with ErrInvalidObject.
 func WithKeyFunc[T metav1.Object](f func(T) string) Option[T] {
 	return func(x *Indexer[T]) {
 		if f != nil {
@@ -286,7 +287,8 @@ func (x *Indexer[T]) Index(name string, obj T) ([]T, error) {
 	if !ok {
 		return nil, fmt.Errorf("indexer: Index: %w %q", ErrUnknownIndex, name)
 	}
-	values, err := indexes.valuesFor(i, x.keyFunc(obj), obj) // the key names obj in an error
+	key, _ := x.callKeyFunc(obj) // names obj in an error; "" if the key function panics
+	values, err := indexes.valuesFor(i, key, obj)
 	if err != nil {
 		return nil, fmt.Errorf("indexer: Index: %w", err)
 	}
@@ -456,11 +458,26 @@ func (x *Indexer[T]) keyOf(obj T) (string, error) {
 	if err := objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidObject, err)
 	}
-	key := x.keyFunc(obj)
+	key, err := x.callKeyFunc(obj)
+	if err != nil {
+		return "", err
+	}
 	if key == "" {
 		return "", fmt.Errorf("%w: key function returned an empty key for %s", ErrInvalidObject, MetaNamespaceKey(obj))
 	}
 	return key, nil
+}
+
+// callKeyFunc runs the key function, a panic in it being its error: the
+// write fails, as for an invalid object, rather than take down the
+// caller's goroutine.
+func (x *Indexer[T]) callKeyFunc(obj T) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			key, err = "", fmt.Errorf("%w: key function panicked on %s: %v", ErrInvalidObject, MetaNamespaceKey(obj), r)
+		}
+	}()
+	return x.keyFunc(obj), nil
 }
 
 // sorted returns the names and functions of indexers, ordered by name.

@@ -93,6 +93,19 @@ func TestIndexerInvalidObject(t *testing.T) {
 	empty := indexer.New[*corev1.Pod](nil, indexer.WithKeyFunc(func(*corev1.Pod) string { return "" }))
 	assert.ErrorIs(t, empty.Add(pod("ns", "a", "1", "")), indexer.ErrInvalidObject)
 	assert.Zero(t, empty.Len())
+
+	// A key function that panics fails the write, as an invalid object.
+	boom := indexer.New[*corev1.Pod](indexer.Indexers[*corev1.Pod]{indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*corev1.Pod]},
+		indexer.WithKeyFunc(func(*corev1.Pod) string { panic("key bug") }))
+	err = boom.Add(pod("ns", "a", "1", ""))
+	assert.ErrorIs(t, err, indexer.ErrInvalidObject)
+	assert.ErrorContains(t, err, "key bug")
+	assert.ErrorContains(t, boom.Replace([]*corev1.Pod{pod("ns", "a", "1", "")}, "1"), "key bug")
+	_, ok = boom.Get(pod("ns", "a", "1", ""))
+	assert.False(t, ok)
+	_, err = boom.Index(indexer.NamespaceIndex, pod("ns", "a", "1", ""))
+	assert.NoError(t, err, "Index needs the key only to name the object in an error")
+	assert.Zero(t, boom.Len())
 }
 
 func TestIndexerIndexMaintenance(t *testing.T) {
