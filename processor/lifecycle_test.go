@@ -532,3 +532,73 @@ func TestStoppedClosesAfterSyncedIsSettled(t *testing.T) {
 		}
 	})
 }
+
+// A second RemoveListener, while the first is still asking the upstream
+// whether the listener synced, returns with the backlog dropped as the
+// first's will be: the handler is not called for it.
+func TestSecondRemoveDropsTheBacklogToo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var armed atomic.Bool
+		hookIn, hookRelease := make(chan struct{}), make(chan struct{})
+		p := processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
+			if armed.CompareAndSwap(true, false) { // the first stop's call
+				close(hookIn)
+				<-hookRelease
+			}
+			return true
+		}))
+		release := make(gate)
+		first := true
+		r := &recorder{before: func(string) {
+			if first {
+				first = false
+				release.wait()
+			}
+		}}
+		l := p.AddListener(r, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+		synctest.Wait()
+		for i := range 10 {
+			p.Distribute(addOf(fmt.Sprint("p", i), "1", false), false)
+		}
+		synctest.Wait() // the handler is in its first call, 9 more wait
+		armed.Store(true)
+		go p.RemoveListener(l)
+		<-hookIn
+		p.RemoveListener(l) // returns at once
+		release.open()
+		synctest.Wait()
+		if n := len(r.lines()); n != 1 {
+			t.Errorf("handler called %d times, want only the call in progress", n)
+		}
+		close(hookRelease)
+		<-l.Stopped()
+	})
+}
+
+// An upstream that panics when a listener stops (here, one that removes
+// itself from its handler) does not leave the listener running: Stopped
+// closes and Run returns.
+func TestUpstreamPanickingInStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var armed atomic.Bool
+		var errs errorLog
+		p := processor.New[*corev1.Pod](processor.WithErrorHandler(errs.report), processor.WithUpstreamSynced(func() bool {
+			if armed.CompareAndSwap(true, false) {
+				panic("upstream bug")
+			}
+			return true
+		}))
+		var l *processor.Listener[*corev1.Pod]
+		l = p.AddListener(&recorder{before: func(string) { armed.Store(true); p.RemoveListener(l) }}, processor.ListenerOptions{})
+		stop := run(p)
+		synctest.Wait()
+		p.Distribute(addOf("a", "1", false), false)
+		<-l.Stopped()
+		stop() // returns: the listener's goroutines have exited
+		if len(errs.all()) != 1 {
+			t.Errorf("errors %v, want the handler's panic (the upstream's, through RemoveListener)", errs.all())
+		}
+	})
+}

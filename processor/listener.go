@@ -236,22 +236,22 @@ func (l *Listener[T]) stop() {
 		return
 	}
 	wasIdle := runState(l.state.Load()) == idle
-	l.state.Store(uint32(stopped))
+	l.state.Store(uint32(stopped)) // from here on, run drops what it is handed
 	l.early = nil
 	l.mu.Unlock()
 
-	// Settled before the goroutines are told to stop, so that a waiter
-	// that sees Stopped closed sees Synced settled. Unlocked: the
-	// upstream is user code.
-	l.settleSynced()
-
-	l.mu.Lock()
-	close(l.done)
-	if wasIdle { // no goroutine to close it
-		close(l.stopped)
-	}
-	l.mu.Unlock()
-	l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
+	// The goroutines are told to stop (and an idle listener's Stopped
+	// closes) once Synced is settled, so that a waiter that sees Stopped
+	// closed sees Synced settled; deferred, so that an upstream that
+	// panics cannot leave them running.
+	defer func() {
+		close(l.done)
+		if wasIdle { // no goroutine to close it
+			close(l.stopped)
+		}
+		l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
+	}()
+	l.settleSynced() // unlocked: the upstream is user code
 }
 
 // settleSynced decides, for a listener that is stopping, whether it
@@ -305,7 +305,8 @@ func (l *Listener[T]) goRun() {
 }
 
 // run calls the handler for each notification pop hands over, until pop
-// closes nextCh. Once the listener is stopped, what is left is dropped.
+// closes nextCh. Once the listener is stopped (its state, which stop sets
+// first), what is left is dropped.
 // The goroutine that sees nextCh closed closes stopped: pop has returned,
 // and no handler call is left. (A goroutine ended by the handler's
 // runtime.Goexit never gets there; the one that takes over does.)
@@ -319,9 +320,7 @@ func (l *Listener[T]) run() {
 		}
 	}()
 	for n := range l.nextCh {
-		select {
-		case <-l.done:
-		default:
+		if runState(l.state.Load()) != stopped {
 			l.handle(n)
 		}
 	}
