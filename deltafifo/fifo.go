@@ -174,8 +174,16 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 		keys[i], objs[i] = key, obj
 	}
 	var kept []string
-	for _, obj := range keep {
-		if key := f.keyOf(obj); key != "" {
+	for i, obj := range keep {
+		if isNil(obj) || obj.GetName() == "" {
+			continue
+		}
+		key, err := f.callKeyFunc(obj)
+		if err != nil {
+			// Left out, a kept object would be queued as deleted.
+			return fmt.Errorf("deltafifo: Replace: kept item %d: %w", i, err)
+		}
+		if key != "" {
 			kept = append(kept, key)
 		}
 	}
@@ -426,16 +434,6 @@ func (f *FIFO[T]) GetByKey(key string) (deltas []Delta[T], ok bool) {
 	return append([]Delta[T](nil), d...), ok
 }
 
-// keyOf is obj's key, or "" for an object without one (nil, or nameless).
-// It runs the key function, so it is called without the lock.
-func (f *FIFO[T]) keyOf(obj T) string {
-	if isNil(obj) || obj.GetName() == "" {
-		return ""
-	}
-	key, _ := f.callKeyFunc(obj)
-	return key
-}
-
 // callKeyFunc runs the key function, a panic in it being its error: the
 // write fails, as for an invalid object, rather than take down the
 // caller's goroutine (the reflector's).
@@ -489,7 +487,11 @@ func (f *FIFO[T]) prepare(obj T) (string, T, error) {
 	if isNil(t) {
 		return "", zero, fmt.Errorf("transforming %s: transform returned a nil object", key)
 	}
-	if got, err := f.callKeyFunc(t); err != nil || got != key {
+	got, err := f.callKeyFunc(t)
+	if err != nil {
+		return "", zero, fmt.Errorf("transforming %s: %w", key, err)
+	}
+	if got != key {
 		return "", zero, fmt.Errorf("%w: transforming %s changed its key to %q", ErrInvalidObject, key, got)
 	}
 	return key, t, nil

@@ -128,6 +128,18 @@ func TestFIFOInvalidObject(t *testing.T) {
 		require.ErrorIs(t, err, deltafifo.ErrInvalidObject)
 		assert.ErrorContains(t, err, "key bug")
 		assert.ErrorContains(t, f.Replace([]*corev1.Pod{pod("a", "1")}, "1"), "key bug")
+		// A kept object the key function panics on fails the Replace:
+		// left out, it would be queued as deleted.
+		picky := func(p *corev1.Pod) string {
+			if p.Labels == nil {
+				panic("key bug")
+			}
+			return p.Namespace + "/" + p.Name
+		}
+		kept := pod("a", "1")
+		f = deltafifo.New(deltafifo.WithKeyFunc(picky), deltafifo.WithKnownObjects[*corev1.Pod](newKnown(kept)))
+		assert.ErrorContains(t, f.ReplaceKeeping(nil, []*corev1.Pod{kept}, "2"), "key bug")
+		assert.Zero(t, f.Len(), "nothing queued, no deletion")
 		f = deltafifo.New(deltafifo.WithTransform(func(*corev1.Pod) (*corev1.Pod, error) { panic("transform bug") }))
 		assert.ErrorContains(t, f.Add(pod("a", "1")), "transform bug")
 		assert.Zero(t, f.Len())
