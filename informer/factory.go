@@ -423,8 +423,9 @@ func WithBackoff(initial, max time.Duration) FactoryOption {
 	return func(o *factoryOptions) { o.backoffSet, o.backoffInitial, o.backoffMax = true, initial, max }
 }
 
-// WithPageSize sets every informer's LIST page size (the limit parameter);
-// see reflector.WithPageSize. The default is 500; 0 lists in one request.
+// WithPageSize sets every informer's LIST page size (the limit parameter),
+// for relists too; see reflector.WithPageSize. The default is 500 for the
+// first list, with relists in one answer; 0 lists in one request.
 func WithPageSize(n int64) FactoryOption {
 	return func(o *factoryOptions) { o.pageSizeSet, o.pageSize = true, n }
 }

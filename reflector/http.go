@@ -293,7 +293,7 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 			return ListMeta{}, rest.FromStatus(&st.Status)
 		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
-			return ListMeta{}, fmt.Errorf("list did not complete within %s: %w", bound, err)
+			return ListMeta{}, fmt.Errorf("list did not complete within %s (%w): %w", bound, context.DeadlineExceeded, err)
 		}
 		return ListMeta{}, err
 	}
