@@ -4,9 +4,12 @@
 package processor_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -577,28 +580,37 @@ func TestSecondRemoveDropsTheBacklogToo(t *testing.T) {
 	})
 }
 
-// An upstream that panics when a listener stops (here, one that removes
-// itself from its handler) does not leave the listener running: Stopped
-// closes and Run returns.
+// An upstream that panics when a listener stops does not leave the
+// listener running, nor end Run with others running: the panic is logged
+// and the listener counts as not synced. Here one listener removes itself
+// from its handler, and the other is stopped by Run.
 func TestUpstreamPanickingInStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var armed atomic.Bool
-		var errs errorLog
-		p := processor.New[*corev1.Pod](processor.WithErrorHandler(errs.report), processor.WithUpstreamSynced(func() bool {
-			if armed.CompareAndSwap(true, false) {
-				panic("upstream bug")
-			}
-			return true
-		}))
+		var logs bytes.Buffer // slog's handler writes under its own lock
+		var armed atomic.Int32
+		p := processor.New[*corev1.Pod](processor.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+			processor.WithUpstreamSynced(func() bool {
+				if armed.Load() > 0 {
+					armed.Add(-1)
+					panic("upstream bug")
+				}
+				return false
+			}))
 		var l *processor.Listener[*corev1.Pod]
-		l = p.AddListener(&recorder{before: func(string) { armed.Store(true); p.RemoveListener(l) }}, processor.ListenerOptions{})
+		l = p.AddListener(&recorder{before: func(string) { armed.Store(1); p.RemoveListener(l) }}, processor.ListenerOptions{})
+		other := p.AddListener(&recorder{}, processor.ListenerOptions{})
 		stop := run(p)
 		synctest.Wait()
 		p.Distribute(addOf("a", "1", false), false)
 		<-l.Stopped()
-		stop() // returns: the listener's goroutines have exited
-		if len(errs.all()) != 1 {
-			t.Errorf("errors %v, want the handler's panic (the upstream's, through RemoveListener)", errs.all())
+		armed.Store(1)
+		stop() // returns: every listener's goroutines have exited
+		<-other.Stopped()
+		if l.HasSynced() || other.HasSynced() {
+			t.Error("a listener stopped on an upstream that panicked counts as synced")
+		}
+		if got := strings.Count(logs.String(), "upstream bug"); got != 2 {
+			t.Errorf("the upstream's panics logged %d times, want 2:\n%s", got, logs.String())
 		}
 	})
 }

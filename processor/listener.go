@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"fmt"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -260,7 +261,7 @@ func (l *Listener[T]) stop() {
 // — unless it is true already (both its halves only ever turn true), and
 // no call has closed Synced yet: then it closes it.
 func (l *Listener[T]) settleSynced() {
-	synced := l.cfg.synced() && l.initialsLeft.Load() == 0
+	synced := l.upstreamSyncedForStop() && l.initialsLeft.Load() == 0
 	l.syncedOnce.Do(func() {
 		if synced {
 			close(l.synced)
@@ -268,6 +269,20 @@ func (l *Listener[T]) settleSynced() {
 			l.stoppedUnsynced.Store(true)
 		}
 	})
+}
+
+// upstreamSyncedForStop asks the upstream whether it synced, for stop,
+// which runs on the Processor's goroutine too (Run stopping its
+// listeners): a panic in the upstream is logged and counts as not synced,
+// rather than end Run with the other listeners still running.
+func (l *Listener[T]) upstreamSyncedForStop() (synced bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			synced = false
+			l.cfg.log().Error("processor: the upstream's synced function panicked", "listener", l.name, "panic", fmt.Sprint(r))
+		}
+	}()
+	return l.cfg.synced()
 }
 
 // pop moves notifications from addCh into the backlog b and from b to
