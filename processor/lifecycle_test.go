@@ -614,3 +614,65 @@ func TestUpstreamPanickingInStop(t *testing.T) {
 		}
 	})
 }
+
+// An upstream that ends the goroutine (runtime.Goexit, as t.FailNow does)
+// while Run stops a listener leaves no other listener running, and the
+// listener whose upstream never answered counts as not synced for good.
+func TestUpstreamEndingTheGoroutineInStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var upstream, armed atomic.Bool
+		p := processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
+			if armed.CompareAndSwap(true, false) {
+				runtime.Goexit()
+			}
+			return upstream.Load()
+		}))
+		first := p.AddListener(&recorder{}, processor.ListenerOptions{})
+		second := p.AddListener(&recorder{}, processor.ListenerOptions{})
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := make(chan struct{})
+		go func() {
+			defer close(exited)
+			p.Run(ctx)
+		}()
+		synctest.Wait()
+		armed.Store(true)
+		cancel()
+		<-exited // Run's goroutine, ended in the first listener's stop
+		<-first.Stopped()
+		<-second.Stopped()
+		upstream.Store(true)
+		if first.HasSynced() || closed(first.Synced()) {
+			t.Error("a listener stopped without an answer from its upstream synced afterwards")
+		}
+	})
+}
+
+// An upstream that panics when the listener's own goroutine asks it (an
+// initial notification handled) is logged; the listener goes on.
+func TestUpstreamPanickingOnTheListenersGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		var armed atomic.Bool
+		p := processor.New[*corev1.Pod](processor.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+			processor.WithUpstreamSynced(func() bool {
+				if armed.Load() {
+					panic("upstream bug")
+				}
+				return false
+			}))
+		r := &recorder{}
+		p.AddListener(r, processor.ListenerOptions{}, addOf("a", "1", true))
+		armed.Store(true)
+		stop := run(p)
+		synctest.Wait()
+		armed.Store(false)
+		p.Distribute(addOf("b", "1", false), false)
+		synctest.Wait()
+		stop()
+		checkLines(t, "listener", r, []string{"Add ns/a 1 initial", "Add ns/b 1"})
+		if !strings.Contains(logs.String(), "upstream bug") {
+			t.Errorf("the upstream's panic not logged:\n%s", logs.String())
+		}
+	})
+}

@@ -162,7 +162,7 @@ func (l *Listener[T]) HasSynced() bool {
 	}
 	// Upstream first: once it is synced, every initial notification has
 	// been counted, so the count read next is final.
-	if !l.cfg.synced() || l.initialsLeft.Load() != 0 {
+	if !l.upstreamSynced() || l.initialsLeft.Load() != 0 {
 		return false
 	}
 	// Synced, unless stop got to syncedOnce first and decided otherwise:
@@ -246,6 +246,9 @@ func (l *Listener[T]) stop() {
 	// closed sees Synced settled; deferred, so that an upstream that
 	// panics cannot leave them running.
 	defer func() {
+		// Not synced, if the upstream never answered settleSynced
+		// (runtime.Goexit in it); else this does nothing.
+		l.syncedOnce.Do(func() { l.stoppedUnsynced.Store(true) })
 		close(l.done)
 		if wasIdle { // no goroutine to close it
 			close(l.stopped)
@@ -261,7 +264,7 @@ func (l *Listener[T]) stop() {
 // — unless it is true already (both its halves only ever turn true), and
 // no call has closed Synced yet: then it closes it.
 func (l *Listener[T]) settleSynced() {
-	synced := l.upstreamSyncedForStop() && l.initialsLeft.Load() == 0
+	synced := l.upstreamSynced() && l.initialsLeft.Load() == 0
 	l.syncedOnce.Do(func() {
 		if synced {
 			close(l.synced)
@@ -271,11 +274,11 @@ func (l *Listener[T]) settleSynced() {
 	})
 }
 
-// upstreamSyncedForStop asks the upstream whether it synced, for stop,
-// which runs on the Processor's goroutine too (Run stopping its
-// listeners): a panic in the upstream is logged and counts as not synced,
-// rather than end Run with the other listeners still running.
-func (l *Listener[T]) upstreamSyncedForStop() (synced bool) {
+// upstreamSynced asks the upstream whether it synced. It is called from
+// the listener's goroutine and the Processor's (Run stopping its
+// listeners) as well as the caller's, so a panic in the upstream is logged
+// and counts as not synced, rather than take down one of them.
+func (l *Listener[T]) upstreamSynced() (synced bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			synced = false

@@ -34,8 +34,9 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithUpstreamSynced sets the function that says whether the source of the
 // notifications (the informer) has delivered its initial list; see
-// Listener.HasSynced. It must be safe for concurrent use. Nil, the default,
-// means always synced.
+// Listener.HasSynced. It must be safe for concurrent use, and is called
+// from the listeners' goroutines and Run's too: a panic in it is logged and
+// counts as not synced. Nil, the default, means always synced.
 func WithUpstreamSynced(f func() bool) Option {
 	return func(c *config) { c.upstreamSynced = f }
 }

@@ -139,12 +139,21 @@ func (p *Processor[T]) Run(ctx context.Context) {
 	p.state = stopped
 	ls := p.listeners
 	p.mu.Unlock()
-	for _, l := range ls {
-		l.stop()
-	}
+	stopAll(ls)
 	// Listeners removed meanwhile are counted in wg too: none escapes.
 	p.wg.Wait()
 	p.cfg.log().Debug("processor: stopped")
+}
+
+// stopAll stops every listener of ls, each in a deferred call, so that an
+// upstream that ends the goroutine while one stops (runtime.Goexit) does
+// not leave the others running.
+func stopAll[T metav1.Object](ls []*Listener[T]) {
+	if len(ls) == 0 {
+		return
+	}
+	defer stopAll(ls[1:])
+	ls[0].stop()
 }
 
 // Distribute hands n to every listener, or, if isSync, only to the
