@@ -20,7 +20,7 @@ var ErrClosed = errors.New("deltafifo: queue is closed")
 // ErrInvalidObject is wrapped by the error a write returns for an object it
 // cannot queue: a nil object, one without a name, one with a "/" in its name
 // or namespace (which no Kubernetes object has: its key would be another
-// object's), or one whose key is empty.
+// object's), or one whose key is empty or whose key function panics.
 // The queue is unchanged; retrying the same object does not help. It is the
 // same error as indexer.ErrInvalidObject.
 var ErrInvalidObject = objkey.ErrInvalidObject

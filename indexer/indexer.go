@@ -18,7 +18,7 @@ var ErrUnknownIndex = errors.New("unknown index")
 // ErrInvalidObject is wrapped by the error a write returns for an object it
 // cannot store: a nil object, one without a name, one with a "/" in its name
 // or namespace (which no Kubernetes object has: its key would be another
-// object's), or one whose key is empty.
+// object's), or one whose key is empty or whose key function panics.
 // The store is unchanged. It is the same error as deltafifo.ErrInvalidObject.
 var ErrInvalidObject = objkey.ErrInvalidObject
 

@@ -425,7 +425,8 @@ func WithBackoff(initial, max time.Duration) FactoryOption {
 
 // WithPageSize sets every informer's LIST page size (the limit parameter),
 // for relists too; see reflector.WithPageSize. The default is 500 for the
-// first list, with relists in one answer; 0 lists in one request.
+// first list (and a list of the latest state after 410 Gone), with relists
+// at the cache's resourceVersion in one answer; 0 lists in one request.
 func WithPageSize(n int64) FactoryOption {
 	return func(o *factoryOptions) { o.pageSizeSet, o.pageSize = true, n }
 }

@@ -471,7 +471,9 @@ func (s *SharedIndexInformer[T]) LastSyncResourceVersion() string {
 
 // Stopped returns a channel closed once Run has returned (every goroutine
 // it started has exited), or has refused to run for good (New was given
-// nothing to list and watch with, or an index without a function). It is
+// nothing to list and watch with, an index without a function or an index
+// named twice; or its reflector refused an option, such as an invalid
+// Mode). It is
 // never closed for an informer that is not run. WaitForSync uses it to
 // stop waiting for an informer that will not sync.
 func (s *SharedIndexInformer[T]) Stopped() <-chan struct{} { return s.stopped }

@@ -44,7 +44,7 @@ func WithName[T metav1.Object](name string) Option[T] {
 // WithIndexers starts the cache with these named indexes, added to those
 // of the WithIndexers before it. An index named by two of them is an
 // error: the informer does not run (Run returns the error, and LastError
-// says it), as an index without a function is not.
+// says it), just as with an index without a function.
 func WithIndexers[T metav1.Object](ix indexer.Indexers[T]) Option[T] {
 	return func(o *options[T]) {
 		if o.indexers == nil {

@@ -44,8 +44,8 @@
 //     the cache follows the server at the backoff's pace, as client-go's
 //     does; Auto mode lists with LIST when its streaming list, a watch, is
 //     forbidden.
-//   - A page after the first of a paged list that fails with 429, a 5xx
-//     or a lost connection is asked for again with the same continue
+//   - A page after the first of a paged list that fails with 429, 500,
+//     502, 503, 504 or a lost connection is asked for again with the same continue
 //     token, after the backoff (or Retry-After), up to five times, so that
 //     a busy server does not make the list start over; a continue token
 //     that expired between pages (410) makes it list again in one answer

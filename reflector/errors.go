@@ -158,8 +158,8 @@ func answeredBadly(err error) bool {
 }
 
 // retryablePage reports a failed LIST page worth asking for again with the
-// same continue token: the server busy or failing for now (429, or a 5xx
-// other than 501 Not Implemented) or the connection lost on the way. Not a
+// same continue token: the server busy or failing for now (429, 500, 502,
+// 503 or 504) or the connection lost on the way. Not a
 // page that ran out of its time (WithListTimeout): that one is as slow the
 // next time, and the list starts over after the backoff.
 func retryablePage(err error) bool {

@@ -25,7 +25,8 @@ const (
 	// again). It is the
 	// default.
 	Auto Mode = iota
-	// ListWatch always lists with paged LIST requests.
+	// ListWatch always lists with LIST requests (see WithPageSize for when
+	// they are paged).
 	ListWatch
 	// WatchList always uses streaming lists and never falls back.
 	WatchList

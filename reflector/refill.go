@@ -25,9 +25,9 @@ import (
 // least as new as the Store's, so as never to go back in time, and asks
 // for it in one answer, without pages, unless WithPageSize was given, as
 // client-go's relists do: kube-apiserver serves that from its watch cache,
-// where before 1.34 it sends a paged read at a resourceVersion to etcd,
-// which a herd of clients relisting at once (after an apiserver restart)
-// would load. (The items are decoded as they arrive, as a page's are: one
+// where older kube-apiservers send a paged read at a resourceVersion to
+// etcd, which a herd of clients relisting at once (after an apiserver
+// restart) would load. (The items are decoded as they arrive, as a page's are: one
 // answer costs this side no more memory than pages.)
 func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	since := r.LastSyncResourceVersion()
