@@ -178,7 +178,7 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 		if isNil(obj) || obj.GetName() == "" {
 			continue
 		}
-		key, err := f.callKeyFunc(obj)
+		key, err := objkey.CallKeyFunc(f.keyFunc, obj)
 		if err != nil {
 			// Left out, a kept object would be queued as deleted.
 			return fmt.Errorf("deltafifo: Replace: kept item %d: %w", i, err)
@@ -434,18 +434,6 @@ func (f *FIFO[T]) GetByKey(key string) (deltas []Delta[T], ok bool) {
 	return append([]Delta[T](nil), d...), ok
 }
 
-// callKeyFunc runs the key function, a panic in it being its error: the
-// write fails, as for an invalid object, rather than take down the
-// caller's goroutine (the reflector's).
-func (f *FIFO[T]) callKeyFunc(obj T) (key string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			key, err = "", fmt.Errorf("%w: key function panicked on %s: %v", ErrInvalidObject, objkey.Key(obj), r)
-		}
-	}()
-	return f.keyFunc(obj), nil
-}
-
 // callTransform runs the transform, a panic in it being its error.
 func (f *FIFO[T]) callTransform(obj T) (t T, err error) {
 	defer func() {
@@ -470,7 +458,7 @@ func (f *FIFO[T]) prepare(obj T) (string, T, error) {
 	if err := objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()); err != nil {
 		return "", zero, fmt.Errorf("%w: %w", ErrInvalidObject, err)
 	}
-	key, err := f.callKeyFunc(obj)
+	key, err := objkey.CallKeyFunc(f.keyFunc, obj)
 	if err != nil {
 		return "", zero, err
 	}
@@ -487,7 +475,7 @@ func (f *FIFO[T]) prepare(obj T) (string, T, error) {
 	if isNil(t) {
 		return "", zero, fmt.Errorf("transforming %s: transform returned a nil object", key)
 	}
-	got, err := f.callKeyFunc(t)
+	got, err := objkey.CallKeyFunc(f.keyFunc, t)
 	if err != nil {
 		return "", zero, fmt.Errorf("transforming %s: %w", key, err)
 	}

@@ -287,7 +287,7 @@ func (x *Indexer[T]) Index(name string, obj T) ([]T, error) {
 	if !ok {
 		return nil, fmt.Errorf("indexer: Index: %w %q", ErrUnknownIndex, name)
 	}
-	key, _ := x.callKeyFunc(obj) // names obj in an error; "" if the key function panics
+	key, _ := objkey.CallKeyFunc(x.keyFunc, obj) // names obj in an error; "" if the key function panics
 	values, err := indexes.valuesFor(i, key, obj)
 	if err != nil {
 		return nil, fmt.Errorf("indexer: Index: %w", err)
@@ -458,7 +458,7 @@ func (x *Indexer[T]) keyOf(obj T) (string, error) {
 	if err := objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidObject, err)
 	}
-	key, err := x.callKeyFunc(obj)
+	key, err := objkey.CallKeyFunc(x.keyFunc, obj)
 	if err != nil {
 		return "", err
 	}
@@ -466,18 +466,6 @@ func (x *Indexer[T]) keyOf(obj T) (string, error) {
 		return "", fmt.Errorf("%w: key function returned an empty key for %s", ErrInvalidObject, MetaNamespaceKey(obj))
 	}
 	return key, nil
-}
-
-// callKeyFunc runs the key function, a panic in it being its error: the
-// write fails, as for an invalid object, rather than take down the
-// caller's goroutine.
-func (x *Indexer[T]) callKeyFunc(obj T) (key string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			key, err = "", fmt.Errorf("%w: key function panicked on %s: %v", ErrInvalidObject, MetaNamespaceKey(obj), r)
-		}
-	}()
-	return x.keyFunc(obj), nil
 }
 
 // sorted returns the names and functions of indexers, ordered by name.

@@ -39,3 +39,16 @@ func CheckSlashes(namespace, name string) error {
 	}
 	return nil
 }
+
+// CallKeyFunc runs a key function of deltafifo's or indexer's, a panic in
+// it being its error (ErrInvalidObject): the write fails, as for an
+// invalid object, rather than take down the caller's goroutine (the
+// reflector's, in a pipeline built by hand). obj must not be nil.
+func CallKeyFunc[T metav1.Object](f func(T) string, obj T) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			key, err = "", fmt.Errorf("%w: key function panicked on %s: %v", ErrInvalidObject, Key(obj), r)
+		}
+	}()
+	return f(obj), nil
+}
