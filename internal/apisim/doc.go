@@ -33,8 +33,10 @@
 // watches, exact-RV lists and continue tokens are served, and older ones get
 // 410 Expired. Compact closes that window at the current resourceVersion.
 //
-// Writes stamp uid (on create), creationTimestamp, generation (1 on create,
-// +1 when anything but metadata and status changes) and resourceVersion. An
+// Writes stamp uid (on create), creationTimestamp (on create, unless the
+// object has one), generation (1 on create, +1 when anything but metadata
+// and status changes, for every kind: kube-apiserver gives ConfigMaps and
+// Secrets none) and resourceVersion. An
 // update that changes nothing writes nothing. Optimistic concurrency,
 // AlreadyExists, NotFound and namespace checks answer with kube-apiserver's
 // Status errors.
@@ -82,7 +84,8 @@
 // (recorded by internal/e2e under testdata/conformance) against the
 // simulator and compare them field by field. Not simulated: authentication
 // beyond one bearer token, authorization (403), namespace lifecycle
-// (creating in a missing namespace succeeds), subresources, PATCH,
+// (creating in a missing namespace succeeds), finalizers and graceful
+// deletion (a delete removes the object at once), subresources, PATCH,
 // deletecollection, Table output, YAML and CBOR, response compression, and
 // an etcd compaction that the watch cache outlives (Compact drops both).
 //
