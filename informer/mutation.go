@@ -43,8 +43,9 @@ func (e *MutationError) Error() string {
 // empty, or a Quantity rewritten with the same value). Each change found
 // is passed to report as a *MutationError, once, and so is each object
 // that cannot be copied (so not checked); report runs on the detector's
-// goroutine, or on Run's for the last check, never two at once. A nil report logs
-// with the informer's logger instead; a period ≤ 0 means one second.
+// goroutine, or on Run's for the last check, never two at once; in a test,
+// it may call t.Error. A nil report logs with the informer's logger
+// instead, as does a report that panics; a period ≤ 0 means one second.
 //
 // It keeps a second copy of the cache, and of every object replaced since
 // the last check more than a minute ago, and compares them all every
@@ -96,6 +97,7 @@ type mutationDetector[T metav1.Object] struct {
 	resource string
 	period   time.Duration
 	report   func(error)
+	log      func(error) // where a panic in report goes
 	deepCopy func(T) (T, error)
 
 	mu      sync.Mutex
@@ -119,6 +121,7 @@ func newMutationDetector[T metav1.Object](resource string, o *mutationOptions[T]
 		resource: resource,
 		period:   o.period,
 		report:   o.report,
+		log:      log,
 		deepCopy: o.deepCopy,
 		cached:   map[string]*copied[T]{},
 	}
@@ -215,7 +218,7 @@ func (d *mutationDetector[T]) check() {
 	d.mu.Unlock()
 
 	for _, err := range failed {
-		d.report(err)
+		d.safeReport(err)
 	}
 	for _, c := range all {
 		if c.copyErr != nil || semanticEqual(c.copy, c.obj) {
@@ -225,8 +228,19 @@ func (d *mutationDetector[T]) check() {
 		if fresh, cerr := d.deepCopy(c.obj); cerr == nil {
 			c.copy = fresh
 		}
-		d.report(err)
+		d.safeReport(err)
 	}
+}
+
+// safeReport calls report, logging a panic in it: the goroutine is the
+// informer's, and the other changes are still to be reported.
+func (d *mutationDetector[T]) safeReport(err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.log(fmt.Errorf("the mutation detector's report function panicked on %w: %v", err, p))
+		}
+	}()
+	d.report(err)
 }
 
 // semanticEqual is equality.Semantic.DeepEqual, which panics on a type

@@ -207,6 +207,34 @@ func TestMutationDetectorLogsWithoutReport(t *testing.T) {
 	})
 }
 
+// A report that panics is logged, and the detector goes on: every change is
+// still reported, and the informer's goroutines are not taken down.
+func TestMutationDetectorSurvivesAPanickingReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		src.Create(pod("ns", "b"))
+		var buf bytes.Buffer // written by the informer's goroutines only, read after Run returned
+		logger := slog.New(slog.NewTextHandler(&buf, nil))
+		var calls atomic.Int32
+		inf := informer.New[*corev1.Pod](src, informer.WithLogger[*corev1.Pod](logger),
+			informer.WithMutationDetector[*corev1.Pod](time.Hour, func(err error) {
+				calls.Add(1)
+				panic("report: " + err.Error())
+			}))
+		inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(p *corev1.Pod, _ bool) {
+			p.Spec.NodeName = "changed"
+		}})
+		stop := start(t, inf)
+		synctest.Wait()
+		stop() // the last check: both changes, in one call of check
+		assert.EqualValues(t, 2, calls.Load())
+		assert.Contains(t, buf.String(), "report function panicked")
+		assert.Contains(t, buf.String(), "ns/a")
+		assert.Contains(t, buf.String(), "ns/b")
+	})
+}
+
 // With WithSharing, cached objects share their identical parts, so code
 // that changes one object's labels changes every object with the same
 // labels; the detector reports each of them. (The change is made while the

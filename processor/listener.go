@@ -206,13 +206,15 @@ func (l *Listener[T]) Pending() int {
 	return int(max(l.pending.Load(), 0))
 }
 
-// start starts the listener's goroutines, counting them in wg too. It does
-// nothing unless the listener is idle.
-func (l *Listener[T]) start(wg *sync.WaitGroup) {
+// start starts the listener's goroutines, counting them in wg too, and
+// reports whether it did: it does nothing unless the listener is idle. The
+// caller logs the start once it holds no lock (the logger's handler is user
+// code).
+func (l *Listener[T]) start(wg *sync.WaitGroup) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if runState(l.state.Load()) != idle {
-		return
+		return false
 	}
 	l.state.Store(uint32(running))
 	b := l.early
@@ -224,6 +226,11 @@ func (l *Listener[T]) start(wg *sync.WaitGroup) {
 		l.pop(b)
 	}()
 	l.goRun()
+	return true
+}
+
+// logStarted logs that the listener started.
+func (l *Listener[T]) logStarted() {
 	l.cfg.log().Debug("processor: listener started", "listener", l.name)
 }
 

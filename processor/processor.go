@@ -81,11 +81,12 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions, initial .
 	if !over { // a stopped Processor keeps no new listener
 		p.listeners = append(slices.Clip(p.listeners), l)
 	}
-	if p.state == running {
-		l.start(&p.wg)
-	}
+	started := p.state == running && l.start(&p.wg)
 	p.mu.Unlock()
-	// Unlocked: both ask the upstream, which is user code.
+	// Unlocked: the logger's handler and the upstream are user code.
+	if started {
+		l.logStarted()
+	}
 	if over {
 		l.stop()
 	}
@@ -128,11 +129,17 @@ func (p *Processor[T]) Run(ctx context.Context) {
 	}
 	if ctx.Err() == nil {
 		p.state = running
+		var started []*Listener[T]
 		for _, l := range p.listeners {
-			l.start(&p.wg)
+			if l.start(&p.wg) {
+				started = append(started, l)
+			}
 		}
 		p.mu.Unlock()
 		p.cfg.log().Debug("processor: running")
+		for _, l := range started {
+			l.logStarted()
+		}
 		<-ctx.Done()
 		p.mu.Lock()
 	}

@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -93,6 +94,49 @@ func TestBlockedHandlerDelaysNoOtherListener(t *testing.T) {
 		}
 	})
 }
+
+// The logger's handler is user code too: one that blocks while a listener
+// is added (a log shipper that stalls, say) holds up that listener alone,
+// not delivery to the others. Outside a bubble: a goroutine waiting for a
+// mutex is not durably blocked, so the old failure (Distribute waiting
+// for AddListener's lock) would hang a bubble; here it fails the deadline.
+func TestBlockedLoggerDelaysNoOtherListener(t *testing.T) {
+	release := make(gate)
+	var blocking atomic.Bool
+	logger := slog.New(blockingLog{block: func() {
+		if blocking.Load() {
+			release.wait()
+		}
+	}})
+	p := processor.New[*corev1.Pod](processor.WithLogger(logger))
+	seen := make(chan string, 10)
+	p.AddListener(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(obj *corev1.Pod, _ bool) {
+		seen <- obj.Name
+	}}, processor.ListenerOptions{})
+	stop := run(p)
+	defer stop()
+	defer release.open() // last in, first out: before stop, on every path
+
+	blocking.Store(true)
+	go p.AddListener(processor.HandlerFuncs[*corev1.Pod]{}, processor.ListenerOptions{})
+	go p.Distribute(addOf("a", "1", false), false)
+	select {
+	case name := <-seen:
+		if name != "a" {
+			t.Fatalf("the first listener got %q, want a", name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first listener got nothing in 10s while the logger blocked AddListener")
+	}
+}
+
+// blockingLog is a slog.Handler that calls block for every record.
+type blockingLog struct{ block func() }
+
+func (h blockingLog) Enabled(context.Context, slog.Level) bool  { return true }
+func (h blockingLog) Handle(context.Context, slog.Record) error { h.block(); return nil }
+func (h blockingLog) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h blockingLog) WithGroup(string) slog.Handler             { return h }
 
 func TestPanickingHandlerIsReportedAndGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

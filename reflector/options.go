@@ -116,7 +116,8 @@ func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
 }
 
 // WithErrorHandler sets a function called with every list and watch error,
-// from the Reflector's goroutine, before it recovers. It must not block.
+// from the Reflector's goroutine, before it recovers. It must not block; a
+// panic in f is logged, and the Reflector goes on.
 func WithErrorHandler[T metav1.Object](f func(error)) Option[T] {
 	return func(o *options[T]) { o.errorHandler = f }
 }

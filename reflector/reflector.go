@@ -583,9 +583,17 @@ func (r *Reflector[T]) report(err error) {
 	r.lastError = err
 	r.mu.Unlock()
 	r.opt.logger.Debug("list-watch error", "resource", r.opt.name, "err", err)
-	if r.opt.errorHandler != nil {
-		r.opt.errorHandler(err)
+	if r.opt.errorHandler == nil {
+		return
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			// The goroutine is the Reflector's, not the handler's: it
+			// goes on.
+			r.opt.logger.Error("reflector: the error handler panicked", "resource", r.opt.name, "err", err, "panic", fmt.Sprint(p))
+		}
+	}()
+	r.opt.errorHandler(err)
 }
 
 // watchTimeout picks the timeoutSeconds of one watch: random in

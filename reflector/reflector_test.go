@@ -1,10 +1,12 @@
 package reflector_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sort"
@@ -139,6 +141,28 @@ func TestListThenWatch(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An error handler that panics is logged, and the Reflector recovers from
+// the error as it would have: the panic does not take its goroutine down.
+func TestPanickingErrorHandlerIsLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		src.FailList(apierrors.NewTooManyRequests("busy", 1))
+		var buf bytes.Buffer // written by the Reflector's goroutine only, read after Run returned
+		r := reflector.New(src, store,
+			reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithLogger[*corev1.Pod](slog.New(slog.NewTextHandler(&buf, nil))),
+			reflector.WithErrorHandler[*corev1.Pod](func(err error) { panic("handler: " + err.Error()) }))
+		stop := run(t, r)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, sourceKeys(src), store.keys())
+		stop()
+		assert.Contains(t, buf.String(), "the error handler panicked")
+		assert.Contains(t, buf.String(), "handler: ")
+	})
 }
 
 func TestCleanWatchEndResumesWithoutRelist(t *testing.T) {
