@@ -120,10 +120,17 @@ func (f *FIFO[T]) write(op string, typ DeltaType, obj T) error {
 	if f.closed {
 		return ErrClosed
 	}
-	f.markPopulatedLocked()
-	if typ == Deleted && f.known != nil && !f.deleteIsNewsLocked(key) {
-		return nil
+	if typ == Deleted && f.known != nil {
+		news := false
+		if err := f.readKnown(func() { news = f.deleteIsNewsLocked(key) }); err != nil {
+			return fmt.Errorf("deltafifo: %s: %w", op, err)
+		}
+		if !news {
+			f.markPopulatedLocked()
+			return nil
+		}
 	}
+	f.markPopulatedLocked()
 	f.enqueueLocked(key, Delta[T]{Type: typ, Object: obj})
 	return nil
 }
@@ -200,14 +207,32 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 		}
 		listed[key] = i
 	}
-	for i, key := range keys {
-		if listed[key] == i {
-			f.enqueueLocked(key, Delta[T]{Type: Replaced, Object: objs[i]})
-		}
-	}
 	for _, key := range kept {
 		if _, ok := listed[key]; !ok {
 			listed[key] = -1 // left as it is: not deleted below
+		}
+	}
+	// The known objects the list lacks, read before anything is queued, so
+	// that a panic in them (user code) changes nothing. Keys queued or in
+	// flight hold a newer state and are handled below; what is queued
+	// next does not change which those are.
+	var unlisted []keyedDelta[T]
+	if err := f.readKnown(func() {
+		for _, key := range f.known.ListKeys() {
+			if _, ok := listed[key]; ok || f.heldLocked(key) {
+				continue
+			}
+			if obj, ok := f.knownLocked(key); ok {
+				unlisted = append(unlisted, keyedDelta[T]{key, Delta[T]{Type: Deleted, Object: obj, FinalStateUnknown: true}})
+			}
+		}
+	}); err != nil {
+		return fmt.Errorf("deltafifo: Replace: %w", err)
+	}
+
+	for i, key := range keys {
+		if listed[key] == i {
+			f.enqueueLocked(key, Delta[T]{Type: Replaced, Object: objs[i]})
 		}
 	}
 
@@ -238,18 +263,8 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 			f.deleteUnlistedLocked(b.key, b.newest)
 		}
 	}
-	if f.known != nil {
-		for _, key := range f.known.ListKeys() {
-			if _, ok := listed[key]; ok {
-				continue
-			}
-			if f.heldLocked(key) {
-				continue // handled above
-			}
-			if obj, ok := f.knownLocked(key); ok {
-				f.enqueueLocked(key, Delta[T]{Type: Deleted, Object: obj, FinalStateUnknown: true})
-			}
-		}
+	for _, d := range unlisted {
+		f.enqueueLocked(d.key, d.delta)
 	}
 
 	if !f.populated {
@@ -282,20 +297,46 @@ func (f *FIFO[T]) Resync() error {
 	if f.closed {
 		return ErrClosed
 	}
+	var syncs []keyedDelta[T]
+	if err := f.readKnown(func() {
+		for _, key := range f.known.ListKeys() {
+			newest, held := f.newestLocked(key)
+			switch {
+			case !held:
+				if obj, ok := f.knownLocked(key); ok {
+					syncs = append(syncs, keyedDelta[T]{key, Delta[T]{Type: Sync, Object: obj}})
+				}
+			case newest.Type == Replaced:
+				syncs = append(syncs, keyedDelta[T]{key, Delta[T]{Type: Sync, Object: newest.Object}})
+			}
+		}
+	}); err != nil {
+		return fmt.Errorf("deltafifo: Resync: %w", err)
+	}
+	for _, d := range syncs {
+		f.enqueueLocked(d.key, d.delta)
+	}
+	return nil
+}
+
+// keyedDelta is a delta to queue under key.
+type keyedDelta[T metav1.Object] struct {
+	key   string
+	delta Delta[T]
+}
+
+// readKnown calls read, which reads the known objects, if there are any. A
+// panic in them, which are user code, is an error.
+func (f *FIFO[T]) readKnown(read func()) (err error) {
 	if f.known == nil {
 		return nil
 	}
-	for _, key := range f.known.ListKeys() {
-		newest, held := f.newestLocked(key)
-		switch {
-		case !held:
-			if obj, ok := f.knownLocked(key); ok {
-				f.enqueueLocked(key, Delta[T]{Type: Sync, Object: obj})
-			}
-		case newest.Type == Replaced:
-			f.enqueueLocked(key, Delta[T]{Type: Sync, Object: newest.Object})
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the known objects panicked: %v", r)
 		}
-	}
+	}()
+	read()
 	return nil
 }
 

@@ -16,6 +16,8 @@ import (
 // The FIFO calls these methods with its lock held: they must not call back
 // into the FIFO. They must be safe for concurrent use with the consumer's
 // writes, since the consumer writes to them while it processes a popped key.
+// A panic in them fails the call that read them (Replace, Resync, Delete)
+// with an error, and that call changes nothing.
 type KnownObjects[T metav1.Object] interface {
 	// GetByKey returns the object stored under key, if any (a nil object
 	// counts as none).

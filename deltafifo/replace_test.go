@@ -250,3 +250,45 @@ func TestKnownNilObjectCountsAsNone(t *testing.T) {
 	require.NoError(t, f.Resync())
 	assert.Equal(t, []string{"ns/a: Replaced@1"}, snapshot(f))
 }
+
+// panicky is a KnownObjects of one object, b, whose methods panic once
+// fail is set: user code, which the FIFO calls under its lock.
+type panicky struct{ failList, failGet bool }
+
+func (k panicky) GetByKey(key string) (*corev1.Pod, bool) {
+	if k.failGet {
+		panic("GetByKey broke")
+	}
+	return pod("b", "1"), key == "ns/b"
+}
+
+func (k panicky) ListKeys() []string {
+	if k.failList {
+		panic("ListKeys broke")
+	}
+	return []string{"ns/b"}
+}
+
+// A panic in the known objects fails the call that read them, which then
+// changes nothing: a Replace that had queued its list but not the
+// deletions it implies would leave deleted objects in the cache.
+func TestPanickingKnownObjectsFailTheCall(t *testing.T) {
+	for _, k := range []panicky{{failList: true}, {failGet: true}} {
+		f := deltafifo.New(deltafifo.WithKnownObjects[*corev1.Pod](k))
+		require.NoError(t, f.Add(pod("a", "1")))
+
+		err := f.Replace([]*corev1.Pod{pod("a", "2"), pod("c", "2")}, "2")
+		require.ErrorContains(t, err, "the known objects panicked")
+		require.ErrorContains(t, err, "broke")
+		assert.Equal(t, []string{"ns/a: Added@1"}, snapshot(f), "Replace must change nothing")
+
+		err = f.Resync()
+		require.ErrorContains(t, err, "the known objects panicked")
+		assert.Equal(t, []string{"ns/a: Added@1"}, snapshot(f), "Resync must change nothing")
+	}
+	f := deltafifo.New(deltafifo.WithKnownObjects[*corev1.Pod](panicky{failGet: true}))
+	err := f.Delete(pod("b", "2"))
+	require.ErrorContains(t, err, "the known objects panicked")
+	assert.Empty(t, snapshot(f))
+	assert.False(t, f.HasSynced(), "a failed Delete does not count as the first write")
+}

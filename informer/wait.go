@@ -8,7 +8,8 @@ import (
 
 // Syncer is what WaitForSync waits for: a *SharedIndexInformer, synced
 // once its cache holds the first list, or a *Registration, synced once its
-// handler has been told of every object in that list.
+// handler has been told of every object in that list. Synced returns a
+// channel closed once synced, never nil (WaitForSync refuses one).
 type Syncer interface {
 	Synced() <-chan struct{}
 }
@@ -36,6 +37,9 @@ func WaitForSync(ctx context.Context, syncers ...Syncer) error {
 		w := waiting{name: fmt.Sprintf("syncer %d (%T)", i+1, s), synced: s.Synced()}
 		if n, ok := s.(interface{ Name() string }); ok {
 			w.name = n.Name()
+		}
+		if w.synced == nil { // would never be closed: waiting for it would last until ctx ends
+			return fmt.Errorf("informer: WaitForSync: %s has a nil Synced channel", w.name)
 		}
 		if st, ok := s.(interface{ Stopped() <-chan struct{} }); ok {
 			w.stopped = st.Stopped()

@@ -108,7 +108,12 @@ func TestWaitForSyncStopsWaitingForAStoppedInformer(t *testing.T) {
 // never is a Syncer of one's own, with no name: it never syncs.
 type never struct{}
 
-func (never) Synced() <-chan struct{} { return nil }
+func (never) Synced() <-chan struct{} { return make(chan struct{}) }
+
+// nilSynced is a Syncer whose channel is nil, which would never be closed.
+type nilSynced struct{}
+
+func (nilSynced) Synced() <-chan struct{} { return nil }
 
 func TestWaitForSyncNamesASyncerWithoutAName(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
@@ -124,4 +129,9 @@ func TestWaitForSyncRefusesNils(t *testing.T) {
 	var reg *informer.Registration[*corev1.Pod]
 	assert.ErrorContains(t, informer.WaitForSync(t.Context(), inf, reg), "syncer 2 of 2 is nil")
 	assert.ErrorContains(t, informer.WaitForSync(t.Context(), nil), "syncer 1 of 1 is nil")
+	// Refused at once, not waited for until the context ends.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	assert.EqualError(t, informer.WaitForSync(ctx, nilSynced{}),
+		"informer: WaitForSync: syncer 1 (informer_test.nilSynced) has a nil Synced channel")
 }
