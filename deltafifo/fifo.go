@@ -101,7 +101,8 @@ func (f *FIFO[T]) Add(obj T) error { return f.write("Add", Added, obj) }
 func (f *FIFO[T]) Update(obj T) error { return f.write("Update", Updated, obj) }
 
 // Delete queues a Deleted delta carrying obj, the last state of the object.
-// If the last delta queued for the key is also a Deleted, the two become one.
+// If the last delta queued for the key is also a Deleted, the two become
+// one: the one whose final state is known, or else the newer.
 //
 // With [WithKnownObjects], a delete of a key that is neither known, queued,
 // nor being processed is dropped: the consumer never saw the object, or
