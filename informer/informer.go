@@ -342,7 +342,9 @@ func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
 // is already running, h first gets every cached object as an Add with
 // isInInitialList set, then every later change, with nothing lost or
 // repeated in between. h runs on its own goroutine: a slow h delays no other
-// handler.
+// handler. Once the informer has stopped, h is never called: the
+// registration is stopped at once, and never synced (client-go returns an
+// error then).
 func (s *SharedIndexInformer[T]) AddEventHandler(h processor.Handler[T], opts ...HandlerOption) *Registration[T] {
 	lo := processor.ListenerOptions{ResyncPeriod: s.resync}
 	for _, o := range opts {

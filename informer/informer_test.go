@@ -221,6 +221,30 @@ func TestLateHandlerGetsCacheThenChanges(t *testing.T) {
 	})
 }
 
+// A handler added once the informer has stopped is never called: its
+// registration is stopped at once, and never synced.
+func TestHandlerAddedAfterStopIsStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		inf := informer.New[*corev1.Pod](src)
+		stop := start(t, inf)
+		synctest.Wait()
+		stop()
+
+		v := newView(t)
+		reg := inf.AddEventHandler(v)
+		synctest.Wait()
+		select {
+		case <-reg.Stopped():
+		default:
+			t.Fatal("the registration of a handler added after stop is not stopped")
+		}
+		assert.False(t, reg.HasSynced())
+		assert.Empty(t, v.calls())
+	})
+}
+
 // A one-shot handler removes itself from within its first call (client-go
 // allows it; ours used to wait for itself for ever), and Stopped tells when
 // it will not be called again.
