@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listwatch/listwatch/internal/fakelw"
+	"github.com/listwatch/listwatch/internal/generation"
 	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/internal/objkey"
 	"github.com/listwatch/listwatch/reflector"
@@ -29,23 +30,30 @@ import (
 type Source[T reflector.Object] struct {
 	// mu makes a write's checks and the write one step: two Creates of
 	// one name cannot both succeed.
-	mu        sync.Mutex
-	src       *fakelw.Source[T]
-	names         // what errors call the objects
-	generated int // names made for GenerateName
+	mu          sync.Mutex
+	src         *fakelw.Source[T]
+	names            // what errors call the objects
+	generated   int  // names made for GenerateName
+	generations bool // T has a metadata.generation: see generation.Tracked
 }
 
 // NewSource returns an empty Source for objects of type T, such as
 // *corev1.Pod or *unstructured.Unstructured. Its errors name the objects as
 // the apiserver does (pods "web" not found) for the types of k8s.io/api;
 // WithResource names them for other types.
+//
+// Objects of a type with a spec have a metadata.generation, as
+// kube-apiserver's do: T a pointer to a struct with a Spec field
+// (*appsv1.Deployment, *corev1.Pod), or *unstructured.Unstructured (taken
+// to be a custom resource). Objects of other types (*corev1.ConfigMap,
+// *metav1.PartialObjectMetadata) keep generation 0.
 func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 	typ := reflect.TypeFor[T]()
 	name := typ.String()
 	if typ.Kind() == reflect.Pointer {
 		name = typ.Elem().Name()
 	}
-	s := &Source[T]{names: names{
+	s := &Source[T]{generations: generation.Tracked(typ), names: names{
 		resource: schema.GroupResource{Resource: strings.ToLower(name)},
 		kind:     schema.GroupKind{Kind: name},
 	}}
@@ -71,7 +79,8 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 }
 
 // Create stores a copy of obj as a new object and returns a copy of what it
-// stored: obj with a new UID and resourceVersion. An object with no name
+// stored: obj with a new UID and resourceVersion, and metadata.generation 1
+// if its type has one (see NewSource), else 0, whatever obj had. An object with no name
 // but a GenerateName gets a name made from it. It is an error
 // (apierrors.IsAlreadyExists) if an object of that namespace and name
 // exists, one (apierrors.IsInvalid) if obj has no name, or a name or
@@ -117,12 +126,18 @@ func (s *Source[T]) Create(obj T) (T, error) {
 	if _, ok := s.src.Get(objkey.Key(obj)); ok {
 		return zero, apierrors.NewAlreadyExists(s.resource, obj.GetName())
 	}
+	obj.SetGeneration(0)
+	if s.generations {
+		obj.SetGeneration(1)
+	}
 	return deepCopy(s.src.Create(obj)), nil
 }
 
 // Update replaces the stored object of obj's namespace and name with a
 // copy of obj, keeping its UID, and returns a copy of what it stored, with
-// its new resourceVersion. If obj has a resourceVersion, it must be the
+// its new resourceVersion. The metadata.generation is the stored one, plus
+// 1 if anything but metadata and status changed, whatever obj had (0 for a
+// type without one). If obj has a resourceVersion, it must be the
 // stored object's (else apierrors.IsConflict: someone else wrote it
 // since); one without updates whatever is stored. It is an error
 // (apierrors.IsNotFound) if no such object exists, and one
@@ -146,7 +161,21 @@ func (s *Source[T]) Update(obj T) (T, error) {
 		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version (resourceVersion %s, not %s) and try again", old.GetResourceVersion(), rv))
 	}
+	obj.SetGeneration(s.nextGeneration(old, obj))
 	return deepCopy(s.src.Update(obj)), nil
+}
+
+// nextGeneration returns the generation obj gets when it replaces old: 0
+// for a type without one, else old's, plus 1 if obj's content other than
+// metadata and status differs from old's.
+func (s *Source[T]) nextGeneration(old, obj T) int64 {
+	switch {
+	case !s.generations:
+		return 0
+	case generation.SpecChanged(old, obj):
+		return old.GetGeneration() + 1
+	}
+	return old.GetGeneration()
 }
 
 // Delete removes the object namespace/name (namespace "" for a

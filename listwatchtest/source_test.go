@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,16 @@ import (
 
 func pod(ns, name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// newWidget returns a custom resource ns/name of kind Widget.
+func newWidget(name string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("example.com/v1")
+	obj.SetKind("Widget")
+	obj.SetNamespace("ns")
+	obj.SetName(name)
+	return obj
 }
 
 func TestWritesAreChecked(t *testing.T) {
@@ -505,4 +516,56 @@ func TestUncopyableObjectIsRefused(t *testing.T) {
 	stored, ok := src.Get("ns", "web")
 	require.True(t, ok)
 	assert.Equal(t, map[string]any{"replicas": int64(3)}, stored.Object["spec"])
+}
+
+// metadata.generation is the server's, as kube-apiserver keeps it: 1 on
+// create and 1 more on each write that changes more than metadata and
+// status, for kinds with a spec; 0 for kinds without one. What the client
+// sends is ignored.
+func TestGenerationIsTheServers(t *testing.T) {
+	deployments := listwatchtest.NewSource[*appsv1.Deployment]()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: 7}}
+	d, err := deployments.Create(d)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), d.Generation, "a create")
+	d.Labels = map[string]string{"app": "web"}
+	d.Status.ObservedGeneration = 1
+	d.Generation = 42
+	d, err = deployments.Update(d)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), d.Generation, "labels and status are no change to the spec")
+	replicas := int32(3)
+	d.Spec.Replicas = &replicas
+	d.Generation = 0
+	d, err = deployments.Update(d)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), d.Generation, "a change to the spec")
+	stored, _ := deployments.Get("ns", "web")
+	assert.Equal(t, int64(2), stored.Generation)
+
+	widgets := listwatchtest.NewSource[*unstructured.Unstructured]()
+	w := newWidget("w")
+	w.Object["spec"] = map[string]any{"size": int64(1)}
+	w, err = widgets.Create(w)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), w.GetGeneration(), "a custom resource")
+	w.Object["spec"] = map[string]any{"size": int64(2)}
+	w, err = widgets.Update(w)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), w.GetGeneration())
+	w.Object["status"] = map[string]any{"size": int64(2)}
+	w, err = widgets.Update(w)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), w.GetGeneration(), "a change to the status")
+
+	configMaps := listwatchtest.NewSource[*corev1.ConfigMap]()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 5}}
+	cm, err = configMaps.Create(cm)
+	require.NoError(t, err)
+	assert.Zero(t, cm.Generation, "a ConfigMap has no generation")
+	cm.Data = map[string]string{"k": "v"}
+	cm.Generation = 5
+	cm, err = configMaps.Update(cm)
+	require.NoError(t, err)
+	assert.Zero(t, cm.Generation)
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -193,48 +192,6 @@ func objectKey(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
-}
-
-// specChanged reports whether anything but metadata and status differs,
-// which is when kube-apiserver increments metadata.generation.
-func specChanged(old, cur runtime.Object) bool {
-	ou, ok1 := old.(*unstructured.Unstructured)
-	cu, ok2 := cur.(*unstructured.Unstructured)
-	if ok1 && ok2 {
-		skip := map[string]bool{"metadata": true, "status": true, "apiVersion": true, "kind": true}
-		for k := range merged(ou.Object, cu.Object) {
-			if !skip[k] && !equality.Semantic.DeepEqual(ou.Object[k], cu.Object[k]) {
-				return true
-			}
-		}
-		return false
-	}
-	ov, cv := reflect.ValueOf(old), reflect.ValueOf(cur)
-	if ov.Type() != cv.Type() || ov.Kind() != reflect.Pointer || ov.Elem().Kind() != reflect.Struct {
-		return true
-	}
-	ov, cv = ov.Elem(), cv.Elem()
-	for i := range ov.NumField() {
-		switch ov.Type().Field(i).Name {
-		case "TypeMeta", "ObjectMeta", "Status":
-			continue
-		}
-		if !equality.Semantic.DeepEqual(ov.Field(i).Interface(), cv.Field(i).Interface()) {
-			return true
-		}
-	}
-	return false
-}
-
-func merged(a, b map[string]any) map[string]struct{} {
-	out := make(map[string]struct{}, len(a)+len(b))
-	for k := range a {
-		out[k] = struct{}{}
-	}
-	for k := range b {
-		out[k] = struct{}{}
-	}
-	return out
 }
 
 func toUnstructured(obj runtime.Object) (map[string]any, error) {

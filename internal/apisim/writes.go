@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/listwatch/listwatch/internal/generation"
 )
 
 // collection is the server-side state of one resource: its objects, its
@@ -124,7 +126,7 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string) (*versi
 	m.SetCreationTimestamp(old.GetCreationTimestamp())
 	m.SetGeneration(old.GetGeneration())
 	m.SetResourceVersion(old.GetResourceVersion())
-	if specChanged(cur.obj, obj) {
+	if generation.SpecChanged(cur.obj, obj) {
 		m.SetGeneration(old.GetGeneration() + 1)
 	} else if equalObjects(cur.obj, obj) {
 		return cur, nil

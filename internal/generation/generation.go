@@ -1,0 +1,71 @@
+// Package generation holds kube-apiserver's rule for metadata.generation,
+// shared by internal/apisim and listwatchtest: which writes move it on.
+package generation
+
+import (
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Tracked reports whether objects of Go type typ have a generation, by the
+// rule listwatchtest documents: a pointer to a struct with a Spec field
+// (a Deployment, a Pod), or an *unstructured.Unstructured (a custom
+// resource). A ConfigMap or a Secret has none.
+func Tracked(typ reflect.Type) bool {
+	if typ == reflect.TypeFor[*unstructured.Unstructured]() {
+		return true
+	}
+	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	_, ok := typ.Elem().FieldByName("Spec")
+	return ok
+}
+
+// SpecChanged reports whether anything but metadata and status differs
+// between old and cur, which is when kube-apiserver adds 1 to
+// metadata.generation. Objects of different Go types, or of a type that
+// is neither a pointer to a struct nor an *unstructured.Unstructured,
+// differ.
+func SpecChanged(old, cur runtime.Object) bool {
+	ou, ok1 := old.(*unstructured.Unstructured)
+	cu, ok2 := cur.(*unstructured.Unstructured)
+	if ok1 && ok2 {
+		skip := map[string]bool{"metadata": true, "status": true, "apiVersion": true, "kind": true}
+		for k := range merged(ou.Object, cu.Object) {
+			if !skip[k] && !equality.Semantic.DeepEqual(ou.Object[k], cu.Object[k]) {
+				return true
+			}
+		}
+		return false
+	}
+	ov, cv := reflect.ValueOf(old), reflect.ValueOf(cur)
+	if ov.Type() != cv.Type() || ov.Kind() != reflect.Pointer || ov.Elem().Kind() != reflect.Struct {
+		return true
+	}
+	ov, cv = ov.Elem(), cv.Elem()
+	for i := range ov.NumField() {
+		switch ov.Type().Field(i).Name {
+		case "TypeMeta", "ObjectMeta", "Status":
+			continue
+		}
+		if !equality.Semantic.DeepEqual(ov.Field(i).Interface(), cv.Field(i).Interface()) {
+			return true
+		}
+	}
+	return false
+}
+
+func merged(a, b map[string]any) map[string]struct{} {
+	out := make(map[string]struct{}, len(a)+len(b))
+	for k := range a {
+		out[k] = struct{}{}
+	}
+	for k := range b {
+		out[k] = struct{}{}
+	}
+	return out
+}
