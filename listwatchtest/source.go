@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/fields"
@@ -137,7 +138,11 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // copy of obj, keeping its UID, and returns a copy of what it stored, with
 // its new resourceVersion. The metadata.generation is the stored one, plus
 // 1 if anything but metadata and status changed, whatever obj had (0 for a
-// type without one). If obj has a resourceVersion, it must be the
+// type without one), and so is the creationTimestamp. An Update that
+// changes nothing else (by equality.Semantic.DeepEqual) writes nothing, as
+// kube-apiserver's: it returns a copy of the stored object, whose
+// resourceVersion stays, and watchers get no event. If obj has a
+// resourceVersion, it must be the
 // stored object's (else apierrors.IsConflict: someone else wrote it
 // since); one without updates whatever is stored. It is an error
 // (apierrors.IsNotFound) if no such object exists, and one
@@ -161,7 +166,15 @@ func (s *Source[T]) Update(obj T) (T, error) {
 		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version (resourceVersion %s, not %s) and try again", old.GetResourceVersion(), rv))
 	}
+	if obj.GetUID() == "" {
+		obj.SetUID(old.GetUID())
+	}
+	obj.SetCreationTimestamp(old.GetCreationTimestamp())
 	obj.SetGeneration(s.nextGeneration(old, obj))
+	obj.SetResourceVersion(old.GetResourceVersion())
+	if equality.Semantic.DeepEqual(old, obj) {
+		return deepCopy(old), nil // nothing to write, as kube-apiserver's GuaranteedUpdate finds
+	}
 	return deepCopy(s.src.Update(obj)), nil
 }
 

@@ -569,3 +569,36 @@ func TestGenerationIsTheServers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, cm.Generation)
 }
+
+// An Update that changes nothing writes nothing, as kube-apiserver's: the
+// resourceVersion stays and watchers get no event, so a controller that
+// writes back what it read does not wake itself up.
+func TestUpdateThatChangesNothingWritesNothing(t *testing.T) {
+	src := listwatchtest.NewSource[*appsv1.Deployment]()
+	d, err := src.Create(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}})
+	require.NoError(t, err)
+	w, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: d.ResourceVersion})
+	require.NoError(t, err)
+	defer w.Close()
+
+	same, err := src.Update(d)
+	require.NoError(t, err)
+	assert.Equal(t, d, same)
+	again := d.DeepCopy()
+	again.ResourceVersion, again.UID, again.Generation, again.CreationTimestamp = "", "", 0, metav1.Time{}
+	same, err = src.Update(again)
+	require.NoError(t, err, "what the server fills in is no change")
+	assert.Equal(t, d, same)
+	same.Labels = map[string]string{"mine": "yes"}
+	stored, _ := src.Get("ns", "web")
+	assert.Empty(t, stored.Labels, "what Update returns is a copy")
+	assert.Equal(t, d.ResourceVersion, src.ResourceVersion())
+
+	d.Labels = map[string]string{"app": "web"}
+	changed, err := src.Update(d)
+	require.NoError(t, err)
+	ev, err := w.Next()
+	require.NoError(t, err)
+	assert.Equal(t, reflector.Modified, ev.Type)
+	assert.Equal(t, changed.ResourceVersion, ev.Object.ResourceVersion, "the first event is the change's")
+}
