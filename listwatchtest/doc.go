@@ -12,10 +12,11 @@
 // not the stored one is a Conflict; the errors are apimachinery's, so
 // apierrors.IsNotFound and its friends work on them. Each write gives the
 // object a new resourceVersion, one counter for the whole Source as in
-// etcd, and a Create gives it a UID. The server's fields are the
-// server's: metadata.generation starts at 1 and goes up by 1 on each write
-// that changes more than metadata and status, for the types that have one
-// (see NewSource). The Source keeps copies and hands
+// etcd, and a Create gives it a UID and a creationTimestamp. The server's
+// fields are the server's, whatever the client sends: metadata.generation
+// starts at 1 and goes up by 1 on each write that changes more than
+// metadata and status, for the types that have one (see NewSource), and
+// an Update that changes nothing writes nothing. The Source keeps copies and hands
 // out copies: a test may change an object it wrote or got back, and an
 // informer may change what it lists or watches (a transform), without
 // changing the Source or what another informer sees.

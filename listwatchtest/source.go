@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -80,8 +81,10 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 }
 
 // Create stores a copy of obj as a new object and returns a copy of what it
-// stored: obj with a new UID and resourceVersion, and metadata.generation 1
-// if its type has one (see NewSource), else 0, whatever obj had. An object with no name
+// stored: obj with a new UID and resourceVersion, the creationTimestamp of
+// now to the second (time.Now, which a testing/synctest bubble fakes), and
+// metadata.generation 1 if its type has one (see NewSource), else 0,
+// whatever obj had. An object with no name
 // but a GenerateName gets a name made from it. It is an error
 // (apierrors.IsAlreadyExists) if an object of that namespace and name
 // exists, one (apierrors.IsInvalid) if obj has no name, or a name or
@@ -127,6 +130,7 @@ func (s *Source[T]) Create(obj T) (T, error) {
 	if _, ok := s.src.Get(objkey.Key(obj)); ok {
 		return zero, apierrors.NewAlreadyExists(s.resource, obj.GetName())
 	}
+	obj.SetCreationTimestamp(metav1.Now().Rfc3339Copy())
 	obj.SetGeneration(0)
 	if s.generations {
 		obj.SetGeneration(1)

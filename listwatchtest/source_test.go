@@ -602,3 +602,27 @@ func TestUpdateThatChangesNothingWritesNothing(t *testing.T) {
 	assert.Equal(t, reflector.Modified, ev.Type)
 	assert.Equal(t, changed.ResourceVersion, ev.Object.ResourceVersion, "the first event is the change's")
 }
+
+// The creationTimestamp is the server's: the time of the Create, to the
+// second, kept by every Update.
+func TestCreationTimestampIsTheServers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		time.Sleep(1500 * time.Millisecond)
+		created := time.Now().UTC().Truncate(time.Second)
+		p := pod("ns", "a")
+		p.CreationTimestamp = metav1.NewTime(created.Add(-time.Hour))
+		p, err := src.Create(p)
+		require.NoError(t, err)
+		assert.Equal(t, created, p.CreationTimestamp.Time.UTC(), "now, to the second")
+
+		time.Sleep(time.Minute)
+		p.CreationTimestamp = metav1.Now()
+		p.Labels = map[string]string{"v": "2"}
+		p, err = src.Update(p)
+		require.NoError(t, err)
+		assert.Equal(t, created, p.CreationTimestamp.Time.UTC(), "an Update keeps it")
+		stored, _ := src.Get("ns", "a")
+		assert.Equal(t, created, stored.CreationTimestamp.Time.UTC())
+	})
+}
