@@ -16,7 +16,10 @@
 // fields are the server's, whatever the client sends: metadata.generation
 // starts at 1 and goes up by 1 on each write that changes more than
 // metadata and status, for the types that have one (see NewSource), and
-// an Update that changes nothing writes nothing. The Source keeps copies and hands
+// an Update that changes nothing writes nothing. A Delete of an object
+// with finalizers marks it with a deletionTimestamp; it goes when an
+// Update takes its last finalizer away. The graceful deletion of Pods is
+// not simulated: a Pod without finalizers goes at once. The Source keeps copies and hands
 // out copies: a test may change an object it wrote or got back, and an
 // informer may change what it lists or watches (a transform), without
 // changing the Source or what another informer sees.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listwatch/listwatch/internal/fakelw"
@@ -84,7 +85,7 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 // stored: obj with a new UID and resourceVersion, the creationTimestamp of
 // now to the second (time.Now, which a testing/synctest bubble fakes), and
 // metadata.generation 1 if its type has one (see NewSource), else 0,
-// whatever obj had. An object with no name
+// whatever obj had; no deletionTimestamp. An object with no name
 // but a GenerateName gets a name made from it. It is an error
 // (apierrors.IsAlreadyExists) if an object of that namespace and name
 // exists, one (apierrors.IsInvalid) if obj has no name, or a name or
@@ -131,6 +132,8 @@ func (s *Source[T]) Create(obj T) (T, error) {
 		return zero, apierrors.NewAlreadyExists(s.resource, obj.GetName())
 	}
 	obj.SetCreationTimestamp(metav1.Now().Rfc3339Copy())
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
 	obj.SetGeneration(0)
 	if s.generations {
 		obj.SetGeneration(1)
@@ -139,18 +142,26 @@ func (s *Source[T]) Create(obj T) (T, error) {
 }
 
 // Update replaces the stored object of obj's namespace and name with a
-// copy of obj, keeping its UID, and returns a copy of what it stored, with
-// its new resourceVersion. The metadata.generation is the stored one, plus
-// 1 if anything but metadata and status changed, whatever obj had (0 for a
-// type without one), and so is the creationTimestamp. An Update that
-// changes nothing else (by equality.Semantic.DeepEqual) writes nothing, as
-// kube-apiserver's: it returns a copy of the stored object, whose
-// resourceVersion stays, and watchers get no event. If obj has a
-// resourceVersion, it must be the
-// stored object's (else apierrors.IsConflict: someone else wrote it
-// since); one without updates whatever is stored. It is an error
-// (apierrors.IsNotFound) if no such object exists, and one
-// (apierrors.IsBadRequest) if obj cannot be copied, as with Create.
+// copy of obj and returns a copy of what it stored, with its new
+// resourceVersion. If obj has a resourceVersion, it must be the stored
+// object's (else apierrors.IsConflict: someone else wrote it since); one
+// without updates whatever is stored. It is an error (apierrors.IsNotFound)
+// if no such object exists, and one (apierrors.IsBadRequest) if obj cannot
+// be copied, as with Create.
+//
+// The server's fields are kept, whatever obj has: the UID, the
+// creationTimestamp, the deletionTimestamp and deletionGracePeriodSeconds. The metadata.generation is the stored one,
+// plus 1 if anything but metadata and status changed (0 for a type
+// without one). An Update that changes nothing else (by
+// equality.Semantic.DeepEqual) writes nothing, as kube-apiserver's: it
+// returns a copy of the stored object, whose resourceVersion stays, and
+// watchers get no event.
+//
+// Of an object being deleted (see Delete), an Update may not add a
+// finalizer (apierrors.IsInvalid), and one that leaves it none removes
+// it, as kube-apiserver does: watchers get a DELETED event with the
+// object as it was stored (its finalizers still listed), at a new
+// resourceVersion, which Update returns.
 func (s *Source[T]) Update(obj T) (T, error) {
 	var zero T
 	if isNil(obj) {
@@ -174,12 +185,48 @@ func (s *Source[T]) Update(obj T) (T, error) {
 		obj.SetUID(old.GetUID())
 	}
 	obj.SetCreationTimestamp(old.GetCreationTimestamp())
+	obj.SetDeletionTimestamp(copyOf(old.GetDeletionTimestamp()))
+	obj.SetDeletionGracePeriodSeconds(copyOf(old.GetDeletionGracePeriodSeconds()))
+	if errs := checkUpdate(old, obj); len(errs) > 0 {
+		return zero, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
+	}
 	obj.SetGeneration(s.nextGeneration(old, obj))
 	obj.SetResourceVersion(old.GetResourceVersion())
-	if equality.Semantic.DeepEqual(old, obj) {
+	switch {
+	case equality.Semantic.DeepEqual(old, obj):
 		return deepCopy(old), nil // nothing to write, as kube-apiserver's GuaranteedUpdate finds
+	case obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0:
+		// The last finalizer is gone: kube-apiserver deletes the object
+		// as it was stored, instead of writing the update.
+		s.src.Delete(objkey.Key(old))
+		gone := deepCopy(old)
+		gone.SetResourceVersion(s.src.ResourceVersion())
+		return gone, nil
 	}
 	return deepCopy(s.src.Update(obj)), nil
+}
+
+// checkUpdate returns what kube-apiserver's validation finds wrong with
+// replacing old by obj: finalizers added to an object being deleted.
+func checkUpdate[T reflector.Object](old, obj T) field.ErrorList {
+	var errs field.ErrorList
+	if old.GetDeletionTimestamp() != nil {
+		if added := sets.New(obj.GetFinalizers()...).Difference(sets.New(old.GetFinalizers()...)); added.Len() > 0 {
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
+				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", sets.List(added))))
+		}
+	}
+	return errs
+}
+
+// copyOf returns a pointer to a copy of *p, or nil: a stored object's
+// fields are not shared with another.
+func copyOf[V any](p *V) *V {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
 
 // nextGeneration returns the generation obj gets when it replaces old: 0
@@ -198,11 +245,35 @@ func (s *Source[T]) nextGeneration(old, obj T) int64 {
 // Delete removes the object namespace/name (namespace "" for a
 // cluster-scoped one). Watchers get a DELETED event with its last state.
 // It is an error (apierrors.IsNotFound) if no such object exists.
+//
+// An object with finalizers is not removed but marked, as kube-apiserver
+// marks it: its metadata.deletionTimestamp is set to now, to the second,
+// its deletionGracePeriodSeconds to 0 and its generation, if it has one,
+// goes up by 1, in a write that watchers get as MODIFIED. It is removed
+// when an Update takes its last finalizer away (see Update). Deleting an
+// object already marked changes nothing and is no error. The graceful
+// deletion of Pods (the kubelet's part) is not simulated: a Pod without
+// finalizers is removed at once.
 func (s *Source[T]) Delete(namespace, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if objkey.CheckSlashes(namespace, name) != nil || !s.src.Delete(objkey.Of(namespace, name)) {
+	key := objkey.Of(namespace, name)
+	obj, ok := s.src.Get(key)
+	if objkey.CheckSlashes(namespace, name) != nil || !ok {
 		return apierrors.NewNotFound(s.resource, name)
+	}
+	switch {
+	case len(obj.GetFinalizers()) == 0:
+		s.src.Delete(key)
+	case obj.GetDeletionTimestamp() == nil:
+		obj = deepCopy(obj)
+		now, zero := metav1.Now().Rfc3339Copy(), int64(0)
+		obj.SetDeletionTimestamp(&now)
+		obj.SetDeletionGracePeriodSeconds(&zero)
+		if g := obj.GetGeneration(); g > 0 {
+			obj.SetGeneration(g + 1)
+		}
+		s.src.Update(obj)
 	}
 	return nil
 }

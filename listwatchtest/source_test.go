@@ -626,3 +626,79 @@ func TestCreationTimestampIsTheServers(t *testing.T) {
 		assert.Equal(t, created, stored.CreationTimestamp.Time.UTC())
 	})
 }
+
+// An object with finalizers is deleted as kube-apiserver deletes it: marked
+// with a deletionTimestamp, and removed when its last finalizer is taken
+// away. A controller's finalizer logic can be tested against it.
+func TestFinalizersHoldADeletion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*appsv1.Deployment]()
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Finalizers: []string{"example.com/a", "example.com/b"}}}
+		d, err := src.Create(d)
+		require.NoError(t, err)
+		w, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: d.ResourceVersion})
+		require.NoError(t, err)
+		defer w.Close()
+		next := func() reflector.Event[*appsv1.Deployment] {
+			t.Helper()
+			ev, err := w.Next()
+			require.NoError(t, err)
+			return ev
+		}
+
+		time.Sleep(90 * time.Minute)
+		require.NoError(t, src.Delete("ns", "web"))
+		marked, ok := src.Get("ns", "web")
+		require.True(t, ok, "finalizers hold the deletion")
+		require.NotNil(t, marked.DeletionTimestamp)
+		assert.Equal(t, time.Now().UTC().Truncate(time.Second), marked.DeletionTimestamp.Time.UTC())
+		require.NotNil(t, marked.DeletionGracePeriodSeconds)
+		assert.Zero(t, *marked.DeletionGracePeriodSeconds)
+		assert.Equal(t, int64(2), marked.Generation, "marking moves the generation on, as kube-apiserver's does")
+		ev := next()
+		assert.Equal(t, reflector.Modified, ev.Type)
+		assert.Equal(t, marked, ev.Object)
+
+		time.Sleep(time.Minute)
+		require.NoError(t, src.Delete("ns", "web"), "deleting an object being deleted is no error")
+		assert.Equal(t, marked.ResourceVersion, src.ResourceVersion(), "and writes nothing")
+
+		// An Update keeps the marks, and may not add a finalizer.
+		edit := marked.DeepCopy()
+		edit.DeletionTimestamp, edit.DeletionGracePeriodSeconds = nil, nil
+		edit.Finalizers = append(edit.Finalizers, "example.com/c")
+		_, err = src.Update(edit)
+		require.True(t, apierrors.IsInvalid(err), "%v", err)
+		assert.ErrorContains(t, err, "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted")
+		edit.Finalizers = []string{"example.com/b"}
+		edit.Labels = map[string]string{"a": "done"}
+		one, err := src.Update(edit)
+		require.NoError(t, err)
+		assert.Equal(t, marked.DeletionTimestamp, one.DeletionTimestamp, "an Update keeps the deletionTimestamp")
+		assert.Equal(t, marked.DeletionGracePeriodSeconds, one.DeletionGracePeriodSeconds)
+		assert.Equal(t, one, next().Object)
+
+		// Without its last finalizer, it goes: DELETED, as it was stored.
+		last := one.DeepCopy()
+		last.Finalizers = nil
+		gone, err := src.Update(last)
+		require.NoError(t, err)
+		_, ok = src.Get("ns", "web")
+		assert.False(t, ok, "the last finalizer removed: the object is gone")
+		ev = next()
+		assert.Equal(t, reflector.Deleted, ev.Type)
+		assert.Equal(t, []string{"example.com/b"}, ev.Object.Finalizers, "the object as it was stored")
+		assert.Equal(t, src.ResourceVersion(), ev.Object.ResourceVersion, "at a new resourceVersion")
+		assert.NotEqual(t, one.ResourceVersion, ev.Object.ResourceVersion)
+		assert.Equal(t, ev.Object, gone)
+
+		// Without finalizers, a Delete removes at once. A Create does not
+		// mark an object.
+		plain, err := src.Create(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain", DeletionTimestamp: marked.DeletionTimestamp}})
+		require.NoError(t, err)
+		assert.Nil(t, plain.DeletionTimestamp)
+		assert.Equal(t, reflector.Added, next().Type)
+		require.NoError(t, src.Delete("ns", "plain"))
+		assert.Equal(t, reflector.Deleted, next().Type)
+	})
+}
