@@ -149,8 +149,10 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // if no such object exists, and one (apierrors.IsBadRequest) if obj cannot
 // be copied, as with Create.
 //
-// The server's fields are kept, whatever obj has: the UID, the
-// creationTimestamp, the deletionTimestamp and deletionGracePeriodSeconds. The metadata.generation is the stored one,
+// The server's fields are kept, whatever obj has: the UID (an empty one
+// is the stored one; another is apierrors.IsInvalid, as the field is
+// immutable), the creationTimestamp, the deletionTimestamp and
+// deletionGracePeriodSeconds. The metadata.generation is the stored one,
 // plus 1 if anything but metadata and status changed (0 for a type
 // without one). An Update that changes nothing else (by
 // equality.Semantic.DeepEqual) writes nothing, as kube-apiserver's: it
@@ -181,15 +183,13 @@ func (s *Source[T]) Update(obj T) (T, error) {
 		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version (resourceVersion %s, not %s) and try again", old.GetResourceVersion(), rv))
 	}
-	if obj.GetUID() == "" {
-		obj.SetUID(old.GetUID())
-	}
-	obj.SetCreationTimestamp(old.GetCreationTimestamp())
-	obj.SetDeletionTimestamp(copyOf(old.GetDeletionTimestamp()))
-	obj.SetDeletionGracePeriodSeconds(copyOf(old.GetDeletionGracePeriodSeconds()))
 	if errs := checkUpdate(old, obj); len(errs) > 0 {
 		return zero, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
 	}
+	obj.SetUID(old.GetUID())
+	obj.SetCreationTimestamp(old.GetCreationTimestamp())
+	obj.SetDeletionTimestamp(copyOf(old.GetDeletionTimestamp()))
+	obj.SetDeletionGracePeriodSeconds(copyOf(old.GetDeletionGracePeriodSeconds()))
 	obj.SetGeneration(s.nextGeneration(old, obj))
 	obj.SetResourceVersion(old.GetResourceVersion())
 	switch {
@@ -207,9 +207,13 @@ func (s *Source[T]) Update(obj T) (T, error) {
 }
 
 // checkUpdate returns what kube-apiserver's validation finds wrong with
-// replacing old by obj: finalizers added to an object being deleted.
+// replacing old by obj: another UID (an empty one is old's), or
+// finalizers added to an object being deleted.
 func checkUpdate[T reflector.Object](old, obj T) field.ErrorList {
 	var errs field.ErrorList
+	if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable"))
+	}
 	if old.GetDeletionTimestamp() != nil {
 		if added := sets.New(obj.GetFinalizers()...).Difference(sets.New(old.GetFinalizers()...)); added.Len() > 0 {
 			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),

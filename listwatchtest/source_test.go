@@ -702,3 +702,25 @@ func TestFinalizersHoldADeletion(t *testing.T) {
 		assert.Equal(t, reflector.Deleted, next().Type)
 	})
 }
+
+// An Update may leave the UID out, but not change it: the object with
+// another UID is another object, deleted and created again since it was
+// read.
+func TestUpdateMayNotChangeTheUID(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	a, err := src.Create(pod("ns", "a"))
+	require.NoError(t, err)
+	other := a.DeepCopy()
+	other.UID = "someone-else"
+	other.Labels = map[string]string{"v": "2"}
+	_, err = src.Update(other)
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	assert.ErrorContains(t, err, `metadata.uid: Invalid value: "someone-else": field is immutable`)
+	stored, _ := src.Get("ns", "a")
+	assert.Equal(t, a, stored, "nothing written")
+
+	other.UID = ""
+	updated, err := src.Update(other)
+	require.NoError(t, err)
+	assert.Equal(t, a.UID, updated.UID, "no UID: the stored one")
+}
