@@ -27,8 +27,8 @@
 // A Source serves what the reflector asks for: paged lists (each list's
 // pages from one state, as a server's are), a watch from any
 // resourceVersion it still has the history of (410 Gone for an older one,
-// after Compact), and streaming lists (sendInitialEvents), unless
-// RefuseStreaming. As a ListerWatcher it serves every object it holds;
+// after Compact) or from "" or "0" (the current state first), and
+// streaming lists (sendInitialEvents), unless RefuseStreaming. As a ListerWatcher it serves every object it holds;
 // For gives the view a server serves for a namespace and label and field
 // selectors (an object that stops matching is DELETED from a watch, one
 // that starts is ADDED). It runs no goroutines of its own.

@@ -371,9 +371,12 @@ func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add fu
 }
 
 // Watch is reflector.ListerWatcher's: it streams the events after
-// opts.ResourceVersion, or the current state and then the events if
-// opts.SendInitialEvents. Each event's object is a copy of its own, as in
-// List.
+// opts.ResourceVersion, or, if opts.SendInitialEvents or the
+// resourceVersion is "" or "0", the current state as ADDED events and
+// then the events, as kube-apiserver does. A streaming list
+// (SendInitialEvents) marks the end of the state with the
+// initial-events-end BOOKMARK if opts.AllowBookmarks. Each event's object
+// is a copy of its own, as in List.
 func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
 	return copies[T]{s.src}.Watch(ctx, opts)
 }

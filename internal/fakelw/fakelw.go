@@ -456,8 +456,11 @@ func compare(a, b string) int {
 }
 
 // Watch opens a stream from opts.ResourceVersion: a 410 ERROR event if that
-// is compacted away, TooLarge if the Source has not reached it; the current
-// state first if opts.SendInitialEvents.
+// is compacted away, TooLarge if the Source has not reached it. If
+// opts.SendInitialEvents, or if opts.ResourceVersion is "" or "0", the
+// stream begins with the current state as ADDED events, as kube-apiserver's
+// does; a streaming list (SendInitialEvents) marks the state's end with
+// the initial-events-end BOOKMARK if opts.AllowBookmarks.
 func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
 	return s.watch(ctx, opts, nil)
 }
@@ -479,18 +482,25 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 	}
 	w := newWatcher(ctx, match)
 	w.bookmarks = opts.AllowBookmarks
-	if opts.SendInitialEvents {
+	switch {
+	case opts.SendInitialEvents:
 		if s.noInitialEvents {
 			return nil, Status(http.StatusBadRequest, metav1.StatusReasonBadRequest, "sendInitialEvents is forbidden")
 		}
 		for _, o := range filter(s.sortedLocked(), match) {
 			w.push(reflector.Event[T]{Type: reflector.Added, Object: o})
 		}
-		bm := s.newObj()
-		bm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
-		bm.SetAnnotations(map[string]string{reflector.InitialEventsEndAnnotation: "true"})
-		w.push(reflector.Event[T]{Type: reflector.Bookmark, Object: bm})
-	} else {
+		if w.bookmarks {
+			bm := s.newObj()
+			bm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
+			bm.SetAnnotations(map[string]string{reflector.InitialEventsEndAnnotation: "true"})
+			w.push(reflector.Event[T]{Type: reflector.Bookmark, Object: bm})
+		}
+	case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
+		for _, o := range filter(s.sortedLocked(), match) {
+			w.push(reflector.Event[T]{Type: reflector.Added, Object: o})
+		}
+	default:
 		from, err := strconv.ParseUint(opts.ResourceVersion, 10, 64)
 		if err != nil {
 			return nil, Status(http.StatusBadRequest, metav1.StatusReasonBadRequest, "bad resourceVersion")

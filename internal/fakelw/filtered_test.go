@@ -51,7 +51,7 @@ func TestFiltered(t *testing.T) {
 		assert.Empty(t, meta.Continue)
 		assert.Equal(t, []string{"p1", "p4"}, listed)
 
-		stream, err := lw.Watch(ctx, reflector.WatchOptions{SendInitialEvents: true})
+		stream, err := lw.Watch(ctx, reflector.WatchOptions{SendInitialEvents: true, AllowBookmarks: true})
 		require.NoError(t, err)
 		defer stream.Close()
 		assert.Equal(t, "ADDED a/p1@1 web", next(t, stream))

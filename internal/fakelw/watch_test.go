@@ -1,0 +1,56 @@
+package fakelw_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listwatch/listwatch/internal/fakelw"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// A streaming list ends its initial events with a bookmark only for a
+// watch that allows bookmarks, as kube-apiserver's does.
+func TestInitialEventsEndOnlyWithBookmarks(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	src.Create(labeled("ns", "a", "web")) // 1
+
+	plain, err := src.Watch(t.Context(), reflector.WatchOptions{SendInitialEvents: true})
+	require.NoError(t, err)
+	defer plain.Close()
+	withBookmarks, err := src.Watch(t.Context(), reflector.WatchOptions{SendInitialEvents: true, AllowBookmarks: true})
+	require.NoError(t, err)
+	defer withBookmarks.Close()
+	src.Create(labeled("ns", "b", "web")) // 2
+
+	assert.Equal(t, "ADDED ns/a@1 web", next(t, plain))
+	assert.Equal(t, "ADDED ns/b@2 web", next(t, plain), "no bookmark")
+	assert.Equal(t, "ADDED ns/a@1 web", next(t, withBookmarks))
+	assert.Equal(t, "BOOKMARK /@1 ", next(t, withBookmarks))
+	assert.Equal(t, "ADDED ns/b@2 web", next(t, withBookmarks))
+}
+
+// A watch from resourceVersion "" or "0" begins with the current state, as
+// kube-apiserver's does, compacted history or not, and with no bookmark at
+// its end.
+func TestWatchFromZeroBeginsWithTheState(t *testing.T) {
+	for _, rv := range []string{"", "0"} {
+		t.Run("rv="+rv, func(t *testing.T) {
+			src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+			src.Create(labeled("ns", "a", "web")) // 1
+			src.Create(labeled("ns", "b", "web")) // 2
+			src.Update(labeled("ns", "a", "db"))  // 3
+			src.Delete("ns/b")                    // 4
+			src.Compact()
+
+			w, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: rv, AllowBookmarks: true})
+			require.NoError(t, err)
+			defer w.Close()
+			src.Update(labeled("ns", "a", "api")) // 5
+			assert.Equal(t, "ADDED ns/a@3 db", next(t, w), "the current state, not the history")
+			assert.Equal(t, "MODIFIED ns/a@5 api", next(t, w), "then the events after it")
+		})
+	}
+}
