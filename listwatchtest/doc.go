@@ -28,7 +28,10 @@
 // pages from one state, as a server's are), a watch from any
 // resourceVersion it still has the history of (410 Gone for an older one,
 // after Compact) or from "" or "0" (the current state first), and
-// streaming lists (sendInitialEvents), unless RefuseStreaming. As a ListerWatcher it serves every object it holds;
+// streaming lists (sendInitialEvents), unless RefuseStreaming. A read at
+// a resourceVersion it has not reached gets kube-apiserver's 504 "Too
+// large resource version" at once, where the server waits up to 3
+// seconds for it first. As a ListerWatcher it serves every object it holds;
 // For gives the view a server serves for a namespace and label and field
 // selectors (an object that stops matching is DELETED from a watch, one
 // that starts is ADDED). It runs no goroutines of its own.

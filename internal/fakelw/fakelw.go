@@ -21,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -297,14 +298,17 @@ func Status(code int32, reason metav1.StatusReason, msg string) error {
 }
 
 // TooLarge is kube-apiserver's answer to a read at a resourceVersion it has
-// not reached (after waiting for it): 504 Timeout, cause
-// ResourceVersionTooLarge.
+// not reached: 504 Timeout, "Too large resource version: requested,
+// current: current", retry after 1 second, cause ResourceVersionTooLarge.
+// The server waits up to 3 seconds for the resourceVersion before it
+// answers so; a Source answers at once.
 func TooLarge(requested, current uint64) error {
-	msg := fmt.Sprintf("Too large resource version: %d, current: %d", requested, current)
-	return &rest.APIError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusGatewayTimeout, Reason: metav1.StatusReasonTimeout, Message: msg,
-		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}},
+	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", requested, current), 1)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{
+		Type:    metav1.CauseTypeResourceVersionTooLarge,
+		Message: "Too large resource version",
 	}}
+	return err
 }
 
 // tooLargeLocked reports a resourceVersion the Source has not reached.

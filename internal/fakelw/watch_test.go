@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listwatch/listwatch/internal/fakelw"
 	"github.com/listwatch/listwatch/reflector"
@@ -52,5 +54,24 @@ func TestWatchFromZeroBeginsWithTheState(t *testing.T) {
 			assert.Equal(t, "ADDED ns/a@3 db", next(t, w), "the current state, not the history")
 			assert.Equal(t, "MODIFIED ns/a@5 api", next(t, w), "then the events after it")
 		})
+	}
+}
+
+// A read at a resourceVersion the Source has not reached gets
+// kube-apiserver's answer, at once.
+func TestTooLargeResourceVersionIsTheServersAnswer(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	src.Create(labeled("ns", "a", "web")) // 1
+	_, listErr := src.List(t.Context(), reflector.ListOptions{ResourceVersion: "100"}, func(*corev1.Pod) error { return nil })
+	_, watchErr := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "100"})
+	for _, err := range []error{listErr, watchErr} {
+		var status *apierrors.StatusError
+		require.ErrorAs(t, err, &status)
+		assert.True(t, apierrors.IsTimeout(err), "%v", err)
+		assert.Equal(t, "Timeout: Too large resource version: 100, current: 1", status.ErrStatus.Message)
+		assert.Equal(t, &metav1.StatusDetails{
+			RetryAfterSeconds: 1,
+			Causes:            []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}},
+		}, status.ErrStatus.Details)
 	}
 }
