@@ -337,7 +337,9 @@ func (s *Source[T]) CloseWatches() { s.src.CloseWatches() }
 // (its watch failed before writes it has not seen) is. To make a
 // reflector list again regardless, FailWatch(apierrors.NewGone(...)) and
 // CloseWatches. The next page of a paged list under way is 410 Expired too
-// (its continue token names a state compacted away).
+// (its continue token names a state compacted away), with kube-apiserver's
+// message and, in the Status's metadata.continue, a token that goes on
+// from the current state (an inconsistent list, as the server's).
 func (s *Source[T]) Compact() { s.src.Compact() }
 
 // FailList makes the next List calls fail with errs, one each: for

@@ -324,7 +324,9 @@ func (s *Source[T]) tooLargeLocked(rv string) error {
 // server's are (the continue token names that state and the key the page
 // before ended at). A continue token whose state the Source no longer
 // keeps (after Compact or Restore) is 410 Expired, as a server's is once
-// etcd compacted that state away. A resourceVersion the Source has not
+// etcd compacted that state away, with kube-apiserver's message and, in
+// the Status's metadata.continue, a token that goes on from the current
+// state (an inconsistent list, as the server's). A resourceVersion the Source has not
 // reached is TooLarge.
 func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
 	return s.list(ctx, opts, add, nil)
@@ -362,9 +364,9 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 		}
 		var ok bool
 		if snap, ok = s.lists[id]; !ok {
+			err := s.continueExpiredLocked(after)
 			s.mu.Unlock()
-			return reflector.ListMeta{}, Status(http.StatusGone, metav1.StatusReasonExpired,
-				"The provided continue parameter is too old to display a consistent list result.")
+			return reflector.ListMeta{}, err
 		}
 	}
 	s.mu.Unlock()
@@ -399,6 +401,21 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 		}
 	}
 	return meta, nil
+}
+
+// continueExpiredLocked is kube-apiserver's 410 for a continue token whose
+// state is gone, with its message and a token that continues the list
+// after the key after from the current state (an inconsistent list: what
+// was written since its first page may show in it).
+func (s *Source[T]) continueExpiredLocked(after string) error {
+	err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to " +
+		"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
+		"objects that were created, modified, or deleted between the time the first chunk was returned and now may " +
+		"show up in the list.")
+	id := s.keepLocked(listSnapshot[T]{rv: s.rv, objs: s.sortedLocked()})
+	err.ErrStatus.ListMeta.Continue = strconv.FormatUint(id, 10) + "/" + after
+	return err
 }
 
 // cutPage returns the first limit objects of objs that match accepts (nil:

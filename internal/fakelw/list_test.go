@@ -68,3 +68,34 @@ func TestCompactExpiresContinueTokens(t *testing.T) {
 	_, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: first.Continue})
 	assert.True(t, apierrors.IsResourceExpired(err), "%v", err)
 }
+
+// The 410 for an expired continue token is kube-apiserver's: its message,
+// and a token that goes on with the list from the current state.
+func TestExpiredContinueTokenOffersAnInconsistentOne(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	for _, name := range []string{"a", "b", "c"} {
+		src.Create(labeled("ns", name, "web")) // 1, 2, 3
+	}
+	_, first, err := page(t, src, reflector.ListOptions{Limit: 1})
+	require.NoError(t, err)
+	src.Compact()
+	src.Update(labeled("ns", "c", "db"))  // 4
+	src.Create(labeled("ns", "d", "web")) // 5
+
+	_, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: first.Continue})
+	require.True(t, apierrors.IsResourceExpired(err), "%v", err)
+	var status apierrors.APIStatus
+	require.ErrorAs(t, err, &status)
+	assert.Equal(t, "The provided continue parameter is too old to display a consistent list result. "+
+		"You can start a new list without the continue parameter, or use the continue token in this response to "+
+		"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - "+
+		"objects that were created, modified, or deleted between the time the first chunk was returned and now may "+
+		"show up in the list.", status.Status().Message)
+	inconsistent := status.Status().ListMeta.Continue
+	require.NotEmpty(t, inconsistent)
+
+	got, rest, err := page(t, src, reflector.ListOptions{Continue: inconsistent})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/b@2", "ns/c@4", "ns/d@5"}, got, "after the first page, from the current state")
+	assert.Equal(t, "5", rest.ResourceVersion)
+}
