@@ -19,10 +19,10 @@
 // an Update that changes nothing writes nothing. A Delete of an object
 // with finalizers marks it with a deletionTimestamp; it goes when an
 // Update takes its last finalizer away. The graceful deletion of Pods is
-// not simulated: a Pod without finalizers goes at once. The Source keeps copies and hands
-// out copies: a test may change an object it wrote or got back, and an
-// informer may change what it lists or watches (a transform), without
-// changing the Source or what another informer sees.
+// not simulated: a Pod without finalizers goes at once. The Source keeps
+// copies and hands out copies: a test may change an object it wrote or
+// got back, and an informer may change what it lists or watches (a
+// transform), without changing the Source or what another informer sees.
 //
 // A Source serves what the reflector asks for: paged lists (each list's
 // pages from one state, as a server's are), a watch from any
@@ -31,10 +31,14 @@
 // streaming lists (sendInitialEvents), unless RefuseStreaming. A read at
 // a resourceVersion it has not reached gets kube-apiserver's 504 "Too
 // large resource version" at once, where the server waits up to 3
-// seconds for it first. As a ListerWatcher it serves every object it holds;
-// For gives the view a server serves for a namespace and label and field
-// selectors (an object that stops matching is DELETED from a watch, one
-// that starts is ADDED). It runs no goroutines of its own.
+// seconds for it first. A watch ends after its timeoutSeconds (a
+// Reflector asks for 5 to 10 minutes by default), as CloseWatches ends it.
+// As a ListerWatcher it serves every object it holds; For gives the view
+// a server serves for a namespace and label and field selectors (an
+// object that stops matching is DELETED from a watch, one that starts is
+// ADDED). It runs no goroutines of its own, but for the one
+// time.AfterFunc starts to end a watch at its timeout (in a
+// testing/synctest bubble, at the bubble's time).
 //
 // In a testing/synctest bubble, time stands still while a goroutine runs:
 // an informer that listed or watched again at once, over and over, would

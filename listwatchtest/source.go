@@ -377,8 +377,10 @@ func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add fu
 // resourceVersion is "" or "0", the current state as ADDED events and
 // then the events, as kube-apiserver does. A streaming list
 // (SendInitialEvents) marks the end of the state with the
-// initial-events-end BOOKMARK if opts.AllowBookmarks. Each event's object
-// is a copy of its own, as in List.
+// initial-events-end BOOKMARK if opts.AllowBookmarks. If
+// opts.TimeoutSeconds > 0, the stream ends after that long, as
+// CloseWatches ends it. Each event's object is a copy of its own, as in
+// List.
 func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
 	return copies[T]{s.src}.Watch(ctx, opts)
 }

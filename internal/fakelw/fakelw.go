@@ -2,7 +2,10 @@
 // the reflector and the informer: a tiny apiserver for one resource with a
 // resourceVersion counter, an event history that can be compacted, paged
 // lists, streaming lists, a restore from a snapshot (its resourceVersion
-// going back), and scripted failures. It runs no goroutines of its own.
+// going back), watches that end at their timeoutSeconds, and scripted
+// failures. It runs no goroutines of its own, but for the one
+// time.AfterFunc starts to end a watch at its timeout (in a
+// testing/synctest bubble, at the bubble's time).
 // Tests that need real HTTP use internal/apisim instead. Its writes are not
 // checked (a Create may replace, an Update create); listwatchtest is its
 // public face, with the checks a real server makes.
@@ -20,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -238,13 +242,7 @@ func (s *Source[T]) CloseWatches() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for w := range s.watchers {
-		if w.bookmarks {
-			bm := s.newObj()
-			bm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
-			w.push(reflector.Event[T]{Type: reflector.Bookmark, Object: bm})
-		}
-		w.end(io.EOF)
-		delete(s.watchers, w)
+		s.endLocked(w)
 	}
 }
 
@@ -481,7 +479,9 @@ func compare(a, b string) int {
 // opts.SendInitialEvents, or if opts.ResourceVersion is "" or "0", the
 // stream begins with the current state as ADDED events, as kube-apiserver's
 // does; a streaming list (SendInitialEvents) marks the state's end with
-// the initial-events-end BOOKMARK if opts.AllowBookmarks.
+// the initial-events-end BOOKMARK if opts.AllowBookmarks. With
+// opts.TimeoutSeconds, the stream ends after that long as CloseWatches
+// ends it.
 func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
 	return s.watch(ctx, opts, nil)
 }
@@ -541,7 +541,33 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 		}
 	}
 	s.watchers[w] = struct{}{}
+	if opts.TimeoutSeconds > 0 {
+		w.timer = time.AfterFunc(time.Duration(opts.TimeoutSeconds)*time.Second, func() { s.timeOut(w) })
+	}
 	return &tracked[T]{watcher: w, s: s}, nil
+}
+
+// timeOut ends w, if it is still open, as CloseWatches does: its
+// timeoutSeconds have passed.
+func (s *Source[T]) timeOut(w *watcher[T]) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.watchers[w]; ok {
+		s.endLocked(w)
+	}
+}
+
+// endLocked ends the open watch w cleanly, as a server does at its
+// timeout: first, if w allows bookmarks, a BOOKMARK at the current
+// resourceVersion, as kube-apiserver sends one then.
+func (s *Source[T]) endLocked(w *watcher[T]) {
+	if w.bookmarks {
+		bm := s.newObj()
+		bm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
+		w.push(reflector.Event[T]{Type: reflector.Bookmark, Object: bm})
+	}
+	w.end(io.EOF)
+	delete(s.watchers, w)
 }
 
 // tracked removes its watcher from the Source when closed.
@@ -561,6 +587,7 @@ func (t *tracked[T]) Close() error {
 type watcher[T reflector.Object] struct {
 	match     func(T) bool // the objects watched; nil: all
 	bookmarks bool         // the watch allows BOOKMARK events
+	timer     *time.Timer  // ends the watch at its timeoutSeconds; nil: none
 	mu        sync.Mutex
 	queue     []reflector.Event[T]
 	err       error         // what Next returns once the queue is empty
@@ -608,6 +635,9 @@ func (w *watcher[T]) push(ev reflector.Event[T]) {
 }
 
 func (w *watcher[T]) end(err error) {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	w.mu.Lock()
 	if w.err == nil {
 		w.err = err

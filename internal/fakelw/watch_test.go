@@ -1,7 +1,10 @@
 package fakelw_test
 
 import (
+	"io"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,4 +77,40 @@ func TestTooLargeResourceVersionIsTheServersAnswer(t *testing.T) {
 			Causes:            []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}},
 		}, status.ErrStatus.Details)
 	}
+}
+
+// A watch with timeoutSeconds ends cleanly after that long, as a server's:
+// after a bookmark at the current resourceVersion if it allows them. One
+// without goes on.
+func TestWatchEndsAtItsTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+		src.Create(labeled("ns", "a", "web")) // 1
+		timed, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1", AllowBookmarks: true, TimeoutSeconds: 60})
+		require.NoError(t, err)
+		defer timed.Close()
+		quiet, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1", TimeoutSeconds: 60})
+		require.NoError(t, err)
+		defer quiet.Close()
+		forever, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1"})
+		require.NoError(t, err)
+		defer forever.Close()
+
+		start := time.Now()
+		time.Sleep(30 * time.Second)
+		src.Create(labeled("ns", "b", "web")) // 2
+		assert.Equal(t, "ADDED ns/b@2 web", next(t, timed))
+		assert.Equal(t, "BOOKMARK /@2 ", next(t, timed))
+		assert.Equal(t, time.Minute, time.Since(start))
+		_, err = timed.Next()
+		assert.ErrorIs(t, err, io.EOF, "a clean end")
+		assert.Equal(t, "ADDED ns/b@2 web", next(t, quiet))
+		_, err = quiet.Next()
+		assert.ErrorIs(t, err, io.EOF, "no bookmark for a watch that does not allow them")
+
+		time.Sleep(time.Hour)
+		src.Create(labeled("ns", "c", "web")) // 3
+		assert.Equal(t, "ADDED ns/b@2 web", next(t, forever))
+		assert.Equal(t, "ADDED ns/c@3 web", next(t, forever), "no timeout: no end")
+	})
 }
