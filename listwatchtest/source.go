@@ -261,9 +261,12 @@ func (s *Source[T]) nextGeneration(old, obj T) int64 {
 func (s *Source[T]) Delete(namespace, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if objkey.CheckSlashes(namespace, name) != nil { // no such object: its key would be another's
+		return apierrors.NewNotFound(s.resource, name)
+	}
 	key := objkey.Of(namespace, name)
 	obj, ok := s.src.Get(key)
-	if objkey.CheckSlashes(namespace, name) != nil || !ok {
+	if !ok {
 		return apierrors.NewNotFound(s.resource, name)
 	}
 	switch {

@@ -594,6 +594,15 @@ func TestUpdateThatChangesNothingWritesNothing(t *testing.T) {
 	assert.Empty(t, stored.Labels, "what Update returns is a copy")
 	assert.Equal(t, d.ResourceVersion, src.ResourceVersion())
 
+	widgets := listwatchtest.NewSource[*unstructured.Unstructured]()
+	wd := newWidget("w")
+	wd.Object["spec"] = map[string]any{"size": int64(1)}
+	wd, err = widgets.Create(wd)
+	require.NoError(t, err)
+	sameWidget, err := widgets.Update(wd)
+	require.NoError(t, err)
+	assert.Equal(t, wd, sameWidget, "a custom resource too")
+
 	d.Labels = map[string]string{"app": "web"}
 	changed, err := src.Update(d)
 	require.NoError(t, err)
