@@ -15,10 +15,13 @@ import (
 // namespace or the node it runs on. It may return no value (the object is
 // not in that index) or several. It must be a pure function of the object
 // (values that depend on anything else go stale in the index) and safe to
-// call from several goroutines at once. It is called without the Indexer's
-// lock held, so reading the Indexer from it does not deadlock. If it
-// fails or panics, the write it was called for fails with its error and
-// changes nothing.
+// call from several goroutines at once. It is called without any lock of
+// the Indexer held, so reading the Indexer from it does not deadlock; it
+// is called by the writes themselves, so waiting in it for a write to the
+// Indexer may wait for itself. If it fails or panics, the write it was
+// called for fails with its error and changes nothing. One given to
+// [Indexer.AddIndexers] is called for writes from the moment AddIndexers
+// is called.
 type IndexFunc[T metav1.Object] func(obj T) ([]string, error)
 
 // Indexers maps index names to index functions. A nil Indexers means no

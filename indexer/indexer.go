@@ -31,19 +31,35 @@ var ErrInvalidObject = objkey.ErrInvalidObject
 type Indexer[T metav1.Object] struct {
 	keyFunc func(T) string
 
-	// wmu orders writers' commits: a write takes it, then mu, to store
-	// what it computed; AddIndexers holds it for its last pass (see
-	// maxFreePasses). Lock order: wmu, then mu.
+	// No user code runs under wmu or mu. wmu orders writers' commits
+	// against Delete's compaction (compact): a write takes it, then mu, to
+	// store what it computed. AddIndexers takes mu alone. Lock order: wmu,
+	// then mu.
 	wmu sync.Mutex
 	mu  sync.RWMutex
 	s   *store[T] // Replace swaps in a new store
+	// prep is the index set writes are prepared with: s.indexes, or while
+	// an AddIndexers is under way, pending.indexes. Commit refuses a Write
+	// prepared with any other.
+	prep    *indexSet[T]
+	pending *pendingIndexes[T] // nil unless an AddIndexers is under way
+
+	// addMu serializes AddIndexers calls. It is held while their index
+	// functions run, and only AddIndexers takes it.
+	addMu sync.Mutex
 }
 
-// maxFreePasses is how many passes AddIndexers makes while writes go on.
-// Each computes what was written during the one before; if writes keep
-// coming faster than the new index functions run, the next pass holds
-// writes back (not reads), so AddIndexers always returns.
-const maxFreePasses = 3
+// pendingIndexes is an AddIndexers under way: its indexes are published to
+// writers, which compute their values too, but not yet installed.
+type pendingIndexes[T metav1.Object] struct {
+	// indexes is the installed indexes followed by the added ones.
+	indexes *indexSet[T]
+	// values holds, for each key stored since the publish (by Commit or
+	// Replace), the added indexes' values of the object stored under it.
+	// A key stored since has its values here; any other stored key holds
+	// the object it held at the publish. Delete drops a key's values.
+	values map[string][][]string
+}
 
 // Option configures an [Indexer] made by [New].
 type Option[T metav1.Object] func(*Indexer[T])
@@ -69,11 +85,14 @@ func New[T metav1.Object](indexers Indexers[T], opts ...Option[T]) *Indexer[T] {
 	}
 	names, funcs := sorted(indexers)
 	x.s = newStore((&indexSet[T]{}).with(names, funcs), 0)
+	x.prep = x.s.indexes
 	return x
 }
 
 // Add stores obj, replacing any object with the same key. If an index
-// function fails, Add returns the error and changes nothing.
+// function fails, Add returns the error and changes nothing. The index
+// functions of an AddIndexers under way are among them (see
+// [Indexer.AddIndexers]).
 func (x *Indexer[T]) Add(obj T) error { return x.put("Add", obj) }
 
 // Update is the same as [Indexer.Add]: it stores obj, replacing any object
@@ -125,7 +144,7 @@ func (x *Indexer[T]) prepare(obj T) (Write[T], error) {
 	if err != nil {
 		return Write[T]{}, err
 	}
-	indexes := x.indexes()
+	indexes := x.prepSet()
 	values, err := indexes.indexValues(key, obj)
 	if err != nil {
 		return Write[T]{}, err
@@ -135,17 +154,24 @@ func (x *Indexer[T]) prepare(obj T) (Write[T], error) {
 
 // Commit stores a prepared write's object, replacing any object with the
 // same key, as Add does; it runs no user code. It reports false and stores
-// nothing if the Write is the zero Write, or if [Indexer.AddIndexers] added
-// indexes since the Write was prepared: prepare it again.
+// nothing if the Write is the zero Write, or if [Indexer.AddIndexers] began
+// or failed since the Write was prepared: prepare it again.
 func (x *Indexer[T]) Commit(w Write[T]) bool {
 	x.wmu.Lock()
 	defer x.wmu.Unlock()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if w.indexes == nil || x.s.indexes != w.indexes {
+	if w.indexes == nil || w.indexes != x.prep {
 		return false
 	}
-	x.s.put(w.key, w.obj, w.values)
+	values := w.values
+	if p := x.pending; p != nil {
+		// Prepared with the pending indexes: their values wait aside.
+		n := len(x.s.indexes.funcs)
+		p.values[w.key] = values[n:]
+		values = values[:n:n]
+	}
+	x.s.put(w.key, w.obj, values)
 	return true
 }
 
@@ -160,6 +186,9 @@ func (x *Indexer[T]) Delete(obj T) error {
 	defer x.wmu.Unlock()
 	x.mu.Lock()
 	x.s.remove(key)
+	if x.pending != nil {
+		delete(x.pending.values, key)
+	}
 	shrunk := x.s.shrunk()
 	x.mu.Unlock()
 	if shrunk {
@@ -172,8 +201,9 @@ func (x *Indexer[T]) Delete(obj T) error {
 // caller holds wmu, so no write is stored meanwhile. The copies are made
 // under the read lock, which lets readers go on (copying 100k entries
 // takes tens of milliseconds), and installed unless AddIndexers, which
-// changes the store under mu alone, changed its indexes meanwhile; then
-// the next Delete tries again.
+// installs its indexes under mu alone, changed them meanwhile; then the
+// next Delete tries again. (The values an AddIndexers under way keeps
+// aside are not the store's: compaction leaves them be.)
 func (x *Indexer[T]) compact() {
 	x.mu.RLock()
 	s := x.s
@@ -200,23 +230,41 @@ func (x *Indexer[T]) installCompacted(s *store[T], c compactedMaps[T]) {
 // wins.
 func (x *Indexer[T]) Replace(list []T, resourceVersion string) error {
 	for {
-		indexes := x.indexes()
-		fresh := newStore(indexes, len(list))
+		x.mu.RLock()
+		prep, installed := x.prep, x.s.indexes
+		x.mu.RUnlock()
+		n := len(installed.funcs)
+		fresh := newStore(installed, len(list))
+		// The values of the indexes an AddIndexers under way added.
+		var aside map[string][][]string
+		if prep != installed {
+			aside = make(map[string][][]string, len(list))
+		}
 		for i, obj := range list {
 			key, err := x.keyOf(obj)
 			if err != nil {
 				return fmt.Errorf("indexer: Replace: list item %d: %w", i, err)
 			}
-			values, err := indexes.indexValues(key, obj)
+			values, err := prep.indexValues(key, obj)
 			if err != nil {
 				return fmt.Errorf("indexer: Replace: list item %d: %w", i, err)
+			}
+			if aside != nil {
+				aside[key] = values[n:]
+				values = values[:n:n]
 			}
 			fresh.put(key, obj, values)
 		}
 		x.wmu.Lock()
 		x.mu.Lock()
-		done := x.s.indexes == indexes
+		done := x.prep == prep
 		if done {
+			switch {
+			case x.pending != nil: // the AddIndexers prep came from is under way
+				x.pending.values = aside
+			case aside != nil: // it installed its indexes meanwhile
+				fresh.addIndexes(prep, aside, nil)
+			}
 			x.s = fresh
 		}
 		x.mu.Unlock()
@@ -224,7 +272,7 @@ func (x *Indexer[T]) Replace(list []T, resourceVersion string) error {
 		if done {
 			return nil
 		}
-		// AddIndexers ran meanwhile: build again
+		// AddIndexers began or failed meanwhile: build again
 	}
 }
 
@@ -282,7 +330,7 @@ func (x *Indexer[T]) Index(name string, obj T) ([]T, error) {
 	if isNil(obj) {
 		return nil, fmt.Errorf("indexer: Index: %w: object is nil", ErrInvalidObject)
 	}
-	indexes := x.indexes()
+	indexes := x.installed()
 	i, ok := indexes.pos[name]
 	if !ok {
 		return nil, fmt.Errorf("indexer: Index: %w %q", ErrUnknownIndex, name)
@@ -344,15 +392,18 @@ func (x *Indexer[T]) ListIndexFuncValues(name string) []string {
 
 // AddIndexers adds indexes, and indexes the objects already stored with
 // them. Adding a name that already exists is an error; so is a nil
-// function. If an index function fails on a stored object, AddIndexers
-// returns the error and changes nothing. The index functions run without
-// the lock, as they do for every write: readers and writers go on
-// meanwhile, and the objects they store or remove are indexed again before
-// the indexes are installed. If writes keep coming during each of a few
-// such passes, the last pass holds them back (readers go on), so
-// AddIndexers returns whatever the rate of writes; an index function added
-// this way must therefore not write to the Indexer, nor wait for anything
-// that waits for a write (an informer's AddEventHandler does).
+// function. If an index function fails or panics on a stored object,
+// AddIndexers returns the error and changes nothing.
+//
+// No lock of the Indexer is held while the index functions run: readers
+// and writers go on meanwhile, and an index function may read the
+// Indexer. From the moment AddIndexers is called until it returns, writes
+// run the added index functions too, as they will once the indexes are
+// installed (so, as for any index function, waiting in one for a write to
+// the Indexer may wait for itself). A write whose object an added index
+// function fails on fails with its error, even if AddIndexers later fails
+// on another object and adds nothing. Calls of AddIndexers run one at a
+// time: an index function must not call AddIndexers on the same Indexer.
 func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 	names, funcs := sorted(indexers)
 	for i, name := range names {
@@ -360,78 +411,57 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 			return fmt.Errorf("indexer: AddIndexers: index %q has a nil function", name)
 		}
 	}
-	added := (&indexSet[T]{}).with(names, funcs) // to compute with only
-	log := &changeLog{}
-	var (
-		st       *store[T]             // the store log is registered with
-		computed map[string][][]string // key → the added indexes' values
-		work     []keyed[T]            // what to compute next
-	)
-	holdingWrites := false
+	if len(names) == 0 {
+		return nil
+	}
+	x.addMu.Lock()
+	defer x.addMu.Unlock()
+
+	// Publish the indexes to writers: every write stored from here on
+	// brings the added indexes' values (Commit, Replace). Snapshot what
+	// is stored, in the same step.
 	x.mu.Lock()
+	if err := x.s.indexes.free(names); err != nil {
+		x.mu.Unlock()
+		return fmt.Errorf("indexer: AddIndexers: %w", err)
+	}
+	p := &pendingIndexes[T]{indexes: x.s.indexes.with(names, funcs), values: map[string][][]string{}}
+	x.pending, x.prep = p, p.indexes
+	work := make([]keyed[T], 0, len(x.s.items))
+	for key, e := range x.s.items {
+		work = append(work, keyed[T]{key, e.obj})
+	}
+	x.mu.Unlock()
+	installed := false
 	defer func() {
-		if st != nil {
+		if !installed {
+			// Withdraw: writes prepared with p are refused from here on
+			// and prepared again; the values they left aside go with p.
 			x.mu.Lock()
-			delete(st.changes, log)
+			x.pending, x.prep = nil, x.s.indexes
 			x.mu.Unlock()
-		}
-		if holdingWrites {
-			x.wmu.Unlock()
 		}
 	}()
-	// x.mu is held at the top of every pass: each pass lets it go while
-	// the index functions run and takes it again for the next. From the
-	// end of pass maxFreePasses, wmu is held as well, until AddIndexers
-	// returns.
-	for pass := 1; ; pass++ {
-		if err := x.s.indexes.free(names); err != nil {
-			x.mu.Unlock()
+
+	// Index functions are user code: run them without the lock.
+	added := (&indexSet[T]{}).with(names, funcs)
+	computed := make(map[string][][]string, len(work))
+	for _, w := range work {
+		values, err := added.indexValues(w.key, w.obj)
+		if err != nil {
 			return fmt.Errorf("indexer: AddIndexers: %w", err)
 		}
-		switch {
-		case x.s != st: // the first pass, or Replace swapped the store
-			if st != nil {
-				delete(st.changes, log)
-			}
-			st, computed = x.s, map[string][][]string{}
-			st.register(log)
-			work = work[:0]
-			for key, e := range st.items {
-				work = append(work, keyed[T]{key, e.obj})
-			}
-		case len(log.keys) == 0: // every stored object computed
-			st.addIndexes(names, funcs, computed)
-			x.mu.Unlock()
-			return nil
-		default: // objects stored or removed while computing
-			work = work[:0]
-			for key := range log.keys {
-				if e, ok := st.items[key]; ok {
-					work = append(work, keyed[T]{key, e.obj})
-				} else {
-					delete(computed, key)
-				}
-			}
-		}
-		clear(log.keys)
-		x.mu.Unlock()
-
-		// Index functions are user code: run them without the lock.
-		for _, w := range work {
-			values, err := added.indexValues(w.key, w.obj)
-			if err != nil {
-				return fmt.Errorf("indexer: AddIndexers: %w", err)
-			}
-			computed[w.key] = values
-		}
-		if pass >= maxFreePasses && !holdingWrites {
-			// From here no write is stored until the indexes are
-			// installed: the next pass computes the last of them.
-			x.wmu.Lock()
-			holdingWrites = true
-		}
-		x.mu.Lock()
+		computed[w.key] = values
 	}
+
+	// Install: a key stored since the publish has its values aside; any
+	// other still holds the object computed here.
+	x.mu.Lock()
+	x.s.addIndexes(p.indexes, p.values, computed)
+	x.pending = nil // x.prep stays p.indexes, now installed
+	installed = true
+	x.mu.Unlock()
+	return nil
 }
 
 // keyed is an object with its key.
@@ -440,11 +470,18 @@ type keyed[T metav1.Object] struct {
 	obj T
 }
 
-// indexes returns the current index set, which is immutable.
-func (x *Indexer[T]) indexes() *indexSet[T] {
+// installed returns the installed index set, which is immutable.
+func (x *Indexer[T]) installed() *indexSet[T] {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return x.s.indexes
+}
+
+// prepSet returns the index set to prepare a write with (prep).
+func (x *Indexer[T]) prepSet() *indexSet[T] {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.prep
 }
 
 // keyOf validates obj and computes its key.

@@ -30,29 +30,6 @@ type store[T metav1.Object] struct {
 	// whose object has one value v in it, by v: entries share them
 	// (shared).
 	single map[string][][]string
-
-	// changes holds, for each AddIndexers computing its indexes without
-	// the lock, the keys stored or removed since it last looked.
-	changes map[*changeLog]struct{}
-}
-
-// changeLog is the keys one AddIndexers has yet to (re)compute.
-type changeLog struct{ keys map[string]struct{} }
-
-// register makes the store record its changes into log.
-func (s *store[T]) register(log *changeLog) {
-	if s.changes == nil {
-		s.changes = map[*changeLog]struct{}{}
-	}
-	log.keys = map[string]struct{}{}
-	s.changes[log] = struct{}{}
-}
-
-// touched records a change of key for every AddIndexers under way.
-func (s *store[T]) touched(key string) {
-	for c := range s.changes {
-		c.keys[key] = struct{}{}
-	}
 }
 
 // indexSet is an immutable, ordered set of named index functions.
@@ -148,7 +125,6 @@ func (x *indexSet[T]) with(names []string, funcs []IndexFunc[T]) *indexSet[T] {
 // put stores obj under key with its precomputed index values, replacing
 // the index entries of the object it replaces.
 func (s *store[T]) put(key string, obj T, values [][]string) {
-	s.touched(key)
 	old, exists := s.items[key]
 	for i := range s.values {
 		if exists {
@@ -189,7 +165,6 @@ func (s *store[T]) remove(key string) {
 	if !exists {
 		return
 	}
-	s.touched(key)
 	for i := range s.values {
 		s.unindex(i, key, old.values[i])
 	}
@@ -270,21 +245,27 @@ func (s *store[T]) unindex(i int, key string, values []string) {
 	}
 }
 
-// addIndexes adds indexes, with computed[key] the values of the stored
-// object of key for them (the caller computed them without the lock).
-func (s *store[T]) addIndexes(names []string, funcs []IndexFunc[T], computed map[string][][]string) {
+// addIndexes installs indexes, s's indexes followed by added ones, with
+// the values for them of the object stored under key: aside[key] if
+// present, else computed[key] (the caller computed them without the
+// lock). Every stored key has one or the other.
+func (s *store[T]) addIndexes(indexes *indexSet[T], aside, computed map[string][][]string) {
 	first := len(s.values)
 	s.single = nil // the indexes change: sharing starts afresh (shared)
-	s.indexes = s.indexes.with(names, funcs)
-	for range funcs {
+	s.indexes = indexes
+	for range len(indexes.funcs) - first {
 		s.values = append(s.values, valueIndex{})
 	}
 	for key, e := range s.items {
+		added, ok := aside[key]
+		if !ok {
+			added = computed[key]
+		}
 		// Copy rather than append in place: the old slice may be shared.
-		e.values = slices.Concat(e.values, computed[key])
+		e.values = slices.Concat(e.values, added)
 		s.items[key] = e
-		for j := range funcs {
-			s.index(first+j, key, e.values[first+j])
+		for i := first; i < len(s.values); i++ {
+			s.index(i, key, e.values[i])
 		}
 	}
 }

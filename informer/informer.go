@@ -44,9 +44,7 @@ type SharedIndexInformer[T metav1.Object] struct {
 	// distributed, and while a late handler is given the cache: so the
 	// handler gets every cached object once and then every later change.
 	// No user code runs under it: index functions run before, through
-	// indexer.Prepare. (But a commit under it waits while AddIndexers,
-	// held up by writes, runs its new index functions over the last
-	// writes: see indexer.AddIndexers.)
+	// indexer.Prepare (those of an AddIndexers under way too).
 	blockDeltas sync.Mutex
 
 	// stopped is closed when Run has returned, or refused to run for good.
@@ -421,9 +419,12 @@ func (s *SharedIndexInformer[T]) Indexer() *indexer.Indexer[T] { return s.indexe
 func (s *SharedIndexInformer[T]) Lister() *Lister[T] { return &Lister[T]{indexer: s.indexer} }
 
 // AddIndexers adds named indexes to the cache, indexing what it already
-// holds (see indexer.Indexer.AddIndexers). While the informer runs, the new
-// index functions must not call AddEventHandler: if changes keep coming,
-// AddIndexers runs them while holding changes back.
+// holds (see indexer.Indexer.AddIndexers). The informer goes on applying
+// changes and telling handlers meanwhile, and runs the new index functions
+// on those changes as it will once they are installed. No lock is held
+// while an index function runs, so it may call AddEventHandler; but, like
+// every index function, it must not wait for a handler to be told of a
+// change: it runs on the goroutine that applies changes.
 func (s *SharedIndexInformer[T]) AddIndexers(ix indexer.Indexers[T]) error {
 	return s.indexer.AddIndexers(ix)
 }
