@@ -183,6 +183,39 @@ func TestIndexerDuplicateIndexValues(t *testing.T) {
 	assert.Empty(t, x.ListIndexFuncValues("twice"))
 }
 
+// An index function may return a buffer it reuses: the index keeps its
+// own copy of the values, so the next call does not change them (it
+// used to leave a deleted object's key in the index, and ByIndex handed
+// out a nil object for it).
+func TestIndexerCopiesWhatIndexFunctionsReturn(t *testing.T) {
+	buf := make([]string, 2)
+	reused := func(p *corev1.Pod) ([]string, error) {
+		buf[0], buf[1] = p.Spec.NodeName, p.Namespace
+		return buf, nil
+	}
+	for _, indexes := range []indexer.Indexers[*corev1.Pod]{
+		{"node": reused},
+		{"node": reused, "namespace": indexer.NamespaceIndexFunc[*corev1.Pod]},
+	} {
+		x := indexer.New(indexes)
+		require.NoError(t, x.Add(pod("a", "p1", "1", "n1")))
+		require.NoError(t, x.Add(pod("b", "p2", "1", "n2")))
+		require.NoError(t, x.Update(pod("a", "p1", "2", "n3")))
+		keys, err := x.IndexKeys("node", "n3")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a/p1"}, keys)
+		keys, err = x.IndexKeys("node", "n2")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"b/p2"}, keys)
+
+		require.NoError(t, x.Delete(pod("b", "p2", "1", "n2")))
+		objs, err := x.ByIndex("node", "n2")
+		require.NoError(t, err)
+		assert.Empty(t, objs)
+		assert.ElementsMatch(t, []string{"a", "n3"}, x.ListIndexFuncValues("node"))
+	}
+}
+
 func TestIndexerReplace(t *testing.T) {
 	x := indexer.New(allIndexers())
 	require.NoError(t, x.Add(pod("a", "old", "1", "n1", "app=web")))

@@ -69,12 +69,27 @@ func (x *indexSet[T]) indexValues(key string, obj T) ([][]string, error) {
 		return nil, nil
 	}
 	values := make([][]string, len(x.funcs))
+	total := 0
 	for i := range x.funcs {
 		v, err := x.valuesFor(i, key, obj)
 		if err != nil {
 			return nil, err
 		}
 		values[i] = v
+		total += len(v)
+	}
+	// The slices are the index functions': copied, in one array, so that
+	// a function that changes later the slice it returned (a buffer it
+	// reuses) cannot change what the index holds.
+	all := make([]string, 0, total)
+	for i, v := range values {
+		if len(v) == 0 {
+			values[i] = nil
+			continue
+		}
+		start := len(all)
+		all = append(all, v...)
+		values[i] = all[start:len(all):len(all)]
 	}
 	return values, nil
 }
@@ -286,7 +301,9 @@ func (s *store[T]) objectsOf(i int, values []string) []T {
 		keys := s.values[i][values[0]]
 		out := make([]T, 0, len(keys))
 		for key := range keys {
-			out = append(out, s.items[key].obj)
+			if e, ok := s.items[key]; ok { // always: no zero T handed out if not
+				out = append(out, e.obj)
+			}
 		}
 		return out
 	}
@@ -296,7 +313,9 @@ func (s *store[T]) objectsOf(i int, values []string) []T {
 		for key := range s.values[i][v] {
 			if _, dup := seen[key]; !dup {
 				seen[key] = struct{}{}
-				out = append(out, s.items[key].obj)
+				if e, ok := s.items[key]; ok {
+					out = append(out, e.obj)
+				}
 			}
 		}
 	}
