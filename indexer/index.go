@@ -13,9 +13,11 @@ import (
 
 // IndexFunc computes the index values of an object, for example its
 // namespace or the node it runs on. It may return no value (the object is
-// not in that index) or several. It must be a pure function of the object
-// (values that depend on anything else go stale in the index) and safe to
-// call from several goroutines at once. It is called without any lock of
+// not in that index) or several; the Indexer keeps a copy of them, so
+// what becomes of the returned slice afterwards does not change the index.
+// It must be a pure function of the object (values that depend on anything
+// else go stale in the index) and safe to call from several goroutines at
+// once. It is called without any lock of
 // the Indexer held, so reading the Indexer from it does not deadlock; it
 // is called by the writes themselves, so waiting in it for a write to the
 // Indexer may wait for itself. If it fails or panics, the write it was
