@@ -125,15 +125,21 @@ func throughput(ctx context.Context, c config, info serverInfo, lib library, r *
 	return nil
 }
 
-// sequence checks that one handler gets the replay's events each once and
-// in order: event k carries resourceVersion ListRV+k+1, so each update must
-// carry the one after the last. A library that lost, duplicated or
-// reordered an event fails the run instead of being timed. A handler is
-// called on one goroutine at a time, in both libraries; check reads the
-// result after the handler's last call has happened before it.
+// sequence checks that one handler gets the replay's events each once,
+// and each object's in order: event k carries resourceVersion ListRV+k+1.
+// A library that lost, duplicated or reordered an object's events fails
+// the run instead of being timed. The order across objects is not
+// checked: listwatch promises each object's changes in order, not the
+// server's order across objects (a consumer that falls a whole cycle of
+// the replay behind gets one pod's two updates together, before the other
+// pods' updates between them; client-go keeps the server's order). A
+// handler is called on one goroutine at a time, in both libraries; check
+// reads the result after the handler's last call has happened before it.
 type sequence struct {
-	next, events uint64
-	err          error // the first break in the sequence
+	first, events uint64            // the replay's first resourceVersion, and how many
+	seen          []bool            // by event
+	last          map[string]uint64 // the resourceVersion each object was last seen at
+	err           error             // the first event out of its place
 }
 
 func newSequence(info serverInfo) (*sequence, error) {
@@ -141,25 +147,42 @@ func newSequence(info serverInfo) (*sequence, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the server's list resourceVersion %q: %w", info.ListRV, err)
 	}
-	return &sequence{next: rv + 1, events: uint64(info.Events)}, nil
+	return &sequence{
+		first:  rv + 1,
+		events: uint64(info.Events),
+		seen:   make([]bool, info.Events),
+		last:   make(map[string]uint64, info.Objects),
+	}, nil
 }
 
 func (s *sequence) see(obj metav1.Object) {
-	rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-	if s.err == nil && (err != nil || rv != s.next) {
-		s.err = fmt.Errorf("update at resourceVersion %q where %d was next: an event lost, duplicated or reordered", obj.GetResourceVersion(), s.next)
+	if s.err != nil {
+		return
 	}
-	s.next = rv + 1
+	rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	key := obj.GetNamespace() + "/" + obj.GetName()
+	switch {
+	case err != nil || rv < s.first || rv-s.first >= s.events:
+		s.err = fmt.Errorf("update of %s at resourceVersion %q, not one of the replay's", key, obj.GetResourceVersion())
+	case s.seen[rv-s.first]:
+		s.err = fmt.Errorf("update of %s at resourceVersion %d again: an event duplicated", key, rv)
+	case rv < s.last[key]:
+		s.err = fmt.Errorf("update of %s at resourceVersion %d after %d: its events reordered", key, rv, s.last[key])
+	default:
+		s.seen[rv-s.first] = true
+		s.last[key] = rv
+	}
 }
 
-// check reports a break in the sequence, or a count of calls other than
-// the replay's events (calls is read after the run: a late duplicate shows).
+// check reports an event out of its place, or a count of calls other than
+// the replay's events (calls is read after the run: a late duplicate
+// shows); with no duplicate, the right count means none was lost.
 func (s *sequence) check(calls int64) error {
 	if s.err != nil {
 		return s.err
 	}
 	if uint64(calls) != s.events {
-		return fmt.Errorf("%d updates for %d events", calls, s.events)
+		return fmt.Errorf("%d updates for %d events: events lost or duplicated", calls, s.events)
 	}
 	return nil
 }
