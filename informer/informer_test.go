@@ -245,6 +245,63 @@ func TestHandlerAddedAfterStopIsStopped(t *testing.T) {
 	})
 }
 
+// The logger's handler is user code: one that blocks when a handler is
+// added (in the "listener started" record) holds up that handler alone,
+// not the others: AddEventHandler holds the informer's lock on changes
+// while it registers the handler, and nothing may log under it. Outside
+// a bubble, as the mutex the failure waits on is not durably blocking.
+func TestBlockedLoggerInAddEventHandlerDelaysNoOtherHandler(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{})
+	var blocking atomic.Bool
+	logger := slog.New(blockingLog{block: func(msg string) {
+		if msg == "processor: listener started" && blocking.CompareAndSwap(true, false) {
+			close(entered)
+			<-release
+		}
+	}})
+	src := newSource()
+	src.Create(pod("ns", "a"))
+	inf := informer.New[*corev1.Pod](src, informer.WithLogger[*corev1.Pod](logger))
+	seen := make(chan string, 10)
+	inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(p *corev1.Pod, _ bool) { seen <- p.Name }})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	defer close(release) // last in, first out: before Run is stopped
+	wait := func(what string) string {
+		t.Helper()
+		select {
+		case name := <-seen:
+			return name
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the first handler got no %s in 10s", what)
+			return ""
+		}
+	}
+	assert.Equal(t, "a", wait("initial add"))
+
+	blocking.Store(true)
+	go inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{})
+	<-entered // the logger is blocked in the second handler's start
+	src.Create(pod("ns", "b"))
+	assert.Equal(t, "b", wait("add while the logger blocked"))
+}
+
+// blockingLog is a slog.Handler that calls block with every message.
+type blockingLog struct{ block func(msg string) }
+
+func (h blockingLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h blockingLog) Handle(_ context.Context, r slog.Record) error {
+	h.block(r.Message)
+	return nil
+}
+func (h blockingLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h blockingLog) WithGroup(string) slog.Handler      { return h }
+
 // A one-shot handler removes itself from within its first call (client-go
 // allows it; ours used to wait for itself for ever), and Stopped tells when
 // it will not be called again.

@@ -206,15 +206,13 @@ func (l *Listener[T]) Pending() int {
 	return int(max(l.pending.Load(), 0))
 }
 
-// start starts the listener's goroutines, counting them in wg too, and
-// reports whether it did: it does nothing unless the listener is idle. The
-// caller logs the start once it holds no lock (the logger's handler is user
-// code).
-func (l *Listener[T]) start(wg *sync.WaitGroup) bool {
+// start starts the listener's goroutines, counting them in wg too. It does
+// nothing unless the listener is idle.
+func (l *Listener[T]) start(wg *sync.WaitGroup) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if runState(l.state.Load()) != idle {
-		return false
+		return
 	}
 	l.state.Store(uint32(running))
 	b := l.early
@@ -225,13 +223,7 @@ func (l *Listener[T]) start(wg *sync.WaitGroup) bool {
 		defer wg.Done()
 		l.pop(b)
 	}()
-	l.goRun()
-	return true
-}
-
-// logStarted logs that the listener started.
-func (l *Listener[T]) logStarted() {
-	l.cfg.log().Debug("processor: listener started", "listener", l.name)
+	l.goRun(true)
 }
 
 // stop tells the listener's goroutines to exit; it does not wait for them.
@@ -257,8 +249,9 @@ func (l *Listener[T]) stop() {
 		// (runtime.Goexit in it); else this does nothing.
 		l.syncedOnce.Do(func() { l.stoppedUnsynced.Store(true) })
 		close(l.done)
-		if wasIdle { // no goroutine to close it
+		if wasIdle { // no goroutine to close it; and never started, so not logged
 			close(l.stopped)
+			return
 		}
 		l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
 	}()
@@ -320,11 +313,17 @@ func (l *Listener[T]) pop(b *backlog[T]) {
 }
 
 // goRun starts the goroutine that runs the handler, counted in the
-// Processor's wait group.
-func (l *Listener[T]) goRun() {
+// Processor's wait group. The first one logs that the listener started:
+// there, a logger that blocks (its handler is user code) holds up this
+// listener's handler alone, where under the locks start is called with (the
+// Processor's, an informer's) it would hold up every listener.
+func (l *Listener[T]) goRun(first bool) {
 	l.runWG.Add(1)
 	go func() {
 		defer l.runWG.Done()
+		if first {
+			l.cfg.log().Debug("processor: listener started", "listener", l.name)
+		}
 		l.run()
 	}()
 }
@@ -341,7 +340,7 @@ func (l *Listener[T]) run() {
 		if !ended {
 			// runtime.Goexit in the handler or in the error handler is
 			// ending this goroutine: another takes over.
-			l.goRun()
+			l.goRun(false)
 		}
 	}()
 	for n := range l.nextCh {

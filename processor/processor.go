@@ -81,12 +81,11 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions, initial .
 	if !over { // a stopped Processor keeps no new listener
 		p.listeners = append(slices.Clip(p.listeners), l)
 	}
-	started := p.state == running && l.start(&p.wg)
-	p.mu.Unlock()
-	// Unlocked: the logger's handler and the upstream are user code.
-	if started {
-		l.logStarted()
+	if p.state == running {
+		l.start(&p.wg)
 	}
+	p.mu.Unlock()
+	// Unlocked: both ask the upstream, which is user code.
 	if over {
 		l.stop()
 	}
@@ -129,17 +128,11 @@ func (p *Processor[T]) Run(ctx context.Context) {
 	}
 	if ctx.Err() == nil {
 		p.state = running
-		var started []*Listener[T]
 		for _, l := range p.listeners {
-			if l.start(&p.wg) {
-				started = append(started, l)
-			}
+			l.start(&p.wg)
 		}
 		p.mu.Unlock()
 		p.cfg.log().Debug("processor: running")
-		for _, l := range started {
-			l.logStarted()
-		}
 		<-ctx.Done()
 		p.mu.Lock()
 	}

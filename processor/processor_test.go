@@ -96,15 +96,16 @@ func TestBlockedHandlerDelaysNoOtherListener(t *testing.T) {
 }
 
 // The logger's handler is user code too: one that blocks while a listener
-// is added (a log shipper that stalls, say) holds up that listener alone,
+// starts (a log shipper that stalls, say) holds up that listener alone,
 // not delivery to the others. Outside a bubble: a goroutine waiting for a
 // mutex is not durably blocked, so the old failure (Distribute waiting
 // for AddListener's lock) would hang a bubble; here it fails the deadline.
 func TestBlockedLoggerDelaysNoOtherListener(t *testing.T) {
-	release := make(gate)
+	release, entered := make(gate), make(chan struct{})
 	var blocking atomic.Bool
 	logger := slog.New(blockingLog{block: func() {
-		if blocking.Load() {
+		if blocking.CompareAndSwap(true, false) { // the first record from here on
+			close(entered)
 			release.wait()
 		}
 	}})
@@ -119,6 +120,7 @@ func TestBlockedLoggerDelaysNoOtherListener(t *testing.T) {
 
 	blocking.Store(true)
 	go p.AddListener(processor.HandlerFuncs[*corev1.Pod]{}, processor.ListenerOptions{})
+	<-entered // the logger is blocked in the second listener's start
 	go p.Distribute(addOf("a", "1", false), false)
 	select {
 	case name := <-seen:
@@ -126,7 +128,7 @@ func TestBlockedLoggerDelaysNoOtherListener(t *testing.T) {
 			t.Fatalf("the first listener got %q, want a", name)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the first listener got nothing in 10s while the logger blocked AddListener")
+		t.Fatal("the first listener got nothing in 10s while the logger blocked a listener's start")
 	}
 }
 
