@@ -49,7 +49,9 @@ type Source[T reflector.Object] struct {
 // kube-apiserver's do: T a pointer to a struct with a Spec field
 // (*appsv1.Deployment, *corev1.Pod), or *unstructured.Unstructured (taken
 // to be a custom resource). Objects of other types (*corev1.ConfigMap,
-// *metav1.PartialObjectMetadata) keep generation 0.
+// *metav1.PartialObjectMetadata) keep generation 0. kube-apiserver gives
+// some kinds with a spec none either, Services and Namespaces among them:
+// a Source gives them one.
 func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 	typ := reflect.TypeFor[T]()
 	name := typ.String()
@@ -150,14 +152,18 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // be copied, as with Create.
 //
 // The server's fields are kept, whatever obj has: the UID (an empty one
-// is the stored one; another is apierrors.IsInvalid, as the field is
-// immutable), the creationTimestamp, the deletionTimestamp and
-// deletionGracePeriodSeconds. The metadata.generation is the stored one,
+// is the stored one; another is apierrors.IsConflict, as kube-apiserver
+// makes the UID a precondition of the write), the creationTimestamp, the
+// deletionTimestamp and deletionGracePeriodSeconds (setting them on an
+// object not being deleted is apierrors.IsInvalid: only Delete sets
+// them). The metadata.generation is the stored one,
 // plus 1 if anything but metadata and status changed (0 for a type
 // without one). An Update that changes nothing else (by
 // equality.Semantic.DeepEqual) writes nothing, as kube-apiserver's: it
 // returns a copy of the stored object, whose resourceVersion stays, and
-// watchers get no event.
+// watchers get no event. (Of an *unstructured.Unstructured, an empty map
+// in its metadata, such as "labels": {}, counts as a change; the server
+// drops it, and writes nothing.)
 //
 // Of an object being deleted (see Delete), an Update may not add a
 // finalizer (apierrors.IsInvalid), and one that leaves it none removes
@@ -183,6 +189,11 @@ func (s *Source[T]) Update(obj T) (T, error) {
 		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version (resourceVersion %s, not %s) and try again", old.GetResourceVersion(), rv))
 	}
+	if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
+		// kube-apiserver makes the UID a precondition of the write.
+		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, old.GetUID()))
+	}
 	if errs := checkUpdate(old, obj); len(errs) > 0 {
 		return zero, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
 	}
@@ -207,18 +218,22 @@ func (s *Source[T]) Update(obj T) (T, error) {
 }
 
 // checkUpdate returns what kube-apiserver's validation finds wrong with
-// replacing old by obj: another UID (an empty one is old's), or
-// finalizers added to an object being deleted.
+// replacing old by obj: finalizers added to an object being deleted, or
+// deletion marks on one that is not (only a delete sets them; once set,
+// an update keeps them whatever it sends).
 func checkUpdate[T reflector.Object](old, obj T) field.ErrorList {
 	var errs field.ErrorList
-	if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable"))
-	}
 	if old.GetDeletionTimestamp() != nil {
 		if added := sets.New(obj.GetFinalizers()...).Difference(sets.New(old.GetFinalizers()...)); added.Len() > 0 {
 			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
 				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", sets.List(added))))
 		}
+	}
+	if ts := obj.GetDeletionTimestamp(); ts != nil && old.GetDeletionTimestamp() == nil {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionTimestamp"), ts, "field is immutable"))
+	}
+	if g := obj.GetDeletionGracePeriodSeconds(); g != nil && old.GetDeletionGracePeriodSeconds() == nil {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionGracePeriodSeconds"), *g, "field is immutable"))
 	}
 	return errs
 }

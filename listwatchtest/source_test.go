@@ -715,6 +715,23 @@ func TestFinalizersHoldADeletion(t *testing.T) {
 // An Update may leave the UID out, but not change it: the object with
 // another UID is another object, deleted and created again since it was
 // read.
+// Only a delete marks an object for deletion: an Update that tries is
+// Invalid, as kube-apiserver's validation answers.
+func TestUpdateMayNotMarkForDeletion(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	a, err := src.Create(pod("ns", "a"))
+	require.NoError(t, err)
+	marked := a.DeepCopy()
+	now, zero := metav1.Now(), int64(0)
+	marked.DeletionTimestamp, marked.DeletionGracePeriodSeconds = &now, &zero
+	_, err = src.Update(marked)
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	assert.ErrorContains(t, err, "metadata.deletionTimestamp")
+	assert.ErrorContains(t, err, "metadata.deletionGracePeriodSeconds")
+	stored, _ := src.Get("ns", "a")
+	assert.Equal(t, a, stored, "nothing written")
+}
+
 func TestUpdateMayNotChangeTheUID(t *testing.T) {
 	src := listwatchtest.NewSource[*corev1.Pod]()
 	a, err := src.Create(pod("ns", "a"))
@@ -723,8 +740,8 @@ func TestUpdateMayNotChangeTheUID(t *testing.T) {
 	other.UID = "someone-else"
 	other.Labels = map[string]string{"v": "2"}
 	_, err = src.Update(other)
-	require.True(t, apierrors.IsInvalid(err), "%v", err)
-	assert.ErrorContains(t, err, `metadata.uid: Invalid value: "someone-else": field is immutable`)
+	require.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.ErrorContains(t, err, "Precondition failed: UID in precondition: someone-else, UID in object meta: "+string(a.UID))
 	stored, _ := src.Get("ns", "a")
 	assert.Equal(t, a, stored, "nothing written")
 
