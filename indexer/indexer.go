@@ -456,12 +456,18 @@ func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 
 	// Install: a key stored since the publish has its values aside; any
 	// other still holds the object computed here.
+	x.install(p, computed)
+	installed = true
+	return nil
+}
+
+// install installs the indexes of p under the lock, released however
+// addIndexes returns: the withdraw deferred in AddIndexers takes it again.
+func (x *Indexer[T]) install(p *pendingIndexes[T], computed map[string][][]string) {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.s.addIndexes(p.indexes, p.values, computed)
 	x.pending = nil // x.prep stays p.indexes, now installed
-	installed = true
-	x.mu.Unlock()
-	return nil
 }
 
 // keyed is an object with its key.
