@@ -9,6 +9,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/listwatch/listwatch/internal/apistatus"
 )
 
 // Continue tokens have kube-apiserver's format: unpadded base64url of
@@ -66,13 +68,7 @@ func decodeContinue(token string) (int64, string, error) {
 // errContinueExpired is kube-apiserver's 410 for a token whose snapshot was
 // compacted; it carries a token that continues from the newest state.
 func errContinueExpired(startKey string) error {
-	err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
-		"You can start a new list without the continue parameter, or use the continue token in this response to " +
-		"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
-		"objects that were created, modified, or deleted between the time the first chunk was returned and now may " +
-		"show up in the list.")
-	err.ErrStatus.ListMeta.Continue = encodeContinue(-1, startKey)
-	return err
+	return apistatus.ContinueExpired(encodeContinue(-1, startKey))
 }
 
 // tokenExpired reports whether a token at snapshot rv outlived the

@@ -3,13 +3,13 @@ package apisim
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/listwatch/listwatch/internal/apistatus"
 	"github.com/listwatch/listwatch/internal/kubeproto"
 )
 
@@ -85,12 +85,7 @@ func errMethodNotAllowed(c *collection, verb string) error {
 // errTooLargeRV is the answer to a read of a resourceVersion the server has
 // not reached after waiting: 504 Timeout with cause ResourceVersionTooLarge.
 func errTooLargeRV(requested, current uint64) error {
-	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", requested, current), 1)
-	err.ErrStatus.Details.Causes = []metav1.StatusCause{{
-		Type:    metav1.CauseTypeResourceVersionTooLarge,
-		Message: "Too large resource version",
-	}}
-	return err
+	return apistatus.TooLargeResourceVersion(requested, current)
 }
 
 // errServerClosing answers requests that arrive while the server closes.

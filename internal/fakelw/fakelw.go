@@ -25,10 +25,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/listwatch/listwatch/internal/apistatus"
 	"github.com/listwatch/listwatch/internal/objkey"
 	"github.com/listwatch/listwatch/internal/rest"
 	"github.com/listwatch/listwatch/reflector"
@@ -301,12 +301,7 @@ func Status(code int32, reason metav1.StatusReason, msg string) error {
 // The server waits up to 3 seconds for the resourceVersion before it
 // answers so; a Source answers at once.
 func TooLarge(requested, current uint64) error {
-	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", requested, current), 1)
-	err.ErrStatus.Details.Causes = []metav1.StatusCause{{
-		Type:    metav1.CauseTypeResourceVersionTooLarge,
-		Message: "Too large resource version",
-	}}
-	return err
+	return apistatus.TooLargeResourceVersion(requested, current)
 }
 
 // tooLargeLocked reports a resourceVersion the Source has not reached.
@@ -406,14 +401,8 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 // after the key after from the current state (an inconsistent list: what
 // was written since its first page may show in it).
 func (s *Source[T]) continueExpiredLocked(after string) error {
-	err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
-		"You can start a new list without the continue parameter, or use the continue token in this response to " +
-		"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
-		"objects that were created, modified, or deleted between the time the first chunk was returned and now may " +
-		"show up in the list.")
 	id := s.keepLocked(listSnapshot[T]{rv: s.rv, objs: s.sortedLocked()})
-	err.ErrStatus.ListMeta.Continue = strconv.FormatUint(id, 10) + "/" + after
-	return err
+	return apistatus.ContinueExpired(strconv.FormatUint(id, 10) + "/" + after)
 }
 
 // cutPage returns the first limit objects of objs that match accepts (nil:
