@@ -13,12 +13,12 @@
 //   - BOOKMARK events only advance the resourceVersion.
 //   - 410 Gone (the resourceVersion was compacted away) means list again,
 //     then watch again; a list refused with 410 asks for the server's
-//     latest state (still never older than the Store's).
+//     latest state.
 //   - "Too large resource version" (the server is behind us) means wait at
 //     least a second; on a watch, then list at a state at least as new as
 //     the Store's, which the server waits for. Never a tight loop. (client-go
 //     relists too, and then takes the server's newest state even if it is
-//     older than its cache.)
+//     older than its cache; listwatch does after two minutes, below.)
 //   - 429 and 5xx answers, dropped connections and malformed streams back
 //     off with jitter (honouring Retry-After, up to the backoff's maximum)
 //     and resume without relisting; a watch that moved the cache forward
@@ -30,14 +30,20 @@
 //     counts as a failure, so that a server doing that is not asked again
 //     in a tight loop.
 //   - A server whose resourceVersions go backwards is relisted, and a relist
-//     is never allowed to take the Store back in time. A server restored
-//     from a backup without a jump in its resourceVersions answers "too
-//     large" while it is behind the Store, and is listed whole once it
-//     passes the Store's version; but if it passes it while the Reflector
-//     is away (backing off), the watch resumes there, and the changes the
-//     restored server made up to that version are never seen, as with
-//     client-go. Restore etcd with --bump-revision and --mark-compacted,
-//     which makes it a 410 and a relist at once, or set WithRelistInterval.
+//     asks for a state at least as new as the Store's. A server behind the
+//     Store answers "too large" (an apiserver whose cache lags, one
+//     restored from a backup without a jump in its resourceVersions, or
+//     one that sent a resourceVersion it never had): the Reflector waits,
+//     and lists it whole once it passes the Store's version. A server
+//     still behind after two minutes is not lagging: the Reflector takes
+//     its latest state, older as it is, so that the cache converges to
+//     what the server holds (client-go does at once). That refill is
+//     reported as ErrBackInTime; the handlers see objects go back. If a
+//     restored server passes the Store's version while the Reflector is
+//     away (backing off), the watch resumes there, and the changes it made
+//     up to that version are never seen, as with client-go. Restore etcd
+//     with --bump-revision and --mark-compacted, which makes it a 410 and
+//     a relist at once, or set WithRelistInterval.
 //   - An event the Store refuses is reported and skipped; the watch goes on.
 //   - A watch answered 403 Forbidden (a role that grants list but not
 //     watch) is followed by a list after the backoff, again and again, so

@@ -24,6 +24,14 @@ var ErrSkipped = errors.New("skipped")
 // another object's). It is skipped and the resourceVersion does not advance.
 var ErrRejected = errors.New("object rejected")
 
+// ErrBackInTime marks the report of a refill that took the cache back in
+// time: the server stayed behind the cache (it answered "too large
+// resource version") for minutes, so the Reflector took the server's
+// latest state, older than the cache's, for the cache to converge to what
+// the server holds. The handlers see objects go back to older states, and
+// LastSyncResourceVersion goes back.
+var ErrBackInTime = errors.New("the cache went back in time to the server's state")
+
 var (
 	// errWentBackwards: the server sent a resourceVersion older than one
 	// already applied. Not retryable as is: the Reflector relists.

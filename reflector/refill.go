@@ -22,7 +22,7 @@ import (
 // into one slice, which replaces the Store's contents in one call.
 //
 // The first list is a consistent read, paged. A relist asks for a state at
-// least as new as the Store's, so as never to go back in time, and asks
+// least as new as the Store's, so as not to go back in time, and asks
 // for it in one answer, without pages, unless WithPageSize was given, as
 // client-go's relists do: kube-apiserver serves that from its watch cache,
 // where older kube-apiservers send a paged read at a resourceVersion to
@@ -105,8 +105,11 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	}
 
 	if olderThan(listRV, since) {
-		return fmt.Errorf("listing %s: %w: listed resourceVersion %s, cache already at %s",
-			r.opt.name, errWentBackwards, listRV, since)
+		if !s.latest {
+			return fmt.Errorf("listing %s: %w: listed resourceVersion %s, cache already at %s",
+				r.opt.name, errWentBackwards, listRV, since)
+		}
+		r.tookOlderState(listRV, since)
 	}
 	// Recorded first: the Store's consumer may have processed the whole
 	// list (and reported HasSynced) before Replace returns.
@@ -255,6 +258,15 @@ func (r *Reflector[T]) noteAwaitedBookmark() (stop func()) {
 	}
 }
 
+// tookOlderState reports a refill that takes the cache back in time: the
+// server's latest state, at rv, is older than the Store's, at since, and
+// has been for behindPatience. The handlers see the objects go back.
+func (r *Reflector[T]) tookOlderState(rv, since string) {
+	r.report(fmt.Errorf("listing %s: %w: its latest state is at resourceVersion %s, the cache was at %s, "+
+		"and the server has been behind for %v (restored from a backup, or the cache had a resourceVersion the server never had)",
+		r.opt.name, ErrBackInTime, rv, since, behindPatience))
+}
+
 // maxPageRetries bounds how often one page is asked for again after a
 // failure (retryablePage); the next failure fails the list, and Run's loop
 // starts it again after the backoff. client-go's REST client retries a
@@ -341,8 +353,11 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				return &streamingUnsupportedError{reason: "the initial-events-end bookmark has no resourceVersion"}
 			}
 			if olderThan(rv, since) {
-				return fmt.Errorf("listing %s (streaming): %w: initial events end at %s, cache already at %s",
-					r.opt.name, errWentBackwards, rv, since)
+				if !s.latest {
+					return fmt.Errorf("listing %s (streaming): %w: initial events end at %s, cache already at %s",
+						r.opt.name, errWentBackwards, rv, since)
+				}
+				r.tookOlderState(rv, since)
 			}
 			stopWaiting()
 			r.synced(rv) // first, as in list

@@ -157,6 +157,7 @@ type runState struct {
 	listOnce       bool      // but refill with LIST this once
 	streamCutAt    time.Time // when the last streaming list cut short was (zero after one that was not)
 	latest         bool      // ask for the server's latest state, not one at least as new as the Store's
+	behindSince    time.Time // when a refill first found the server behind the Store (zero after a refill)
 	listedAt       time.Time // when the Store was last refilled
 	backoff        *backoff
 	progressed     bool   // the last attempt's watch moved the resourceVersion forward
@@ -171,7 +172,29 @@ type runState struct {
 // for ever. It resets by itself once no failure has come for a while.
 func (s *runState) refilled() {
 	s.needList, s.listOnce, s.latest, s.listedAt, s.stuck, s.stuckAt = false, false, false, time.Now(), 0, ""
+	s.behindSince = time.Time{}
 }
+
+// serverBehind records a refill that found the server behind the Store,
+// and reports whether the server has been behind for behindPatience: from
+// then on the Reflector asks for the server's latest state and takes it,
+// older than the Store's as it is.
+func (s *runState) serverBehind(now time.Time) bool {
+	if s.behindSince.IsZero() {
+		s.behindSince = now
+	}
+	return now.Sub(s.behindSince) >= behindPatience
+}
+
+// behindPatience is how long the Reflector waits for a server that is
+// behind the Store before it takes the server's state as it is. An
+// apiserver whose watch cache lags catches up in seconds (kube-apiserver
+// waits 3 s for its cache before it answers "too large"); one restored
+// from a backup may take hours to pass the Store's resourceVersion, and a
+// resourceVersion the server never had (a bad event or bookmark) it never
+// passes: the cache would stay wrong for good. client-go takes the
+// server's latest state at once.
+const behindPatience = 2 * time.Minute
 
 // maxStuckWatches is how many watches may fail in their stream at the same
 // resourceVersion, on what the server sent (an event that cannot be
@@ -239,10 +262,13 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		return s.backoff.next(now)
 	case isTooLargeResourceVersion(err) && refill:
 		// A list at least as new as the Store refused: the server is
-		// behind the Store (an apiserver whose cache lags, or one
-		// restored from a backup). Only a state older than the Store's
-		// could be had at once, and the cache never goes back in time:
-		// ask again after a wait.
+		// behind the Store (an apiserver whose cache lags, one restored
+		// from a backup, or the Store holds a resourceVersion the server
+		// never had). Only a state older than the Store's could be had
+		// at once: ask again after a wait, and once the server has been
+		// behind for behindPatience, ask for its latest state and take
+		// it, so that the cache converges to the server's state.
+		s.latest = s.serverBehind(now)
 		return max(s.backoff.next(now), time.Second)
 	case isExpired(err):
 		// The watch's resourceVersion is too old for the server: list
@@ -254,7 +280,14 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		}
 		return 0
 	case errors.Is(err, errWentBackwards):
+		// An event older than the Store, or a list older than the
+		// Store although it was asked for one at least as new (a
+		// server that ignores resourceVersionMatch): list again, and
+		// after behindPatience of lists like that take the latest.
 		s.needList = true
+		if refill {
+			s.latest = s.serverBehind(now)
+		}
 		return s.backoff.next(now)
 	case isTooLargeResourceVersion(err):
 		// A watch from where the Store is that the server cannot serve:

@@ -529,6 +529,59 @@ func TestRestoredServerIsFollowedBack(t *testing.T) {
 	}
 }
 
+// TestServerBehindForMinutesIsTaken: a server restored from a backup that
+// stays behind the cache (no writes pass its resourceVersion), or that sent
+// a resourceVersion it never had, is waited for; after two minutes the
+// reflector takes its latest state, older as it is, and says so, so that the
+// cache converges to what the server holds. Then it watches on from there.
+func TestServerBehindForMinutesIsTaken(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				src.Create(pod("b"))
+				backup := src.Snapshot()
+				var log errorLog
+				r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](mode),
+					reflector.WithErrorHandler[*corev1.Pod](log.add))
+				defer run(t, r)()
+				synctest.Wait()
+				src.Create(pod("c"))
+				src.Update(pod("a"))
+				synctest.Wait()
+				require.Equal(t, []string{"a@4", "b@2", "c@3"}, store.keys())
+
+				src.Restore(backup) // back to resourceVersion 2, and no further
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				assert.Equal(t, []string{"a@4", "b@2", "c@3"}, store.keys(), "a server behind for a minute is waited for")
+				for _, err := range log.all() {
+					assert.NotErrorIs(t, err, reflector.ErrBackInTime)
+				}
+
+				time.Sleep(2 * time.Minute)
+				synctest.Wait()
+				assert.Equal(t, []string{"a@1", "b@2"}, store.keys(), "after minutes, the server's state")
+				assert.Equal(t, "2", r.LastSyncResourceVersion())
+				var back []error
+				for _, err := range log.all() {
+					if errors.Is(err, reflector.ErrBackInTime) {
+						back = append(back, err)
+					}
+				}
+				require.Len(t, back, 1)
+				assert.ErrorContains(t, back[0], "latest state is at resourceVersion 2, the cache was at 4")
+
+				src.Create(pod("d")) // and the watch goes on from there
+				synctest.Wait()
+				assert.Equal(t, sourceKeys(src), store.keys())
+				assert.Equal(t, []string{"a@1", "b@2", "d@3"}, store.keys())
+			})
+		})
+	}
+}
+
 // TestRefusedListsDoNotLoop: lists refused with 410 or "too large" are
 // retried after a wait of at least a second, then with a growing backoff.
 func TestRefusedListsDoNotLoop(t *testing.T) {
