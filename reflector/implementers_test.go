@@ -464,3 +464,64 @@ func TestListPagesThatRepeatFailTheList(t *testing.T) {
 		})
 	}
 }
+
+// A streaming list whose server ignores timeoutSeconds and never sends the
+// initial-events-end bookmark is cut 30 s after the timeout it asked for,
+// as client-go's request timeout cuts it, rather than waited for (and its
+// events held) for ever; Auto then lists with LIST.
+func TestStreamingListWithoutEndIsCut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var asked atomic.Int64 // the timeoutSeconds of the streaming list
+		lw := &ownLW{watch: func(_ context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			if !opts.SendInitialEvents {
+				return newCloseOnly(), nil
+			}
+			asked.Store(opts.TimeoutSeconds)
+			return &scriptedEvents{done: make(chan struct{}), events: []reflector.Event[*corev1.Pod]{
+				{Type: reflector.Added, Object: withRV(pod("b"), "2")},
+			}}, nil
+		}}
+		var errs errorLog
+		r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithMode[*corev1.Pod](reflector.Auto),
+			reflector.WithErrorHandler[*corev1.Pod](errs.add), reflector.WithMinWatchTimeout[*corev1.Pod](time.Minute))
+		defer run(t, r)()
+		synctest.Wait()
+		require.Positive(t, asked.Load())
+		limit := time.Duration(asked.Load())*time.Second + 30*time.Second
+		time.Sleep(limit - time.Second)
+		synctest.Wait()
+		assert.Zero(t, lw.lists.Load(), "still waiting for the bookmark")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int64(1), lw.lists.Load(), "listed with LIST once the stream was cut")
+		assert.Equal(t, 1, errorsContaining(errs.all(), "no initial-events-end bookmark within "+limit.String()))
+	})
+}
+
+// A streaming list that sends one object twice holds it once, with the
+// greater resourceVersion (the later if they do not compare, as the
+// DeltaFIFO's Replace chooses), so that what it holds is bounded by the
+// objects the server has.
+func TestStreamingListKeepsTheLaterOfTwins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &ownLW{watch: func(_ context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			end := withRV(&corev1.Pod{}, "4")
+			end.Annotations = map[string]string{reflector.InitialEventsEndAnnotation: "true"}
+			return &scriptedEvents{done: make(chan struct{}), events: []reflector.Event[*corev1.Pod]{
+				{Type: reflector.Added, Object: withRV(pod("a"), "3")},
+				{Type: reflector.Added, Object: withRV(pod("b"), "2")},
+				{Type: reflector.Added, Object: withRV(pod("a"), "1")},
+				{Type: reflector.Added, Object: withRV(pod("c"), "1")},
+				{Type: reflector.Added, Object: withRV(pod("c"), "x")},
+				{Type: reflector.Bookmark, Object: end},
+			}}, nil
+		}}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.WatchList)
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 3@4"}, store.calls())
+		assert.Equal(t, []string{"a@3", "b@2", "c@x"}, store.keys())
+		assert.Empty(t, errs.all())
+	})
+}

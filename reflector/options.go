@@ -21,9 +21,9 @@ const (
 	// unannotated BOOKMARK event before the initial-events-end bookmark, goes
 	// quiet before that bookmark, or ends two streaming lists in a row
 	// before it within an hour (one that ends early, as a restarting
-	// server's do, is followed by one LIST, and the next refill streams
-	// again). It is the
-	// default.
+	// server's do, or that has not sent it 30 s past its timeoutSeconds,
+	// is followed by one LIST, and the next refill streams again). It is
+	// the default.
 	Auto Mode = iota
 	// ListWatch always lists with LIST requests (see WithPageSize for when
 	// they are paged).

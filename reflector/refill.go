@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -267,6 +268,45 @@ func (r *Reflector[T]) tookOlderState(rv, since string) {
 		r.opt.name, ErrBackInTime, rv, since, behindPatience))
 }
 
+// initialEventsGrace is how long past the timeoutSeconds it asked for a
+// streaming list waits for its initial-events-end bookmark.
+const initialEventsGrace = 30 * time.Second
+
+// nameKey is an object's namespace and name: its key, without building it.
+type nameKey struct{ namespace, name string }
+
+// watchDeadline closes a Watcher at a deadline unless stopped first.
+type watchDeadline struct {
+	t      *time.Timer
+	passed atomic.Bool   // set before the Watcher is closed at the deadline
+	closed chan struct{} // closed once it has been
+	once   sync.Once
+}
+
+func closeAfter[T metav1.Object](w Watcher[T], d time.Duration) *watchDeadline {
+	dl := &watchDeadline{closed: make(chan struct{})}
+	dl.t = time.AfterFunc(d, func() {
+		defer close(dl.closed)
+		dl.passed.Store(true)
+		w.Close()
+	})
+	return dl
+}
+
+// expired reports whether the deadline passed: an error from the Watcher
+// after that may be the close's.
+func (dl *watchDeadline) expired() bool { return dl.passed.Load() }
+
+// stop stops the deadline, waiting for a close under way (the timer's
+// goroutine is Run's too). It may be called more than once.
+func (dl *watchDeadline) stop() {
+	dl.once.Do(func() {
+		if !dl.t.Stop() {
+			<-dl.closed
+		}
+	})
+}
+
 // maxPageRetries bounds how often one page is asked for again after a
 // failure (retryablePage); the next failure fails the list, and Run's loop
 // starts it again after the backoff. client-go's REST client retries a
@@ -282,12 +322,13 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	if s.latest {
 		from = ""
 	}
+	timeout := r.watchTimeout()
 	w, err := r.lw.Watch(ctx, WatchOptions{
 		ResourceVersion:      from,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowBookmarks:       true,
 		SendInitialEvents:    true,
-		TimeoutSeconds:       r.watchTimeout(),
+		TimeoutSeconds:       timeout,
 	})
 	if err != nil {
 		if refusesStreaming(err) {
@@ -306,10 +347,25 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	// (WaitForCacheSync quotes it).
 	stopWaiting := r.noteAwaitedBookmark()
 	defer stopWaiting()
+	// The server ends the stream at timeoutSeconds; one that ignores it
+	// and never sends the bookmark (initial events for ever) is cut here,
+	// as client-go's request timeout cuts it, rather than waited for.
+	limit := time.Duration(timeout)*time.Second + initialEventsGrace
+	deadline := closeAfter(w, limit)
+	defer deadline.stop()
 
 	var initial, leftOut []T
+	// at holds the index in initial of each key's object: a key sent
+	// twice (no apiserver does) is held once, with the object of the
+	// greater resourceVersion (the later one if they do not compare, as
+	// the DeltaFIFO's Replace chooses), so that what is held is bounded
+	// by the objects the server has.
+	at := make(map[nameKey]int)
 	for {
 		ev, err := w.Next()
+		if err != nil && deadline.expired() {
+			return &streamingUnsupportedError{reason: fmt.Sprintf("no initial-events-end bookmark within %v (the timeoutSeconds asked for, and %v)", limit, initialEventsGrace), ended: true}
+		}
 		if err == nil && isZeroEvent(ev) {
 			// A channel Watcher's end of stream, as io.EOF is below.
 			return &streamingUnsupportedError{reason: "the stream ended (a zero Event) before the initial-events-end bookmark", ended: true}
@@ -340,6 +396,14 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				}
 				continue
 			}
+			k := nameKey{obj.GetNamespace(), obj.GetName()}
+			if i, dup := at[k]; dup {
+				if !olderThan(obj.GetResourceVersion(), initial[i].GetResourceVersion()) {
+					initial[i] = obj
+				}
+				continue
+			}
+			at[k] = len(initial)
 			initial = append(initial, obj)
 		case Bookmark:
 			if any(ev.Object) == nil || isNilPointer(ev.Object) || ev.Object.GetAnnotations()[InitialEventsEndAnnotation] != "true" {
@@ -360,6 +424,9 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				r.tookOlderState(rv, since)
 			}
 			stopWaiting()
+			// If the deadline has just passed, the list is whole all the
+			// same: the watch that follows fails, and is resumed.
+			deadline.stop()
 			r.synced(rv) // first, as in list
 			if err := r.replace(initial, leftOut, rv); err != nil {
 				r.unsynced(since)
