@@ -64,6 +64,7 @@ type jsonList[T any] struct {
 	kind     string
 	meta     metav1.ListMeta
 	items    int
+	sawItems bool // "items" was read
 	inItem   bool
 	stop     error             // add's error, or an item of the wrong kind
 	statusKV map[string][]byte // the fields a Status body has, kept raw
@@ -106,6 +107,13 @@ func (l *jsonList[T]) field(it *jsoniter.Iterator, name string) bool {
 			it.Skip()
 			break
 		}
+		if l.sawItems {
+			// apimachinery's decoder keeps the last "items" only; the
+			// first one's items are already handed over.
+			l.stop = fmt.Errorf("%w: %s: \"items\" given twice", ErrMalformed, l.what())
+			break
+		}
+		l.sawItems = true
 		it.ReadArrayCB(l.item)
 	case "status", "message", "reason", "details", "code":
 		// A Status body's fields; a list has none of them.

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // podList is a list as the server sends it: items without kind/apiVersion.
@@ -516,6 +517,27 @@ func TestProtobufListWithTwoListsIsMalformed(t *testing.T) {
 
 	_, err := DecodeProtobufList(bytes.NewReader(body), mustCodec[*corev1.Pod](t, podGVK), 0, func(p *corev1.Pod) error { return nil })
 	require.ErrorIs(t, err, ErrMalformed)
+}
+
+// A JSON list whose "items" key comes twice: apimachinery's decoder keeps
+// the last array only. DecodeJSONList hands items over as it meets them and
+// cannot take the first array's back: it refuses the body (it used to hand
+// over the items of both, leaving an object the server does not list in the
+// cache until the next list).
+func TestJSONListWithItemsTwiceIsMalformed(t *testing.T) {
+	item := func(name string) string {
+		return `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"` + name + `","namespace":"ns","resourceVersion":"2"}}`
+	}
+	body := `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[` + item("stale") + `],"items":[` + item("a") + `]}`
+
+	var want corev1.PodList
+	require.NoError(t, sigsjson.UnmarshalCaseSensitivePreserveInts([]byte(body), &want)) // as apimachinery decodes
+	require.Len(t, want.Items, 1)
+	require.Equal(t, "a", want.Items[0].Name)
+
+	_, err := DecodeJSONList(strings.NewReader(body), mustCodec[*corev1.Pod](t, podGVK), 0, func(*corev1.Pod) error { return nil })
+	require.ErrorIs(t, err, ErrMalformed)
+	require.ErrorContains(t, err, `"items" given twice`)
 }
 
 // An unstructured codec told no kind: list items without one get the list's
