@@ -84,6 +84,13 @@ func limitThroughput(ctx context.Context, c config, info serverInfo, r *result.R
 	return nil
 }
 
+// limitClient reads the limit's watch with the read buffer listwatch's
+// transport has per connection (internal/rest: 64 KiB; net/http's default
+// is 4 KiB), so that the two make as many reads from the socket: with 4 KiB
+// the protobuf limit made nine times as many (75k against 8.5k for 100k
+// events, counted with strace) and used 4-12% more CPU.
+var limitClient = &http.Client{Transport: &http.Transport{ReadBufferSize: 64 << 10}}
+
 // openWatch opens the watch from the list's resourceVersion, as an
 // informer's first watch does.
 func openWatch(ctx context.Context, c config, info serverInfo, closeAfterReplay bool) (io.ReadCloser, error) {
@@ -100,7 +107,7 @@ func openWatch(ctx context.Context, c config, info serverInfo, closeAfterReplay 
 	} else {
 		req.Header.Set("Accept", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := limitClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
