@@ -358,6 +358,10 @@ func (s *Source[T]) CloseWatches() { s.src.CloseWatches() }
 // (its continue token names a state compacted away), with kube-apiserver's
 // message and, in the Status's metadata.continue, a token that goes on
 // from the current state (an inconsistent list, as the server's).
+//
+// The Source keeps every event until Compact (as etcd keeps its history
+// until compacted): a long test with many writes calls it now and then,
+// or the history grows with every write.
 func (s *Source[T]) Compact() { s.src.Compact() }
 
 // FailList makes the next List calls fail with errs, one each: for
