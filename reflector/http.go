@@ -275,9 +275,17 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
+	// Said the same whether the bound passed before the answer or in its
+	// body.
+	timedOut := func(err error) error {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
+			return fmt.Errorf("list did not complete within %s (%w): %w", bound, context.DeadlineExceeded, err)
+		}
+		return err
+	}
 	resp, err := lw.client.get(ctx, lw.path, q, lw.acceptList)
 	if err != nil {
-		return ListMeta{}, lw.hint(err)
+		return ListMeta{}, timedOut(lw.hint(err))
 	}
 	defer resp.Body.Close()
 
@@ -292,10 +300,7 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 		if errors.As(err, &st) {
 			return ListMeta{}, rest.FromStatus(&st.Status)
 		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
-			return ListMeta{}, fmt.Errorf("list did not complete within %s (%w): %w", bound, context.DeadlineExceeded, err)
-		}
-		return ListMeta{}, err
+		return ListMeta{}, timedOut(err)
 	}
 	// Read the end of the body (a chunked body's last chunk may come after
 	// the list's closing byte), so that an HTTP/1.1 connection goes back

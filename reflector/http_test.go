@@ -171,24 +171,33 @@ func TestListHonoursConfigTimeout(t *testing.T) {
 	require.Less(t, time.Since(start), 2*time.Second, "Config.Timeout (100ms) ignored: %v", err)
 }
 
-// A page that runs out of WithListTimeout says so, as a deadline: the
-// Reflector then starts the list over rather than ask for it again, as
-// slow the next time.
+// A page that runs out of WithListTimeout says so, as a deadline, whether
+// the server sent nothing or part of its body: the Reflector then starts
+// the list over rather than ask for it again, as slow the next time.
 func TestListTimeoutIsADeadline(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"kind":"PodList","apiVersion":"v1","items":[`))
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	client, err := reflector.NewClient(&reflector.Config{Host: srv.URL})
-	require.NoError(t, err)
-	lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{}, reflector.WithContentType(reflector.JSON), reflector.WithListTimeout(100*time.Millisecond))
-	require.NoError(t, err)
-	_, err = lw.List(t.Context(), reflector.ListOptions{}, func(*corev1.Pod) error { return nil })
-	assert.ErrorContains(t, err, "did not complete within 100ms")
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	for name, answer := range map[string]func(http.ResponseWriter){
+		"in the body": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"kind":"PodList","apiVersion":"v1","items":[`))
+			w.(http.Flusher).Flush()
+		},
+		"before the answer": func(http.ResponseWriter) {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				answer(w)
+				<-r.Context().Done()
+			}))
+			defer srv.Close()
+			client, err := reflector.NewClient(&reflector.Config{Host: srv.URL})
+			require.NoError(t, err)
+			lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{}, reflector.WithContentType(reflector.JSON), reflector.WithListTimeout(100*time.Millisecond))
+			require.NoError(t, err)
+			_, err = lw.List(t.Context(), reflector.ListOptions{}, func(*corev1.Pod) error { return nil })
+			assert.ErrorContains(t, err, "did not complete within 100ms")
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+		})
+	}
 }
 
 // TestEventServedBadlyEveryTimeIsListedPast: a server that sends, on every
