@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -226,12 +227,20 @@ func startWatcher(t *testing.T, s *apisim.Server, name string, su setup) *watche
 	return w
 }
 
+// waitSynced waits for the informer's first sync, for three times
+// convergeBound: a sync on a starved machine (the race detector, other
+// tests in parallel) once took over 10 s with no error reported. If it
+// does not come, every goroutine's stack is logged, to tell a hang from a
+// slow machine.
 func (w *watcher) waitSynced() {
 	w.t.Helper()
 	select {
 	case <-w.inf.Synced():
-	case <-time.After(convergeBound):
-		w.t.Fatalf("%s did not sync within %s; last error: %v", w.name, convergeBound, w.inf.LastError())
+	case <-time.After(3 * convergeBound):
+		var stacks strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 2)
+		w.t.Logf("goroutines:\n%s", stacks.String())
+		w.t.Fatalf("%s did not sync within %s; last error: %v", w.name, 3*convergeBound, w.inf.LastError())
 	}
 }
 

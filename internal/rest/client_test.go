@@ -431,11 +431,10 @@ func TestDoShortTimeout(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, c.URL("/api/v1/pods", nil).String(), nil)
 	start := time.Now()
 	resp, err := c.DoShort(req)
-	if err != nil {
-		t.Fatal(err)
+	if err == nil { // the deadline covers the answer's headers too: on a loaded machine it may pass before them
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
 	}
-	_, err = io.ReadAll(resp.Body)
-	resp.Body.Close()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("reading a trickling body: err = %v, want a deadline error", err)
 	}
