@@ -25,11 +25,12 @@ var ErrSkipped = errors.New("skipped")
 var ErrRejected = errors.New("object rejected")
 
 // ErrBackInTime marks the report of a refill that took the cache back in
-// time: the server stayed behind the cache (it answered "too large
-// resource version") for minutes, so the Reflector took the server's
-// latest state, older than the cache's, for the cache to converge to what
-// the server holds. The handlers see objects go back to older states, and
-// LastSyncResourceVersion goes back.
+// time: the server stayed behind the cache for minutes (it answered "too
+// large resource version" to lists at least as new as the cache, or sent
+// older lists), so the Reflector took the server's latest state, older
+// than the cache's, for the cache to converge to what the server holds.
+// It is reported once the Store has taken that state. The handlers see
+// objects go back to older states, and LastSyncResourceVersion goes back.
 var ErrBackInTime = errors.New("the cache went back in time to the server's state")
 
 var (

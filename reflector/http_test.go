@@ -171,6 +171,28 @@ func TestListHonoursConfigTimeout(t *testing.T) {
 	require.Less(t, time.Since(start), 2*time.Second, "Config.Timeout (100ms) ignored: %v", err)
 }
 
+// A watch whose answer does not come is given up after the idle timeout,
+// and not before (timed at the client: a timer never fires early, so a
+// loaded machine cannot make this fail, where timing it at the server
+// could).
+func TestUnansweredWatchIsGivenUpAfterTheIdleTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // no answer
+	}))
+	defer srv.Close()
+	client, err := reflector.NewClient(&reflector.Config{Host: srv.URL})
+	require.NoError(t, err)
+	const idle = 200 * time.Millisecond
+	lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{}, reflector.WithWatchIdleTimeout(idle))
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = lw.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1"})
+	took := time.Since(start)
+	assert.ErrorIs(t, err, reflector.ErrStalled)
+	assert.ErrorContains(t, err, "no answer for "+idle.String())
+	assert.GreaterOrEqual(t, took, idle, "given up before the idle timeout")
+}
+
 // A page that runs out of WithListTimeout says so, as a deadline, whether
 // the server sent nothing or part of its body: the Reflector then starts
 // the list over rather than ask for it again, as slow the next time.

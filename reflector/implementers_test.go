@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listwatch/listwatch/internal/fakelw"
 	"github.com/listwatch/listwatch/reflector"
@@ -467,35 +470,45 @@ func TestListPagesThatRepeatFailTheList(t *testing.T) {
 
 // A streaming list whose server ignores timeoutSeconds and never sends the
 // initial-events-end bookmark is cut 30 s after the timeout it asked for,
-// as client-go's request timeout cuts it, rather than waited for (and its
-// events held) for ever; Auto then lists with LIST.
+// rather than waited for (and its events held) for ever; Auto then lists
+// with LIST. A Watcher whose Close ends it with the zero Event is cut
+// alike, and said to be.
 func TestStreamingListWithoutEndIsCut(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var asked atomic.Int64 // the timeoutSeconds of the streaming list
-		lw := &ownLW{watch: func(_ context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-			if !opts.SendInitialEvents {
-				return newCloseOnly(), nil
-			}
-			asked.Store(opts.TimeoutSeconds)
+	for name, stream := range map[string]func() reflector.Watcher[*corev1.Pod]{
+		"an error once closed": func() reflector.Watcher[*corev1.Pod] {
 			return &scriptedEvents{done: make(chan struct{}), events: []reflector.Event[*corev1.Pod]{
 				{Type: reflector.Added, Object: withRV(pod("b"), "2")},
-			}}, nil
-		}}
-		var errs errorLog
-		r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithMode[*corev1.Pod](reflector.Auto),
-			reflector.WithErrorHandler[*corev1.Pod](errs.add), reflector.WithMinWatchTimeout[*corev1.Pod](time.Minute))
-		defer run(t, r)()
-		synctest.Wait()
-		require.Positive(t, asked.Load())
-		limit := time.Duration(asked.Load())*time.Second + 30*time.Second
-		time.Sleep(limit - time.Second)
-		synctest.Wait()
-		assert.Zero(t, lw.lists.Load(), "still waiting for the bookmark")
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		assert.Equal(t, int64(1), lw.lists.Load(), "listed with LIST once the stream was cut")
-		assert.Equal(t, 1, errorsContaining(errs.all(), "no initial-events-end bookmark within "+limit.String()))
-	})
+			}}
+		},
+		"the zero Event once closed": func() reflector.Watcher[*corev1.Pod] { return newClosedChanWatcher() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var asked atomic.Int64 // the timeoutSeconds of the streaming list
+				lw := &ownLW{watch: func(_ context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+					if !opts.SendInitialEvents {
+						return newCloseOnly(), nil
+					}
+					asked.Store(opts.TimeoutSeconds)
+					return stream(), nil
+				}}
+				var errs errorLog
+				r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithMode[*corev1.Pod](reflector.Auto),
+					reflector.WithErrorHandler[*corev1.Pod](errs.add), reflector.WithMinWatchTimeout[*corev1.Pod](time.Minute))
+				defer run(t, r)()
+				synctest.Wait()
+				require.Positive(t, asked.Load())
+				limit := time.Duration(asked.Load())*time.Second + 30*time.Second
+				time.Sleep(limit - time.Second)
+				synctest.Wait()
+				assert.Zero(t, lw.lists.Load(), "still waiting for the bookmark")
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				assert.Equal(t, int64(1), lw.lists.Load(), "listed with LIST once the stream was cut")
+				assert.Equal(t, 1, errorsContaining(errs.all(), "no initial-events-end bookmark within "+limit.String()))
+			})
+		})
+	}
 }
 
 // A streaming list that sends one object twice holds it once, with the
@@ -524,4 +537,93 @@ func TestStreamingListKeepsTheLaterOfTwins(t *testing.T) {
 		assert.Equal(t, []string{"a@3", "b@2", "c@x"}, store.keys())
 		assert.Empty(t, errs.all())
 	})
+}
+
+// A relist refused with 410 asks for the server's latest state; one older
+// than the cache is refused like any list older than the cache, and taken
+// only once the server has been behind for two minutes (it was taken at
+// once, with a report saying the server had been behind for minutes).
+func TestOlderStateAfterA410IsTakenAfterTwoMinutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lists, watches atomic.Int64
+		lw := &ownLW{
+			list: func(_ context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+				switch lists.Add(1) {
+				case 1:
+					return reflector.ListMeta{ResourceVersion: "10"}, add(withRV(pod("a"), "10"))
+				case 2: // the relist, at least as new as 12
+					return reflector.ListMeta{}, apierrors.NewResourceExpired("too old resource version")
+				default: // the latest state: older than the cache
+					return reflector.ListMeta{ResourceVersion: "7"}, add(withRV(pod("a"), "7"))
+				}
+			},
+			watch: func(_ context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+				if watches.Add(1) == 1 {
+					return &scriptedEvents{done: make(chan struct{}), events: []reflector.Event[*corev1.Pod]{
+						{Type: reflector.Modified, Object: withRV(pod("a"), "12")},
+						{Type: reflector.Error, Status: &metav1.Status{Code: http.StatusGone, Reason: metav1.StatusReasonExpired}},
+					}}, nil
+				}
+				return newCloseOnly(), nil
+			},
+		}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.ListWatch)
+		defer run(t, r)()
+		backInTime := func() (n int) {
+			for _, err := range errs.all() {
+				if errors.Is(err, reflector.ErrBackInTime) {
+					n++
+				}
+			}
+			return n
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"a@12"}, store.keys(), "an older state is not taken at once")
+		assert.Zero(t, backInTime())
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"a@7"}, store.keys(), "but after two minutes")
+		assert.Equal(t, 1, backInTime())
+	})
+}
+
+// The objects of a streaming list that the transform fails on are held
+// once per object too (the Store keeps what it has for them: only their
+// keys are used), so that a server that sends one of them for ever takes
+// no more memory.
+func TestStreamingListHoldsOneLeftOutPerObject(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 1000
+		lw := &ownLW{watch: func(_ context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			var evs []reflector.Event[*corev1.Pod]
+			for i := range n {
+				evs = append(evs, reflector.Event[*corev1.Pod]{Type: reflector.Added, Object: withRV(pod("bad"), fmt.Sprint(i+1))})
+			}
+			end := withRV(&corev1.Pod{}, fmt.Sprint(n+1))
+			end.Annotations = map[string]string{reflector.InitialEventsEndAnnotation: "true"}
+			evs = append(evs, reflector.Event[*corev1.Pod]{Type: reflector.Bookmark, Object: end})
+			return &scriptedEvents{done: make(chan struct{}), events: evs}, nil
+		}}
+		store := &keepCounter{recorder: newRecorder()}
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.WatchList),
+			reflector.WithErrorHandler[*corev1.Pod](func(error) {}),
+			reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return nil, errors.New("refused") }))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, int64(1), store.kept.Load(), "one object, held once")
+	})
+}
+
+// keepCounter is a recorder that is a KeepingStore and counts the objects
+// it was last told to keep.
+type keepCounter struct {
+	*recorder
+	kept atomic.Int64
+}
+
+func (k *keepCounter) ReplaceKeeping(list, keep []*corev1.Pod, rv string) error {
+	k.kept.Store(int64(len(keep)))
+	return k.Replace(list, rv)
 }

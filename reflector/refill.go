@@ -17,7 +17,8 @@ import (
 // The two ways Run refills the Store, after which it watches: a paged LIST,
 // or a streaming list (a watch that sends the current state first). Both
 // hand the Store the whole state in one Replace, and neither takes a state
-// older than the Store's.
+// older than the Store's, unless the server has been behind the Store for
+// behindPatience (ErrBackInTime).
 
 // list refills the Store with a LIST: every page is decoded item by item
 // into one slice, which replaces the Store's contents in one call.
@@ -105,12 +106,10 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 		break
 	}
 
-	if olderThan(listRV, since) {
-		if !s.latest {
-			return fmt.Errorf("listing %s: %w: listed resourceVersion %s, cache already at %s",
-				r.opt.name, errWentBackwards, listRV, since)
-		}
-		r.tookOlderState(listRV, since)
+	back := olderThan(listRV, since)
+	if back && !s.takeOlder {
+		return fmt.Errorf("listing %s: %w: listed resourceVersion %s, cache already at %s",
+			r.opt.name, errWentBackwards, listRV, since)
 	}
 	// Recorded first: the Store's consumer may have processed the whole
 	// list (and reported HasSynced) before Replace returns.
@@ -118,6 +117,9 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	if err := r.replace(collected.items, collected.leftOut, listRV); err != nil {
 		r.unsynced(since)
 		return fmt.Errorf("listing %s: storing the list: %w", r.opt.name, err)
+	}
+	if back {
+		r.tookOlderState(listRV, since)
 	}
 	return nil
 }
@@ -349,7 +351,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	defer stopWaiting()
 	// The server ends the stream at timeoutSeconds; one that ignores it
 	// and never sends the bookmark (initial events for ever) is cut here,
-	// as client-go's request timeout cuts it, rather than waited for.
+	// rather than waited for (client-go waits for the server).
 	limit := time.Duration(timeout)*time.Second + initialEventsGrace
 	deadline := closeAfter(w, limit)
 	defer deadline.stop()
@@ -361,9 +363,10 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	// the DeltaFIFO's Replace chooses), so that what is held is bounded
 	// by the objects the server has.
 	at := make(map[nameKey]int)
+	keptKeys := make(map[nameKey]bool) // leftOut's keys: only the key is used
 	for {
 		ev, err := w.Next()
-		if err != nil && deadline.expired() {
+		if (err != nil || isZeroEvent(ev)) && deadline.expired() {
 			return &streamingUnsupportedError{reason: fmt.Sprintf("no initial-events-end bookmark within %v (the timeoutSeconds asked for, and %v)", limit, initialEventsGrace), ended: true}
 		}
 		if err == nil && isZeroEvent(ev) {
@@ -391,7 +394,8 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			obj, kept, err := r.admitListed(ev.Object)
 			if err != nil {
 				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
-				if kept {
+				if k := (nameKey{obj.GetNamespace(), obj.GetName()}); kept && !keptKeys[k] {
+					keptKeys[k] = true
 					leftOut = append(leftOut, obj)
 				}
 				continue
@@ -416,12 +420,10 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				// would be lost (a LIST without one fails likewise).
 				return &streamingUnsupportedError{reason: "the initial-events-end bookmark has no resourceVersion"}
 			}
-			if olderThan(rv, since) {
-				if !s.latest {
-					return fmt.Errorf("listing %s (streaming): %w: initial events end at %s, cache already at %s",
-						r.opt.name, errWentBackwards, rv, since)
-				}
-				r.tookOlderState(rv, since)
+			back := olderThan(rv, since)
+			if back && !s.takeOlder {
+				return fmt.Errorf("listing %s (streaming): %w: initial events end at %s, cache already at %s",
+					r.opt.name, errWentBackwards, rv, since)
 			}
 			stopWaiting()
 			// If the deadline has just passed, the list is whole all the
@@ -431,6 +433,9 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			if err := r.replace(initial, leftOut, rv); err != nil {
 				r.unsynced(since)
 				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
+			}
+			if back {
+				r.tookOlderState(rv, since)
 			}
 			s.refilled()
 			s.streamCutAt = time.Time{}

@@ -158,6 +158,7 @@ type runState struct {
 	streamCutAt    time.Time // when the last streaming list cut short was (zero after one that was not)
 	latest         bool      // ask for the server's latest state, not one at least as new as the Store's
 	behindSince    time.Time // when a refill first found the server behind the Store (zero after a refill)
+	takeOlder      bool      // the server has been behind for behindPatience: its latest state is taken, older as it is
 	listedAt       time.Time // when the Store was last refilled
 	backoff        *backoff
 	progressed     bool   // the last attempt's watch moved the resourceVersion forward
@@ -172,7 +173,7 @@ type runState struct {
 // for ever. It resets by itself once no failure has come for a while.
 func (s *runState) refilled() {
 	s.needList, s.listOnce, s.latest, s.listedAt, s.stuck, s.stuckAt = false, false, false, time.Now(), 0, ""
-	s.behindSince = time.Time{}
+	s.behindSince, s.takeOlder = time.Time{}, false
 }
 
 // serverBehind records a refill that found the server behind the Store,
@@ -257,7 +258,8 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// A list at least as new as the Store refused with 410: the
 		// server compacted the Store's resourceVersion away, so it is
 		// ahead. Ask for its latest state, as client-go does; a state
-		// older than the Store's is still refused.
+		// older than the Store's is refused (errWentBackwards below)
+		// until the server has been behind for behindPatience.
 		s.latest = true
 		return s.backoff.next(now)
 	case isTooLargeResourceVersion(err) && refill:
@@ -268,7 +270,9 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// at once: ask again after a wait, and once the server has been
 		// behind for behindPatience, ask for its latest state and take
 		// it, so that the cache converges to the server's state.
-		s.latest = s.serverBehind(now)
+		if s.serverBehind(now) {
+			s.latest, s.takeOlder = true, true
+		}
 		return max(s.backoff.next(now), time.Second)
 	case isExpired(err):
 		// The watch's resourceVersion is too old for the server: list
@@ -285,8 +289,8 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// server that ignores resourceVersionMatch): list again, and
 		// after behindPatience of lists like that take the latest.
 		s.needList = true
-		if refill {
-			s.latest = s.serverBehind(now)
+		if refill && s.serverBehind(now) {
+			s.latest, s.takeOlder = true, true
 		}
 		return s.backoff.next(now)
 	case isTooLargeResourceVersion(err):
