@@ -67,9 +67,9 @@
 //     LIST instead. One that has not sent that bookmark 30 s after the
 //     timeoutSeconds it asked for (a server that ignores both) is cut as
 //     one that ended early (client-go waits for the server); the initial
-//     events it holds meanwhile are one per object (a server that sends an
-//     object twice takes no more memory, nor for an object the transform
-//     fails on).
+//     events it holds meanwhile are at most one per object, and one more
+//     for an object the transform fails on (a server that sends an object
+//     again takes no more memory).
 //
 // With streaming lists (Auto mode, the default, or WatchList) the initial
 // state arrives as ADDED events on a watch that ends its initial part with

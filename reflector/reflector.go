@@ -84,7 +84,9 @@ func (r *Reflector[T]) LastSyncResourceVersion() string {
 // were reported) and when the server accepts a watch, a streaming list's
 // included. A streaming list still without its initial-events-end bookmark
 // after a minute sets it too (not reported: it is no failure yet), to say
-// what the Reflector waits for.
+// what the Reflector waits for. A refill that took the cache back in time
+// (ErrBackInTime) is reported after its list is stored, and stays until
+// the next watch is accepted or another error is reported.
 func (r *Reflector[T]) LastError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
