@@ -266,7 +266,7 @@ func (r *Reflector[T]) noteAwaitedBookmark() (stop func()) {
 // has been for behindPatience. The handlers see the objects go back.
 func (r *Reflector[T]) tookOlderState(rv, since string) {
 	r.report(fmt.Errorf("listing %s: %w: its latest state is at resourceVersion %s, the cache was at %s, "+
-		"and the server has been behind for %v (restored from a backup, or the cache had a resourceVersion the server never had)",
+		"and the server has been behind for at least %v (restored from a backup, or the cache had a resourceVersion the server never had)",
 		r.opt.name, ErrBackInTime, rv, since, behindPatience))
 }
 

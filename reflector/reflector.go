@@ -214,7 +214,9 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	switch {
 	case err == nil:
 		// A watch stream that ended cleanly after doing some work:
-		// resume at once from the last resourceVersion.
+		// resume at once from the last resourceVersion. Failures before it
+		// are no longer "in a row".
+		s.stuck, s.stuckAt = 0, ""
 		return 0
 	case errors.Is(err, errRelistDue):
 		s.needList = true
@@ -262,6 +264,12 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// ahead. Ask for its latest state, as client-go does; a state
 		// older than the Store's is refused (errWentBackwards below)
 		// until the server has been behind for behindPatience.
+		if !s.latest {
+			// Answered to a list at least as new as the Store's: the
+			// server is not behind; a "too large" before this does not
+			// count towards behindPatience.
+			s.behindSince = time.Time{}
+		}
 		s.latest = true
 		return s.backoff.next(now)
 	case isTooLargeResourceVersion(err) && refill:

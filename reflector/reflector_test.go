@@ -1759,3 +1759,116 @@ func TestForbiddenWatchListsAgain(t *testing.T) {
 		})
 	}
 }
+
+// A "too large" answer, then a 410 (the server is ahead of the cache after
+// all), then a while of 503s: the server was not behind all that time, so
+// when it is then restored from a backup (really behind), its older state
+// is waited for two minutes from then, not taken at once. With 503s only
+// before the restore, likewise.
+func TestBehindClockRestartsWhenTheServerProvesAhead(t *testing.T) {
+	for name, tooLargeThenGone := range map[string]bool{"too large, then 410, then 503s": true, "503s only": false} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				lw := &hookedLists{Source: src}
+				src.Create(pod("a"))
+				src.Create(pod("b"))
+				backup := src.Snapshot() // at resourceVersion 2
+				var log errorLog
+				r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+					reflector.WithErrorHandler[*corev1.Pod](log.add))
+				defer run(t, r)()
+				synctest.Wait()
+				src.Create(pod("c"))
+				src.Update(pod("a"))
+				synctest.Wait()
+				require.Equal(t, []string{"a@4", "b@2", "c@3"}, store.keys())
+
+				lw.setHook(func(n int) error {
+					switch {
+					case !tooLargeThenGone:
+					case n == 0:
+						return fakelw.TooLarge(4, 3) // a lagging cache
+					case n == 1: // ahead: the cache's resourceVersion compacted away
+						return fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version: 4 (5)")
+					}
+					return fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "etcd unavailable")
+				})
+				src.FailWatch(fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version"))
+				src.CloseWatches()
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				require.GreaterOrEqual(t, lw.lists(), 2, "the first two LISTs answered (too large, 410) more than two minutes before the check")
+				time.Sleep(125 * time.Second)
+				synctest.Wait()
+
+				src.Restore(backup) // now really behind the cache
+				lw.setHook(nil)
+				time.Sleep(40 * time.Second)
+				synctest.Wait()
+				assert.Equal(t, []string{"a@4", "b@2", "c@3"}, store.keys(), "a server behind for 40 s is waited for")
+				for _, err := range log.all() {
+					assert.NotErrorIs(t, err, reflector.ErrBackInTime)
+				}
+			})
+		})
+	}
+}
+
+// hookedLists is a Source whose LISTs can be failed by a hook, given the
+// number of the LIST since the hook was set.
+type hookedLists struct {
+	*fakelw.Source[*corev1.Pod]
+	mu   sync.Mutex
+	hook func(n int) error
+	n    int
+}
+
+func (h *hookedLists) setHook(f func(n int) error) {
+	h.mu.Lock()
+	h.hook, h.n = f, 0
+	h.mu.Unlock()
+}
+
+// lists returns how many LISTs were asked for since the hook was set.
+func (h *hookedLists) lists() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+func (h *hookedLists) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	h.mu.Lock()
+	f, n := h.hook, h.n
+	h.n++
+	h.mu.Unlock()
+	if f != nil {
+		if err := f(n); err != nil {
+			return reflector.ListMeta{}, err
+		}
+	}
+	return h.Source.List(ctx, opts, add)
+}
+
+// Two watches that fail in their stream at one resourceVersion, with a
+// watch that ended cleanly between them, did not fail "in a row": the
+// second is resumed, not relisted.
+func TestFailuresSeparatedByACleanWatchAreNotInARow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errorEvent := func() reflector.Watcher[*corev1.Pod] {
+			return &eventsThen{events: []reflector.Event[*corev1.Pod]{{Type: reflector.Error,
+				Status: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: "internal error"}}}}
+		}
+		lw := &scriptedWatches{maxWatches: 4, watch: func(n int, _ string) reflector.Watcher[*corev1.Pod] {
+			if n == 1 || n == 3 {
+				return errorEvent()
+			}
+			time.Sleep(5 * time.Minute) // a quiet watch that ends cleanly
+			return &eventsThen{err: io.EOF}
+		}}
+		lw.run()
+		lw.mu.Lock()
+		defer lw.mu.Unlock()
+		assert.Equal(t, 1, lw.lists)
+	})
+}
