@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -274,39 +273,48 @@ func (r *Reflector[T]) tookOlderState(rv, since string) {
 // streaming list waits for its initial-events-end bookmark.
 const initialEventsGrace = 30 * time.Second
 
+// initialEvents collects the initial events of a streaming list: the
+// objects to store, and those the transform failed on, which the Store
+// keeps as it has them (replace). Each holds one object per key: a key sent
+// twice (no apiserver does) keeps the object of the greater resourceVersion
+// (the later one if they do not compare, as the DeltaFIFO's Replace
+// chooses), so that what is held is bounded by the objects the server has.
+type initialEvents[T metav1.Object] struct {
+	items, leftOut []T
+	at             map[nameKey]int  // key → index in items
+	kept           map[nameKey]bool // the keys in leftOut: only its keys are used
+}
+
 // nameKey is an object's namespace and name: its key, without building it.
 type nameKey struct{ namespace, name string }
 
-// watchDeadline closes a Watcher at a deadline unless stopped first.
-type watchDeadline struct {
-	t      *time.Timer
-	passed atomic.Bool   // set before the Watcher is closed at the deadline
-	closed chan struct{} // closed once it has been
-	once   sync.Once
-}
+func keyOf(obj metav1.Object) nameKey { return nameKey{obj.GetNamespace(), obj.GetName()} }
 
-func closeAfter[T metav1.Object](w Watcher[T], d time.Duration) *watchDeadline {
-	dl := &watchDeadline{closed: make(chan struct{})}
-	dl.t = time.AfterFunc(d, func() {
-		defer close(dl.closed)
-		dl.passed.Store(true)
-		w.Close()
-	})
-	return dl
-}
-
-// expired reports whether the deadline passed: an error from the Watcher
-// after that may be the close's.
-func (dl *watchDeadline) expired() bool { return dl.passed.Load() }
-
-// stop stops the deadline, waiting for a close under way (the timer's
-// goroutine is Run's too). It may be called more than once.
-func (dl *watchDeadline) stop() {
-	dl.once.Do(func() {
-		if !dl.t.Stop() {
-			<-dl.closed
+func (e *initialEvents[T]) add(obj T) {
+	k := keyOf(obj)
+	if i, dup := e.at[k]; dup {
+		if !olderThan(obj.GetResourceVersion(), e.items[i].GetResourceVersion()) {
+			e.items[i] = obj
 		}
-	})
+		return
+	}
+	if e.at == nil {
+		e.at = make(map[nameKey]int)
+	}
+	e.at[k] = len(e.items)
+	e.items = append(e.items, obj)
+}
+
+func (e *initialEvents[T]) keep(obj T) {
+	k := keyOf(obj)
+	if e.kept[k] {
+		return
+	}
+	if e.kept == nil {
+		e.kept = make(map[nameKey]bool)
+	}
+	e.kept[k] = true
+	e.leftOut = append(e.leftOut, obj)
 }
 
 // maxPageRetries bounds how often one page is asked for again after a
@@ -353,20 +361,15 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	// and never sends the bookmark (initial events for ever) is cut here,
 	// rather than waited for (client-go waits for the server).
 	limit := time.Duration(timeout)*time.Second + initialEventsGrace
-	deadline := closeAfter(w, limit)
-	defer deadline.stop()
+	deadline, cancelDeadline := context.WithTimeout(context.Background(), limit)
+	defer cancelDeadline()
+	stopDeadline := sync.OnceFunc(closeOnCancel(deadline, w))
+	defer stopDeadline() // before cancelDeadline: defers run last first
 
-	var initial, leftOut []T
-	// at holds the index in initial of each key's object: a key sent
-	// twice (no apiserver does) is held once, with the object of the
-	// greater resourceVersion (the later one if they do not compare, as
-	// the DeltaFIFO's Replace chooses), so that what is held is bounded
-	// by the objects the server has.
-	at := make(map[nameKey]int)
-	keptKeys := make(map[nameKey]bool) // leftOut's keys: only the key is used
+	var initial initialEvents[T]
 	for {
 		ev, err := w.Next()
-		if (err != nil || isZeroEvent(ev)) && deadline.expired() {
+		if (err != nil || isZeroEvent(ev)) && deadline.Err() != nil {
 			return &streamingUnsupportedError{reason: fmt.Sprintf("no initial-events-end bookmark within %v (the timeoutSeconds asked for, and %v)", limit, initialEventsGrace), ended: true}
 		}
 		if err == nil && isZeroEvent(ev) {
@@ -394,21 +397,12 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			obj, kept, err := r.admitListed(ev.Object)
 			if err != nil {
 				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
-				if k := (nameKey{obj.GetNamespace(), obj.GetName()}); kept && !keptKeys[k] {
-					keptKeys[k] = true
-					leftOut = append(leftOut, obj)
+				if kept {
+					initial.keep(obj)
 				}
 				continue
 			}
-			k := nameKey{obj.GetNamespace(), obj.GetName()}
-			if i, dup := at[k]; dup {
-				if !olderThan(obj.GetResourceVersion(), initial[i].GetResourceVersion()) {
-					initial[i] = obj
-				}
-				continue
-			}
-			at[k] = len(initial)
-			initial = append(initial, obj)
+			initial.add(obj)
 		case Bookmark:
 			if any(ev.Object) == nil || isNilPointer(ev.Object) || ev.Object.GetAnnotations()[InitialEventsEndAnnotation] != "true" {
 				return &streamingUnsupportedError{reason: "a BOOKMARK came before the initial-events-end bookmark"}
@@ -428,9 +422,9 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			stopWaiting()
 			// If the deadline has just passed, the list is whole all the
 			// same: the watch that follows fails, and is resumed.
-			deadline.stop()
+			stopDeadline()
 			r.synced(rv) // first, as in list
-			if err := r.replace(initial, leftOut, rv); err != nil {
+			if err := r.replace(initial.items, initial.leftOut, rv); err != nil {
 				r.unsynced(since)
 				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
 			}
