@@ -86,7 +86,25 @@ func (l *jsonList[T]) decode() (ListMeta, error) {
 	if l.kind == "Status" {
 		return ListMeta{}, l.statusError()
 	}
+	if err := l.end(); err != nil {
+		return ListMeta{}, err
+	}
 	return listMetaOf(&l.meta), nil
+}
+
+// end checks that only white space follows the list's closing brace.
+// apimachinery decodes a list body whole with encoding/json's rules, which
+// refuse anything after the top-level value; a body with more is not one
+// the server meant.
+func (l *jsonList[T]) end() error {
+	it := l.it
+	if it.WhatIsNext() == jsoniter.InvalidValue && it.Error == io.EOF {
+		return nil
+	}
+	if it.Error != nil {
+		return l.src.failure(it, "JSON list, after its end", ErrListTooLarge)
+	}
+	return fmt.Errorf("%w: %s: data after the list's closing brace", ErrMalformed, l.what())
 }
 
 // field decodes one top-level field of the list body.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -538,6 +539,50 @@ func TestJSONListWithItemsTwiceIsMalformed(t *testing.T) {
 	_, err := DecodeJSONList(strings.NewReader(body), mustCodec[*corev1.Pod](t, podGVK), 0, func(*corev1.Pod) error { return nil })
 	require.ErrorIs(t, err, ErrMalformed)
 	require.ErrorContains(t, err, `"items" given twice`)
+}
+
+// Only white space may follow a JSON list's closing brace, as apimachinery
+// (encoding/json's rules over the whole body) decodes it; a body that goes
+// on, even with a second list, is refused rather than half believed.
+func TestJSONListEnd(t *testing.T) {
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	list, _ := podList(2, "7", "", nil)
+	js := jsonOf(t, list)
+	for _, tc := range []struct {
+		name  string
+		after string
+		want  error // nil: the list is taken
+	}{
+		{"nothing", "", nil},
+		{"white space", " \n\t\r\n", nil},
+		{"a word", "\nx", ErrMalformed},
+		{"a second list", string(js), ErrMalformed},
+		{"a closing brace", "}", ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := append(slices.Clip(js), tc.after...)
+			var want corev1.PodList
+			wantErr := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &want) // as apimachinery decodes
+			items := 0
+			meta, err := DecodeJSONList(bytes.NewReader(body), c, 0, func(*corev1.Pod) error { items++; return nil })
+			if tc.want == nil {
+				require.NoError(t, wantErr)
+				require.NoError(t, err)
+				require.Equal(t, "7", meta.ResourceVersion)
+				require.Equal(t, 2, items)
+				return
+			}
+			require.Error(t, wantErr)
+			require.ErrorIs(t, err, tc.want)
+		})
+	}
+
+	t.Run("a read error after the end", func(t *testing.T) {
+		broken := errors.New("connection reset")
+		r := io.MultiReader(bytes.NewReader(js), iotest.ErrReader(broken))
+		_, err := DecodeJSONList(r, c, 0, func(*corev1.Pod) error { return nil })
+		require.ErrorIs(t, err, broken)
+	})
 }
 
 // An unstructured codec told no kind: list items without one get the list's
