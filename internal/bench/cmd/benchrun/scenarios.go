@@ -154,9 +154,16 @@ func scenarios(sz sizes) []scenario {
 		arms: []arm{
 			{name: "listwatch", lib: "listwatch", args: []string{"-scenario=slow-handler", "-content=json", "-handlers=9", "-slow"}},
 			{name: "listwatch_base", lib: "listwatch", args: []string{"-scenario=slow-handler", "-content=json", "-handlers=9"}},
+			// client-go in the same two setups: the same slowdown in the
+			// library compared with, and the two side by side beside the
+			// slow handler. For reading the target's ratio; none of their own.
+			{name: "client_go", lib: "client-go", args: []string{"-scenario=slow-handler", "-content=json", "-handlers=9", "-slow"}},
+			{name: "client_go_base", lib: "client-go", args: []string{"-scenario=slow-handler", "-content=json", "-handlers=9"}},
 		},
 		ratios: []ratio{
 			{key: "fast_p99_slowdown", metric: "p99_ms", num: "listwatch", den: "listwatch_base", target: 1.1},
+			{key: "client_go_fast_p99_slowdown", metric: "p99_ms", num: "client_go", den: "client_go_base"},
+			{key: "fast_p99_beside_slow", metric: "p99_ms", num: "listwatch", den: "client_go"},
 		},
 	})
 	out = append(out, scenario{
