@@ -203,7 +203,7 @@ func listerWatcherFor[T reflector.Object](f *Factory, target reflector.Target) (
 	}
 	lw, err := reflector.NewListerWatcher[T](f.client, target, f.opt.http...)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("informer factory: an informer of %v: %w", reflect.TypeFor[T](), err)
 	}
 	return lw, describe(lw.Resource(), target), nil
 }

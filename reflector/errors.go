@@ -71,18 +71,26 @@ var (
 // the Reflector falls back to LIST then WATCH. A stream that merely ended
 // early (ended) may be a server restarting: the Reflector lists with LIST
 // that once, and gives up on streaming only if the next streaming list
-// ends early too, within streamCutMemory of the first.
+// ends early too, within streamCutMemory of the first. When the server
+// refused the request, err is its answer (a 400 for a bad selector, say,
+// which apimachinery's errors helpers can still tell).
 type streamingUnsupportedError struct {
 	reason string
 	ended  bool
+	err    error
 }
 
 func (e *streamingUnsupportedError) Error() string {
-	if e.ended {
+	switch {
+	case e.err != nil:
+		return "the server refused the streaming list: " + e.reason
+	case e.ended:
 		return "streaming list cut short: " + e.reason
 	}
 	return "streaming list not supported by the server: " + e.reason
 }
+
+func (e *streamingUnsupportedError) Unwrap() error { return e.err }
 
 // statusOf finds the Status a server answered with in err: from an
 // apimachinery StatusError (or anything with a Status method, as a

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -105,6 +107,14 @@ func NewListerWatcher[T Object](c *Client, target Target, opts ...HTTPOption) (*
 		if opt != nil {
 			opt(&o)
 		}
+	}
+	switch o.contentType {
+	case AutoContentType, JSON, Protobuf:
+	default:
+		return nil, fmt.Errorf("reflector: NewListerWatcher: unknown ContentType %d", o.contentType)
+	}
+	if err := checkSelectors(target); err != nil {
+		return nil, err
 	}
 	lw := &HTTPListerWatcher[T]{client: c, opt: o, query: url.Values{}, target: target}
 	if err := lw.resolve(target); err != nil {
@@ -229,6 +239,20 @@ func checkPathSegments(gvr schema.GroupVersionResource, namespace string) error 
 		if msgs := path.IsValidPathSegmentName(seg.value); len(msgs) > 0 {
 			return fmt.Errorf("invalid %s %q: %s", seg.what, seg.value, strings.Join(msgs, "; "))
 		}
+	}
+	return nil
+}
+
+// checkSelectors parses the Target's selectors as kube-apiserver does, so
+// that one that cannot parse fails here, once, rather than as a 400 Bad
+// Request on every list and watch the Reflector retries. (A field the
+// resource cannot be selected by is still the server's to refuse.)
+func checkSelectors(t Target) error {
+	if _, err := labels.Parse(t.LabelSelector); err != nil {
+		return fmt.Errorf("invalid Target.LabelSelector %q: %w", t.LabelSelector, err)
+	}
+	if _, err := fields.ParseSelector(t.FieldSelector); err != nil {
+		return fmt.Errorf("invalid Target.FieldSelector %q: %w", t.FieldSelector, err)
 	}
 	return nil
 }

@@ -356,3 +356,39 @@ func TestTargetKindMustBeTheTypes(t *testing.T) {
 	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Kind: "Pod"})
 	assert.NoError(t, err)
 }
+
+// A selector that does not parse, as kube-apiserver parses it, is refused
+// when the ListerWatcher is built, rather than sent to fail with a 400 on
+// every list and watch the Reflector retries. A field the resource cannot
+// be selected by parses: only the server knows its field labels.
+func TestTargetSelectorsAreParsed(t *testing.T) {
+	client, err := reflector.NewClient(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		target reflector.Target
+		err    string // "" if taken
+	}{
+		{reflector.Target{LabelSelector: "app in (web"}, `invalid Target.LabelSelector "app in (web"`},
+		{reflector.Target{LabelSelector: "app=we b"}, `invalid Target.LabelSelector`},
+		{reflector.Target{FieldSelector: "spec.nodeName"}, `invalid Target.FieldSelector "spec.nodeName"`},
+		{reflector.Target{LabelSelector: "app in (web,db),!canary", FieldSelector: "spec.nodeName=n1,status.phase!=Failed"}, ""},
+		{reflector.Target{FieldSelector: "spec.priority=1"}, ""},
+	} {
+		_, err := reflector.NewListerWatcher[*corev1.Pod](client, tc.target)
+		if tc.err == "" {
+			assert.NoError(t, err, "%+v", tc.target)
+		} else {
+			assert.ErrorContains(t, err, tc.err, "%+v", tc.target)
+		}
+	}
+}
+
+// A ContentType that is none of the three is refused, as an unknown Mode is.
+func TestUnknownContentTypeIsRefused(t *testing.T) {
+	client, err := reflector.NewClient(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	for _, ct := range []reflector.ContentType{-1, 3, 99} {
+		_, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{}, reflector.WithContentType(ct))
+		assert.ErrorContains(t, err, "unknown ContentType", "%d", ct)
+	}
+}

@@ -342,7 +342,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	})
 	if err != nil {
 		if refusesStreaming(err) {
-			return &streamingUnsupportedError{reason: err.Error()}
+			return r.streamingFailed(&streamingUnsupportedError{reason: err.Error(), err: err})
 		}
 		return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)
 	}
@@ -370,21 +370,21 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	for {
 		ev, err := w.Next()
 		if (err != nil || isZeroEvent(ev)) && deadline.Err() != nil {
-			return &streamingUnsupportedError{reason: fmt.Sprintf("no initial-events-end bookmark within %v (the timeoutSeconds asked for, and %v)", limit, initialEventsGrace), ended: true}
+			return r.streamingFailed(&streamingUnsupportedError{reason: fmt.Sprintf("no initial-events-end bookmark within %v (the timeoutSeconds asked for, and %v)", limit, initialEventsGrace), ended: true})
 		}
 		if err == nil && isZeroEvent(ev) {
 			// A channel Watcher's end of stream, as io.EOF is below.
-			return &streamingUnsupportedError{reason: "the stream ended (a zero Event) before the initial-events-end bookmark", ended: true}
+			return r.streamingFailed(&streamingUnsupportedError{reason: "the stream ended (a zero Event) before the initial-events-end bookmark", ended: true})
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return &streamingUnsupportedError{reason: "the stream ended before the initial-events-end bookmark", ended: true}
+				return r.streamingFailed(&streamingUnsupportedError{reason: "the stream ended before the initial-events-end bookmark", ended: true})
 			}
 			if errors.Is(err, ErrStalled) {
 				// A server that serves streaming lists sends the bookmark
 				// right after the initial events; one that goes quiet
 				// instead would do so again on every attempt.
-				return &streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark"}
+				return r.streamingFailed(&streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark"})
 			}
 			if errors.Is(err, ErrSkipped) {
 				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
@@ -405,14 +405,14 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			initial.add(obj)
 		case Bookmark:
 			if any(ev.Object) == nil || isNilPointer(ev.Object) || ev.Object.GetAnnotations()[InitialEventsEndAnnotation] != "true" {
-				return &streamingUnsupportedError{reason: "a BOOKMARK came before the initial-events-end bookmark"}
+				return r.streamingFailed(&streamingUnsupportedError{reason: "a BOOKMARK came before the initial-events-end bookmark"})
 			}
 			rv := ev.Object.GetResourceVersion()
 			if rv == "" {
 				// Nothing to watch on from: a watch from "" starts at the
 				// server's newest state, and what changed in between
 				// would be lost (a LIST without one fails likewise).
-				return &streamingUnsupportedError{reason: "the initial-events-end bookmark has no resourceVersion"}
+				return r.streamingFailed(&streamingUnsupportedError{reason: "the initial-events-end bookmark has no resourceVersion"})
 			}
 			back := olderThan(rv, since)
 			if back && !s.takeOlder {
@@ -437,9 +437,15 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 		case Error:
 			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, statusError(ev.Status))
 		default:
-			return &streamingUnsupportedError{reason: fmt.Sprintf("a %s event came before the initial-events-end bookmark", ev.Type)}
+			return r.streamingFailed(&streamingUnsupportedError{reason: fmt.Sprintf("a %s event came before the initial-events-end bookmark", ev.Type)})
 		}
 	}
+}
+
+// streamingFailed names the resource in why a streaming list could not be
+// used; the Reflector falls back to LIST on it (nextAttempt).
+func (r *Reflector[T]) streamingFailed(e *streamingUnsupportedError) error {
+	return fmt.Errorf("listing %s (streaming): %w", r.opt.name, e)
 }
 
 // admitListed admits one object of a refill, as admit does a watched one.

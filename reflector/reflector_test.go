@@ -985,7 +985,8 @@ func TestStreamingFallsBackToList(t *testing.T) {
 		assert.Equal(t, []string{"replace 1@1"}, store.calls())
 		assert.EqualValues(t, 1, src.Lists.Load())
 		require.NotEmpty(t, errs)
-		assert.Contains(t, errs[0].Error(), "streaming list not supported")
+		assert.ErrorContains(t, errs[0], "listing pods (streaming): the server refused the streaming list: 400")
+		assert.True(t, apierrors.IsBadRequest(errs[0]), "the server's answer is still there to tell: %v", errs[0])
 	})
 }
 
