@@ -297,7 +297,8 @@ func (f *Factory) Start(ctx context.Context) {
 // an informer stopped before it synced, it returns an error that names
 // each informer not synced and the last error it met, such as
 // `caches not synced: pods in "default": listing pods in "default"
-// (streaming): 403 Forbidden: ...`.
+// (streaming): 403 Forbidden: ... (still retrying: context deadline
+// exceeded)`; errors.Is finds both the last error and ctx's.
 func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	if ctx == nil {
 		return errors.New("informer factory: WaitForCacheSync: nil context")

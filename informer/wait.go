@@ -18,7 +18,8 @@ type Syncer interface {
 // is client-go's cache.WaitForCacheSync for caches of any types and their
 // handlers. It returns nil once all have synced. Otherwise its error names
 // each that did not, and why, as Factory.WaitForCacheSync's does: an
-// informer's last list or watch error, or a registration stopped (its
+// informer's last list or watch error (and ctx's error, if the informer
+// was still retrying when ctx ended), or a registration stopped (its
 // handler removed, or its informer stopped) before it synced.
 //
 // It stops waiting for an informer once its Run has returned (Stopped), and
@@ -84,6 +85,10 @@ func waitAll(ctx context.Context, ws []waiting) []error {
 			reason = w.lastError()
 		}
 		switch {
+		case reason != nil && !isClosed(w.stopped) && ctx.Err() != nil:
+			// Still retrying when the caller's ctx ended: errors.Is
+			// finds the caller's deadline as well as the last error.
+			reason = fmt.Errorf("%w (still retrying: %w)", reason, ctx.Err())
 		case reason != nil:
 		case isClosed(w.stopped):
 			reason = errors.New("stopped before it synced")

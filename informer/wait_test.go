@@ -58,9 +58,31 @@ func TestWaitForSyncSaysWhy(t *testing.T) {
 		assert.ErrorIs(t, err, denied, "an informer's reason is its last error")
 		assert.ErrorIs(t, err, context.DeadlineExceeded, "a handler still busy is waited for until ctx ends")
 		assert.Equal(t, "caches not synced: "+
-			"pods in ns: listing pods in ns (streaming): 403 Forbidden\n"+
+			"pods in ns: listing pods in ns (streaming): 403 Forbidden (still retrying: context deadline exceeded)\n"+
 			"pods, listener 1 (processor.HandlerFuncs[*k8s.io/api/core/v1.Pod]): not synced yet: context deadline exceeded\n"+
 			"pods, listener 2 (processor.HandlerFuncs[*k8s.io/api/core/v1.Pod]): stopped before it synced", err.Error())
+	})
+}
+
+// An informer that keeps failing is waited for until ctx ends: the error
+// says why it has not synced, and that it was the caller's deadline that
+// ended the wait (not the informer stopping).
+func TestWaitForSyncKeepsTheCallersDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		denied := errors.New("403 Forbidden")
+		for range 20 {
+			src.FailList(denied)
+			src.FailWatch(denied)
+		}
+		inf := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods"))
+		require.NoError(t, inf.SetWatchErrorHandler(func(error) {}))
+		defer start(t, inf)()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		err := informer.WaitForSync(ctx, inf)
+		assert.ErrorIs(t, err, denied)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
 	})
 }
 
