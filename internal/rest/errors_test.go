@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -207,6 +209,35 @@ func TestCheckResponseRetryAfterDate(t *testing.T) {
 	apiErr := checkStatusBody(t, 503, `not a status`, http.Header{"Retry-After": {when}})
 	if apiErr.RetryAfter < 58*time.Minute || apiErr.RetryAfter > time.Hour {
 		t.Errorf("RetryAfter = %v, want about an hour", apiErr.RetryAfter)
+	}
+}
+
+// A 429 sent as plain text with a Retry-After header, as API Priority and
+// Fairness sends it: the made-up Status carries the delay, as client-go's
+// does, so that apimachinery's errors.SuggestsClientDelay finds it.
+func TestCheckResponseRetryAfterInMadeUpStatus(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   int
+		ok     bool
+	}{
+		{"7", 7, true},
+		{"0", 0, false},
+		{"", 0, false},
+		{"99999999999", math.MaxInt32, true},
+	} {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set("Retry-After", tc.header)
+		}
+		err := CheckResponse(fakeResponse(429, "text/plain", "Too many requests, please try again later.", h))
+		secs, ok := apierrors.SuggestsClientDelay(err)
+		if secs != tc.want || ok != tc.ok {
+			t.Errorf("Retry-After %q: SuggestsClientDelay = %d, %v; want %d, %v", tc.header, secs, ok, tc.want, tc.ok)
+		}
+		if !apierrors.IsTooManyRequests(err) {
+			t.Errorf("Retry-After %q: not a 429: %v", tc.header, err)
+		}
 	}
 }
 

@@ -52,7 +52,8 @@ func CheckResponse(resp *http.Response) error {
 			e.URL = req.URL.Redacted()
 		}
 	}
-	if status, ok := decodeStatus(resp.Header.Get("Content-Type"), body); ok {
+	status, ok := decodeStatus(resp.Header.Get("Content-Type"), body)
+	if ok {
 		e.ErrStatus = *status
 		if e.ErrStatus.Code == 0 {
 			e.ErrStatus.Code = int32(resp.StatusCode)
@@ -61,6 +62,17 @@ func CheckResponse(resp *http.Response) error {
 		e.ErrStatus = synthesizeStatus(resp.StatusCode, body)
 	}
 	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), e.ErrStatus.Details)
+	if !ok && e.RetryAfter > 0 {
+		// As client-go's made-up Status carries it, so that apimachinery's
+		// errors.SuggestsClientDelay finds the delay of a 429 sent as
+		// plain text (API Priority and Fairness sends those).
+		secs := e.RetryAfter / time.Second
+		if e.RetryAfter%time.Second != 0 {
+			secs++ // an HTTP date's delay, rounded up
+		}
+		secs = min(secs, math.MaxInt32)
+		e.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: int32(secs)}
+	}
 	return e
 }
 
