@@ -23,6 +23,10 @@ type Config = rest.Config
 // TLSConfig is the TLS part of a Config.
 type TLSConfig = rest.TLSConfig
 
+// MinHTTP2PingInterval is the least Config.HTTP2ReadIdleTimeout and
+// Config.HTTP2PingTimeout taken; shorter ones are raised to it.
+const MinHTTP2PingInterval = rest.MinHTTP2PingInterval
+
 // ErrNoKubeconfig is returned by LoadKubeconfig when no kubeconfig file
 // exists; a program may then try InClusterConfig or a default.
 var ErrNoKubeconfig = rest.ErrNoKubeconfig

@@ -137,7 +137,7 @@ func TestRow17WatchRequestWithoutAnswer(t *testing.T) {
 // connection and resumed without a relist.
 func TestRow18HalfOpenConnection(t *testing.T) {
 	t.Parallel()
-	const readIdle, pingTimeout, idle = 300 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond
+	const readIdle, pingTimeout, idle = reflector.MinHTTP2PingInterval, reflector.MinHTTP2PingInterval, 600 * time.Millisecond
 	for _, c := range []struct {
 		name  string
 		http2 bool

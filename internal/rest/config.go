@@ -80,21 +80,26 @@ type Config struct {
 	DisableHTTP2 bool
 	// HTTP2ReadIdleTimeout: after this long without a frame, an HTTP/2
 	// connection is checked with a PING. Zero: DefaultHTTP2ReadIdleTimeout.
-	// Negative: no checks.
+	// Negative: no checks. Less than MinHTTP2PingInterval is raised to it:
+	// each answer to a PING is a frame, and a shorter idle time would send
+	// the next PING at once, for ever.
 	HTTP2ReadIdleTimeout time.Duration
 	// HTTP2PingTimeout: a PING unanswered for this long closes the
 	// connection. Zero: DefaultHTTP2PingTimeout; negative: Go's own default
-	// (15 s).
+	// (15 s). Less than MinHTTP2PingInterval is raised to it.
 	HTTP2PingTimeout time.Duration
 	// DialTimeout bounds a TCP connect. Zero: DefaultDialTimeout.
 	DialTimeout time.Duration
 	// DialKeepAlive is the TCP keepalive idle time and probe interval.
-	// Zero: DefaultDialKeepAlive. Negative: no keepalive.
+	// Zero: DefaultDialKeepAlive. Negative: no keepalive. Linux takes at
+	// most 32767 s; a longer one is lowered to that.
 	DialKeepAlive time.Duration
 	// TCPUserTimeout sets TCP_USER_TIMEOUT on Linux (ignored elsewhere):
 	// unacknowledged data or keepalive probes for this long close the
 	// connection, which catches a half-open HTTP/1.1 connection. Zero:
-	// DefaultTCPUserTimeout. Negative: the kernel's default.
+	// DefaultTCPUserTimeout. Negative: the kernel's default. It is set in
+	// whole milliseconds, rounded up, and at most 2^31-1 of them (24.8
+	// days), the most the kernel takes.
 	TCPUserTimeout time.Duration
 }
 
@@ -126,12 +131,29 @@ type TLSConfig struct {
 // withDefaults returns c with the zero timeouts replaced by the defaults and
 // the disabled (negative) ones set to zero.
 func (c Config) withDefaults() Config {
-	c.HTTP2ReadIdleTimeout = orDefault(c.HTTP2ReadIdleTimeout, DefaultHTTP2ReadIdleTimeout)
-	c.HTTP2PingTimeout = orDefault(c.HTTP2PingTimeout, DefaultHTTP2PingTimeout)
+	c.HTTP2ReadIdleTimeout = atLeast(orDefault(c.HTTP2ReadIdleTimeout, DefaultHTTP2ReadIdleTimeout), MinHTTP2PingInterval)
+	c.HTTP2PingTimeout = atLeast(orDefault(c.HTTP2PingTimeout, DefaultHTTP2PingTimeout), MinHTTP2PingInterval)
 	c.DialTimeout = orDefault(c.DialTimeout, DefaultDialTimeout)
-	c.DialKeepAlive = orDefault(c.DialKeepAlive, DefaultDialKeepAlive)
+	c.DialKeepAlive = min(orDefault(c.DialKeepAlive, DefaultDialKeepAlive), maxKeepAlive)
 	c.TCPUserTimeout = orDefault(c.TCPUserTimeout, DefaultTCPUserTimeout)
 	return c
+}
+
+// MinHTTP2PingInterval is the least HTTP2ReadIdleTimeout and
+// HTTP2PingTimeout taken.
+const MinHTTP2PingInterval = time.Second
+
+// maxKeepAlive is the longest keepalive idle time and interval Linux takes
+// (TCP_KEEPIDLE and TCP_KEEPINTVL, in seconds, at most 32767); Go drops the
+// error of a longer one, which leaves the kernel's two hours.
+const maxKeepAlive = 32767 * time.Second
+
+// atLeast raises a positive d to floor; zero (off) stays.
+func atLeast(d, floor time.Duration) time.Duration {
+	if d > 0 {
+		return max(d, floor)
+	}
+	return d
 }
 
 func orDefault(d, def time.Duration) time.Duration {

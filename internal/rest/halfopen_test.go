@@ -111,7 +111,7 @@ func TestHalfOpenHTTP2ConnectionIsDetected(t *testing.T) {
 	t.Cleanup(srv.Close)
 	proxy := newFreezableProxy(t, srv.Listener.Addr().String())
 
-	const readIdle, pingTimeout = 200 * time.Millisecond, 200 * time.Millisecond
+	const readIdle, pingTimeout = MinHTTP2PingInterval, MinHTTP2PingInterval
 	c := newClient(t, &Config{
 		Host:                 "https://" + proxy.ln.Addr().String(),
 		TLS:                  TLSConfig{CAData: serverCAPEM(srv)},

@@ -4,6 +4,7 @@ package rest
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"syscall"
@@ -23,14 +24,20 @@ func userTimeoutControl(d time.Duration) func(network, address string, c syscall
 	if d <= 0 {
 		return nil
 	}
-	ms := int(d / time.Millisecond)
+	// The kernel takes whole milliseconds in an int: round up (less than
+	// one would be zero, the kernel's default) and stay within it.
+	ms := d / time.Millisecond
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	ms = min(ms, math.MaxInt32)
 	return func(network, _ string, c syscall.RawConn) error {
 		if !strings.HasPrefix(network, "tcp") {
 			return nil
 		}
 		var sockErr error
 		if err := c.Control(func(fd uintptr) {
-			sockErr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpUserTimeout, ms)
+			sockErr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpUserTimeout, int(ms))
 		}); err != nil {
 			return err
 		}

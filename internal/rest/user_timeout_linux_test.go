@@ -4,6 +4,7 @@ package rest
 
 import (
 	"context"
+	"math"
 	"net"
 	"syscall"
 	"testing"
@@ -31,6 +32,13 @@ func TestDialerSetsTCPOptions(t *testing.T) {
 		{"defaults", Config{}, int(DefaultTCPUserTimeout / time.Millisecond), true, int(DefaultDialKeepAlive / time.Second)},
 		{"custom", Config{TCPUserTimeout: 1500 * time.Millisecond, DialKeepAlive: 2 * time.Second}, 1500, true, 2},
 		{"disabled", Config{TCPUserTimeout: -1, DialKeepAlive: -1}, 0, false, 0},
+		// Under a millisecond is rounded up, not down to 0 (the kernel's
+		// default, which would switch it off); past the kernel's int
+		// range, as long as it goes (an overflow failed every dial, or set
+		// hours instead of weeks); keepalive within what Linux takes.
+		{"a microsecond", Config{TCPUserTimeout: time.Microsecond}, 1, true, int(DefaultDialKeepAlive / time.Second)},
+		{"30 days", Config{TCPUserTimeout: 30 * 24 * time.Hour, DialKeepAlive: 10 * time.Hour}, math.MaxInt32, true, 32767},
+		{"for ever", Config{TCPUserTimeout: math.MaxInt64, DialKeepAlive: math.MaxInt64}, math.MaxInt32, true, 32767},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
