@@ -45,7 +45,9 @@ func (e *MutationError) Error() string {
 // that cannot be copied (so not checked); report runs on the detector's
 // goroutine, or on Run's for the last check, never two at once; in a test,
 // it may call t.Error. A nil report logs with the informer's logger
-// instead, as does a report that panics; a period ≤ 0 means one second.
+// instead, as does a report that panics; a period ≤ 0 means one second,
+// and one under 100 ms is raised to that (every check compares the whole
+// cache).
 //
 // It keeps a second copy of the cache, and of every object replaced since
 // the last check more than a minute ago, and compares them all every
@@ -58,6 +60,9 @@ func WithMutationDetector[T reflector.Object](period time.Duration, report func(
 		o.mutations = &mutationOptions[T]{period: period, report: report, deepCopy: deepCopy[T]}
 	}
 }
+
+// minMutationPeriod is the shortest period WithMutationDetector takes.
+const minMutationPeriod = 100 * time.Millisecond
 
 type mutationOptions[T metav1.Object] struct {
 	period   time.Duration
@@ -125,8 +130,11 @@ func newMutationDetector[T metav1.Object](resource string, o *mutationOptions[T]
 		deepCopy: o.deepCopy,
 		cached:   map[string]*copied[T]{},
 	}
-	if d.period <= 0 {
+	switch {
+	case d.period <= 0:
 		d.period = time.Second
+	case d.period < minMutationPeriod:
+		d.period = minMutationPeriod
 	}
 	if d.report == nil {
 		d.report = log

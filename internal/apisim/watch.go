@@ -3,6 +3,7 @@ package apisim
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -267,7 +268,9 @@ func (s *Server) endWatch(c *collection, w *watcher) {
 
 func (s *Server) watchTimeout(q *query) time.Duration {
 	if q.TimeoutSeconds != nil && *q.TimeoutSeconds > 0 {
-		return time.Duration(*q.TimeoutSeconds) * time.Second
+		// Within what a Duration holds (292 years): a longer one
+		// would wrap into the past.
+		return time.Duration(min(*q.TimeoutSeconds, math.MaxInt64/int64(time.Second))) * time.Second
 	}
 	return s.opts.watchTimeout
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -530,7 +531,8 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 		}
 	}
 	s.watchers[w] = struct{}{}
-	if opts.TimeoutSeconds > 0 {
+	// A timeout longer than a Duration holds (292 years) is none.
+	if opts.TimeoutSeconds > 0 && opts.TimeoutSeconds <= math.MaxInt64/int64(time.Second) {
 		w.timer = time.AfterFunc(time.Duration(opts.TimeoutSeconds)*time.Second, func() { s.timeOut(w) })
 	}
 	return &tracked[T]{watcher: w, s: s}, nil

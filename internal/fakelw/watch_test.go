@@ -2,6 +2,7 @@ package fakelw_test
 
 import (
 	"io"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -95,6 +96,11 @@ func TestWatchEndsAtItsTimeout(t *testing.T) {
 		forever, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1"})
 		require.NoError(t, err)
 		defer forever.Close()
+		// Longer than a Duration holds: none, rather than wrapped into the
+		// past (an end at once).
+		huge, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1", TimeoutSeconds: math.MaxInt64})
+		require.NoError(t, err)
+		defer huge.Close()
 
 		start := time.Now()
 		time.Sleep(30 * time.Second)
@@ -112,5 +118,7 @@ func TestWatchEndsAtItsTimeout(t *testing.T) {
 		src.Create(labeled("ns", "c", "web")) // 3
 		assert.Equal(t, "ADDED ns/b@2 web", next(t, forever))
 		assert.Equal(t, "ADDED ns/c@3 web", next(t, forever), "no timeout: no end")
+		assert.Equal(t, "ADDED ns/b@2 web", next(t, huge))
+		assert.Equal(t, "ADDED ns/c@3 web", next(t, huge), "a timeout past 292 years: no end")
 	})
 }

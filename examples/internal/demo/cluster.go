@@ -105,7 +105,9 @@ func startSim(f Flags, out io.Writer, workloads []Workload) (*Cluster, error) {
 	if rate <= 0 {
 		rate = 20
 	}
-	rate = min(rate, 100_000) // a tick per 10 µs at most: time.NewTicker refuses 0
+	// A tick per 10 µs at most (time.NewTicker refuses 0), and per 100 s
+	// at least (a longer interval would overflow a Duration).
+	rate = min(max(rate, 0.01), 100_000)
 	var resources []apisim.Resource
 	for _, w := range workloads {
 		resources = append(resources, w.Resource)

@@ -3,7 +3,10 @@ package demo
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -140,4 +143,34 @@ func TestSimForcedDespiteAKubeconfig(t *testing.T) {
 	defer c.Close()
 	assert.True(t, c.Simulated)
 	assert.True(t, strings.HasPrefix(out.String(), "simulator (-sim): "), out.String())
+}
+
+// -sim-churn takes a rate of 0 or more: NaN, infinities and negative rates
+// are a bad command line (NaN passed every check and made the simulator's
+// ticker panic).
+func TestSimChurnIsARate(t *testing.T) {
+	for _, tc := range []struct {
+		arg  string
+		want float64 // -1: refused
+	}{
+		{"20", 20}, {"0.5", 0.5}, {"0", 0}, {"1e-10", 1e-10},
+		{"NaN", -1}, {"Inf", -1}, {"-Inf", -1}, {"-1", -1}, {"fast", -1},
+	} {
+		var f Flags
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f.Register(fs)
+		err := Parse(fs, []string{"-sim-churn", tc.arg})
+		switch {
+		case tc.want < 0 && !errors.Is(err, ErrUsage):
+			t.Errorf("-sim-churn %s: %v, want a usage error", tc.arg, err)
+		case tc.want >= 0 && (err != nil || f.SimChurn != tc.want):
+			t.Errorf("-sim-churn %s: %v, %v; want %v", tc.arg, f.SimChurn, err, tc.want)
+		}
+	}
+	var f Flags
+	f.Register(flag.NewFlagSet("test", flag.ContinueOnError))
+	if f.SimChurn != 20 {
+		t.Errorf("default %v, want 20", f.SimChurn)
+	}
 }

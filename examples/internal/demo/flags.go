@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -46,7 +48,26 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.Duration, "duration", 0, "exit after this long, once connected (default: run until Ctrl-C)")
 	fs.DurationVar(&f.SyncTimeout, "sync-timeout", time.Minute, "give up if the caches have not synced after this long")
 	fs.IntVar(&f.SimObjects, "sim-objects", 3000, "simulator: number of pods (other resources scale with it)")
-	fs.Float64Var(&f.SimChurn, "sim-churn", 20, "simulator: creates, updates and deletes per second, per resource")
+	f.SimChurn = 20
+	fs.Var((*rate)(&f.SimChurn), "sim-churn", "simulator: creates, updates and deletes per second, per resource (a `rate`)")
+}
+
+// rate is a flag.Value for a number of events per second: a number, not
+// negative (NaN and infinities are refused when the flag is parsed).
+type rate float64
+
+func (r *rate) String() string { return strconv.FormatFloat(float64(*r), 'g', -1, 64) }
+
+func (r *rate) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil:
+		return errors.New("not a number")
+	case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
+		return errors.New("want a rate per second, 0 or more")
+	}
+	*r = rate(v)
+	return nil
 }
 
 // Timed returns ctx bounded by the -duration flag, if set. Call it once
