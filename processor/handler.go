@@ -159,6 +159,8 @@ type Notification[T metav1.Object] struct {
 	// FinalStateUnknown marks a Delete inferred (from a relist, or from the
 	// object coming back with another UID): Old is then the last state seen. It is ignored on other kinds.
 	FinalStateUnknown bool
+
+	resync bool // handed out by a resync (Distribute with isSync)
 }
 
 // initial reports whether n counts towards a listener's HasSynced.

@@ -20,6 +20,8 @@ type ListenerOptions struct {
 	// ResyncPeriod is how often the listener gets the whole cache again as
 	// Updates (see Processor.ShouldResync). Zero or negative: never. A
 	// period below MinimumResyncPeriod is raised to MinimumResyncPeriod.
+	// A resync that falls due while the handler is still behind the last
+	// one is skipped: resyncs never pile up behind a slow handler.
 	ResyncPeriod time.Duration
 
 	// MaxPending is the length of the listener's buffer past which an
@@ -75,6 +77,7 @@ type Listener[T metav1.Object] struct {
 
 	pending      atomic.Int64 // notifications received and not yet handled or merged
 	initialsLeft atomic.Int64 // of those, the Adds with IsInInitialList
+	resyncsLeft  atomic.Int64 // of those, the ones a resync handed out (see ShouldResync)
 
 	synced     chan struct{} // closed once HasSynced is true; see checkSynced
 	syncedOnce sync.Once
@@ -119,12 +122,15 @@ func (l *Listener[T]) Add(n Notification[T]) {
 	if n.initial() {
 		l.initialsLeft.Add(1)
 	}
+	if n.resync {
+		l.resyncsLeft.Add(1)
+	}
 	if runState(l.state.Load()) != running {
 		l.mu.Lock()
 		switch runState(l.state.Load()) {
 		case idle:
 			if l.early.push(n) {
-				l.pending.Add(-1)
+				l.merged(n)
 			}
 			l.mu.Unlock()
 			return
@@ -146,8 +152,20 @@ func (l *Listener[T]) Add(n Notification[T]) {
 // if it was not taken in.
 func (l *Listener[T]) forget(n Notification[T]) {
 	l.pending.Add(-1)
+	if n.resync {
+		l.resyncsLeft.Add(-1)
+	}
 	if n.initial() && l.initialsLeft.Add(-1) == 0 {
 		l.checkSynced()
+	}
+}
+
+// merged takes back the counting of n, which the backlog merged into a
+// notification it holds (see MaxPending): an Update, so never initial.
+func (l *Listener[T]) merged(n Notification[T]) {
+	l.pending.Add(-1)
+	if n.resync {
+		l.resyncsLeft.Add(-1)
 	}
 }
 
@@ -304,7 +322,7 @@ func (l *Listener[T]) pop(b *backlog[T]) {
 			b.pop()
 		case in := <-l.addCh:
 			if b.push(in) {
-				l.pending.Add(-1)
+				l.merged(in)
 			}
 		case <-l.done:
 			return

@@ -172,6 +172,7 @@ func (p *Processor[T]) Distribute(n Notification[T], isSync bool) {
 	if over {
 		return
 	}
+	n.resync = isSync
 	for _, l := range ls {
 		l.Add(n)
 	}
@@ -186,15 +187,25 @@ func (p *Processor[T]) Distribute(n Notification[T], isSync bool) {
 // (Syncs still queued from one resync when the next picks other listeners
 // go to those; as in client-go, resyncs are not meant to overlap.) A
 // listener's first resync is due one period after AddListener (by
-// time.Now).
+// time.Now). A listener whose handler has not yet been handed every
+// notification of its last resync is not picked when its next falls due,
+// and is due again a period later (client-go queues the whole cache again
+// behind the last, so a handler slower than its period falls behind for
+// ever).
 func (p *Processor[T]) ShouldResync(now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var due []*Listener[T]
 	for _, l := range p.listeners {
 		if l.resyncPeriod > 0 && !now.Before(l.nextResync) {
-			due = append(due, l)
 			l.nextResync = now.Add(l.resyncPeriod)
+			if l.resyncsLeft.Load() > 0 {
+				// Its handler is still behind the last resync: another
+				// would queue the whole cache again behind it, and again
+				// every period, for ever. It resyncs one period later.
+				continue
+			}
+			due = append(due, l)
 		}
 	}
 	if len(due) == 0 {

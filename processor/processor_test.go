@@ -432,6 +432,7 @@ func TestResyncPicksListenersThatAreDue(t *testing.T) {
 				t.Errorf("ShouldResync(t0+%v) = %v, want %v", s.at, got, s.want)
 			}
 			p.Distribute(updateOf("a", fmt.Sprint(i), fmt.Sprint(i)), true)
+			synctest.Wait() // handled: a listener behind its last resync is skipped
 		}
 		p.Distribute(updateOf("a", "live", "live"), false) // not a resync: to all
 		synctest.Wait()
@@ -440,6 +441,66 @@ func TestResyncPicksListenersThatAreDue(t *testing.T) {
 		checkLines(t, "every 10s", every10, []string{"Update ns/a 1->1", "Update ns/a 2->2", "Update ns/a 3->3", "Update ns/a 5->5", "Update ns/a 6->6", "Update ns/a live->live"})
 		checkLines(t, "every 25s", every25, []string{"Update ns/a 4->4", "Update ns/a 6->6", "Update ns/a live->live"})
 		checkLines(t, "never", never, []string{"Update ns/a live->live"})
+	})
+}
+
+// A resync that falls due while the handler has not been handed all of
+// the last one is skipped, so resyncs do not pile up behind a slow handler
+// (client-go queues them all: a handler slower than its period falls
+// further behind every period). The listener is due again a period later,
+// and other listeners resync as usual.
+func TestResyncSkipsAHandlerBehindTheLastOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		p := processor.New[*corev1.Pod]()
+		release := make(gate)
+		slow := &recorder{before: func(line string) {
+			if line == "Update ns/a 1->1" {
+				release.wait()
+			}
+		}}
+		fast := &recorder{}
+		sl := p.AddListener(slow, processor.ListenerOptions{ResyncPeriod: 10 * time.Second})
+		p.AddListener(fast, processor.ListenerOptions{ResyncPeriod: 10 * time.Second})
+		stop := run(p)
+		defer stop()
+
+		resync := func(at time.Duration, round string) bool {
+			picked := p.ShouldResync(t0.Add(at))
+			if picked {
+				for _, name := range []string{"a", "b"} {
+					p.Distribute(updateOf(name, round, round), true)
+				}
+			}
+			synctest.Wait()
+			return picked
+		}
+		if !resync(10*time.Second, "1") {
+			t.Fatal("the first resync was not due")
+		}
+		if n := sl.Pending(); n != 2 {
+			t.Fatalf("slow listener: %d pending, want 2 (one in its handler)", n)
+		}
+		// Due again at 20s: the slow one is still in the first.
+		if !resync(20*time.Second, "2") {
+			t.Fatal("the fast listener's resync at 20s was not due")
+		}
+		p.Distribute(updateOf("a", "live", "live"), false) // a change still reaches it
+		synctest.Wait()
+		if n := sl.Pending(); n != 3 {
+			t.Errorf("slow listener: %d pending, want 3: the resync of 20s skipped", n)
+		}
+		release.open()
+		synctest.Wait()
+		if resync(25*time.Second, "x") {
+			t.Error("a resync picked before any period is due")
+		}
+		// Caught up: its next resync, pushed to 30s, goes ahead.
+		if !resync(30*time.Second, "3") {
+			t.Error("no resync at 30s")
+		}
+		checkLines(t, "slow", slow, []string{"Update ns/a 1->1", "Update ns/b 1->1", "Update ns/a live->live", "Update ns/a 3->3", "Update ns/b 3->3"})
+		checkLines(t, "fast", fast, []string{"Update ns/a 1->1", "Update ns/b 1->1", "Update ns/a 2->2", "Update ns/b 2->2", "Update ns/a live->live", "Update ns/a 3->3", "Update ns/b 3->3"})
 	})
 }
 
