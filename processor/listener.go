@@ -21,7 +21,8 @@ type ListenerOptions struct {
 	// Updates (see Processor.ShouldResync). Zero or negative: never. A
 	// period below MinimumResyncPeriod is raised to MinimumResyncPeriod.
 	// A resync that falls due while the handler is still behind the last
-	// one is skipped: resyncs never pile up behind a slow handler.
+	// one waits until it has caught up: resyncs never pile up behind a
+	// slow handler.
 	ResyncPeriod time.Duration
 
 	// MaxPending is the length of the listener's buffer past which an

@@ -188,24 +188,24 @@ func (p *Processor[T]) Distribute(n Notification[T], isSync bool) {
 // go to those; as in client-go, resyncs are not meant to overlap.) A
 // listener's first resync is due one period after AddListener (by
 // time.Now). A listener whose handler has not yet been handed every
-// notification of its last resync is not picked when its next falls due,
-// and is due again a period later (client-go queues the whole cache again
-// behind the last, so a handler slower than its period falls behind for
-// ever).
+// notification of its last resync is not picked: it stays due, and is
+// picked by the first call after it has caught up (client-go queues the
+// whole cache again behind the last, so a handler slower than its period
+// falls behind for ever).
 func (p *Processor[T]) ShouldResync(now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var due []*Listener[T]
 	for _, l := range p.listeners {
 		if l.resyncPeriod > 0 && !now.Before(l.nextResync) {
-			l.nextResync = now.Add(l.resyncPeriod)
 			if l.resyncsLeft.Load() > 0 {
 				// Its handler is still behind the last resync: another
 				// would queue the whole cache again behind it, and again
-				// every period, for ever. It resyncs one period later.
+				// every period, for ever. It stays due.
 				continue
 			}
 			due = append(due, l)
+			l.nextResync = now.Add(l.resyncPeriod)
 		}
 	}
 	if len(due) == 0 {

@@ -445,10 +445,10 @@ func TestResyncPicksListenersThatAreDue(t *testing.T) {
 }
 
 // A resync that falls due while the handler has not been handed all of
-// the last one is skipped, so resyncs do not pile up behind a slow handler
+// the last one waits, so resyncs do not pile up behind a slow handler
 // (client-go queues them all: a handler slower than its period falls
-// further behind every period). The listener is due again a period later,
-// and other listeners resync as usual.
+// further behind every period). The listener stays due and is picked once
+// it has caught up; other listeners resync as usual.
 func TestResyncSkipsAHandlerBehindTheLastOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
@@ -488,19 +488,22 @@ func TestResyncSkipsAHandlerBehindTheLastOne(t *testing.T) {
 		p.Distribute(updateOf("a", "live", "live"), false) // a change still reaches it
 		synctest.Wait()
 		if n := sl.Pending(); n != 3 {
-			t.Errorf("slow listener: %d pending, want 3: the resync of 20s skipped", n)
+			t.Errorf("slow listener: %d pending, want 3: no resync at 20s", n)
+		}
+		if resync(22*time.Second, "x") {
+			t.Error("picked while still behind")
 		}
 		release.open()
 		synctest.Wait()
-		if resync(25*time.Second, "x") {
-			t.Error("a resync picked before any period is due")
+		// Caught up, and due since 20s: picked now, alone.
+		if !resync(25*time.Second, "3") {
+			t.Error("no resync once caught up")
 		}
-		// Caught up: its next resync, pushed to 30s, goes ahead.
-		if !resync(30*time.Second, "3") {
+		if !resync(30*time.Second, "y") { // the fast one alone: the slow one is due at 35s
 			t.Error("no resync at 30s")
 		}
 		checkLines(t, "slow", slow, []string{"Update ns/a 1->1", "Update ns/b 1->1", "Update ns/a live->live", "Update ns/a 3->3", "Update ns/b 3->3"})
-		checkLines(t, "fast", fast, []string{"Update ns/a 1->1", "Update ns/b 1->1", "Update ns/a 2->2", "Update ns/b 2->2", "Update ns/a live->live", "Update ns/a 3->3", "Update ns/b 3->3"})
+		checkLines(t, "fast", fast, []string{"Update ns/a 1->1", "Update ns/b 1->1", "Update ns/a 2->2", "Update ns/b 2->2", "Update ns/a live->live", "Update ns/a y->y", "Update ns/b y->y"})
 	})
 }
 
