@@ -151,6 +151,9 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	if m := f.opt.mutations; m != nil {
 		opts = append(opts, WithMutationDetector[T](m.period, m.report))
 	}
+	if f.opt.handlerErrors != nil {
+		opts = append(opts, WithHandlerErrorHandler[T](f.opt.handlerErrors))
+	}
 	inf := New[T](lw, opts...)
 	e := &entry{informer: inf}
 	f.informers[key] = e
@@ -366,6 +369,7 @@ type factoryOptions struct {
 	pageSize        int64
 	sharing         bool
 	mutations       *factoryMutations // nil: no mutation detector
+	handlerErrors   func(error)
 	// listerWatchers holds, by type T, the
 	// func(reflector.Target) (reflector.ListerWatcher[T], error) that
 	// gives the informers of T what they use instead of HTTP.
@@ -472,6 +476,14 @@ func WithListerWatcherFor[T reflector.Object](lwFor func(reflector.Target) (refl
 		}
 		o.listerWatchers[reflect.TypeFor[T]()] = lwFor
 	}
+}
+
+// WithFactoryHandlerErrorHandler sets, for every informer, the function
+// told when a handler panics, with a *processor.HandlerPanicError whose
+// Processor field is the informer's name (see WithHandlerErrorHandler).
+// The default logs the panic.
+func WithFactoryHandlerErrorHandler(f func(error)) FactoryOption {
+	return func(o *factoryOptions) { o.handlerErrors = f }
 }
 
 // WithFactoryMutationDetector gives every informer a mutation detector that

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -232,6 +234,56 @@ func TestFactoryCustomResource(t *testing.T) {
 		f.Shutdown()
 		cancel()
 	}
+}
+
+// A handler's panic, in a Factory given WithFactoryHandlerErrorHandler,
+// reaches it as a *processor.HandlerPanicError that names the informer:
+// two informers of one type (here unstructured, for two resources) have
+// listeners of the same names. Without a name an informer made with New
+// over an HTTP ListerWatcher is named after what it lists.
+func TestFactoryHandlerPanicsNameTheInformer(t *testing.T) {
+	s := startSim(t)
+	_, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Create(apisim.MakePod("default", "a"))
+	require.NoError(t, err)
+	_, err = apisim.Of[*appsv1.Deployment](s, apisim.Deployments()).Create(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "d"}})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var panics []string
+	f, err := informer.NewFactory(simConfig(s), informer.WithFactoryHandlerErrorHandler(func(err error) {
+		var pe *processor.HandlerPanicError
+		require.ErrorAs(t, err, &pe)
+		mu.Lock()
+		defer mu.Unlock()
+		panics = append(panics, pe.Processor+": "+pe.Listener+": "+pe.Key)
+	}))
+	require.NoError(t, err)
+	boom := processor.HandlerFuncs[*unstructured.Unstructured]{AddFunc: func(*unstructured.Unstructured, bool) { panic("boom") }}
+	for _, gvr := range []schema.GroupVersionResource{
+		corev1.SchemeGroupVersion.WithResource("pods"),
+		appsv1.SchemeGroupVersion.WithResource("deployments"),
+	} {
+		inf, err := informer.ForResource(f, gvr, reflector.Target{Namespace: "default"})
+		require.NoError(t, err)
+		inf.AddEventHandler(boom)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	require.NoError(t, f.WaitForCacheSync(ctx))
+	eventually(t, "two panics", func() bool { mu.Lock(); defer mu.Unlock(); return len(panics) == 2 })
+	assert.ElementsMatch(t, []string{
+		`pods in "default": listener 1 (processor.HandlerFuncs[*k8s.io/apimachinery/pkg/apis/meta/v1/unstructured.Unstructured]): default/a`,
+		`deployments.apps in "default": listener 1 (processor.HandlerFuncs[*k8s.io/apimachinery/pkg/apis/meta/v1/unstructured.Unstructured]): default/d`,
+	}, panics)
+
+	client, err := reflector.NewClient(simConfig(s))
+	require.NoError(t, err)
+	lw, err := reflector.NewListerWatcher[*unstructured.Unstructured](client, reflector.Target{
+		Resource: appsv1.SchemeGroupVersion.WithResource("deployments"), LabelSelector: "app=d"})
+	require.NoError(t, err)
+	assert.Equal(t, "deployments.apps (app=d)", informer.New[*unstructured.Unstructured](lw).Name())
+	assert.Equal(t, "mine", informer.New[*unstructured.Unstructured](lw, informer.WithName[*unstructured.Unstructured]("mine")).Name())
 }
 
 func TestFactoryMetadataOnly(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/deltafifo"
 	"github.com/listwatch/listwatch/indexer"
@@ -67,6 +68,9 @@ func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *Sha
 			opt(&o)
 		}
 	}
+	if d, ok := lw.(describer); ok && !o.nameSet && !isNilPointer(lw) {
+		o.name = describe(d.Resource(), d.Target())
+	}
 	s := &SharedIndexInformer[T]{
 		name:     o.name,
 		lw:       lw,
@@ -79,6 +83,7 @@ func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *Sha
 	s.setupErr = errors.Join(o.err, checkSetup(lw, o.indexers))
 	s.fifo = deltafifo.New(deltafifo.WithKnownObjects[T](s.indexer))
 	s.processor = processor.New[T](
+		processor.WithName(o.name),
 		processor.WithUpstreamSynced(s.HasSynced),
 		processor.WithLogger(o.logger),
 		processor.WithErrorHandler(o.handlerErrors),
@@ -89,6 +94,13 @@ func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *Sha
 		})
 	}
 	return s
+}
+
+// describer is a ListerWatcher that says what it lists, as
+// reflector.HTTPListerWatcher does.
+type describer interface {
+	Resource() schema.GroupVersionResource
+	Target() reflector.Target
 }
 
 // checkSetup returns an error for what New was given that Run cannot run

@@ -26,6 +26,7 @@ type options[T metav1.Object] struct {
 	logger        *slog.Logger
 	reflector     []reflector.Option[T]
 	handlerErrors func(error)
+	nameSet       bool                // by WithName
 	mutations     *mutationOptions[T] // nil: no mutation detector
 	err           error               // an option New cannot follow: the informer does not run
 }
@@ -35,10 +36,13 @@ func defaultOptions[T metav1.Object]() options[T] {
 }
 
 // WithName sets what errors and logs call the resource, such as
-// `pods in "default"`. The default is the resource of a k8s.io/api type,
-// such as "pods", and "objects" for other types.
+// `pods in "default"`. The default, for a ListerWatcher that says what it
+// lists (as reflector.NewListerWatcher's does), is its resource, namespace
+// and selectors, as a Factory names its informers
+// (`widgets.example.com in "default" (app=web)`); otherwise the resource of
+// a k8s.io/api type, such as "pods", and "objects" for other types.
 func WithName[T metav1.Object](name string) Option[T] {
-	return func(o *options[T]) { o.name = name }
+	return func(o *options[T]) { o.name, o.nameSet = name, true }
 }
 
 // WithIndexers starts the cache with these named indexes, added to those

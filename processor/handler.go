@@ -170,6 +170,9 @@ func (n *Notification[T]) initial() bool { return n.Kind == Add && n.IsInInitial
 // reports it through the processor's error handler (see WithErrorHandler)
 // and goes on with its next notification.
 type HandlerPanicError struct {
+	// Processor is the Processor's name (WithName), such as the
+	// informer's; empty if it has none.
+	Processor string
 	// Listener names the listener: its number in the order of AddListener
 	// and the dynamic type of its Handler, e.g.
 	// "listener 2 (*main.podHandler)".
@@ -182,6 +185,9 @@ type HandlerPanicError struct {
 
 // Error names the listener, the notification and the panic value.
 func (e *HandlerPanicError) Error() string {
+	if e.Processor != "" {
+		return fmt.Sprintf("processor: %s, %s panicked handling %s of %q: %v", e.Processor, e.Listener, e.Kind, e.Key, e.Value)
+	}
 	return fmt.Sprintf("processor: %s panicked handling %s of %q: %v", e.Listener, e.Kind, e.Key, e.Value)
 }
 

@@ -387,11 +387,12 @@ func (l *Listener[T]) handle(n Notification[T]) {
 			r = "the handler called runtime.Goexit"
 		}
 		l.cfg.reportPanic(&HandlerPanicError{
-			Listener: l.name,
-			Kind:     n.Kind,
-			Key:      n.Key,
-			Value:    r,
-			Stack:    debug.Stack(),
+			Processor: l.cfg.name,
+			Listener:  l.name,
+			Kind:      n.Kind,
+			Key:       n.Key,
+			Value:     r,
+			Stack:     debug.Stack(),
 		})
 	}()
 	switch n.Kind {

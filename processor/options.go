@@ -11,9 +11,18 @@ type Option func(*config)
 // config is what the options set. Its zero value is the default: panics are
 // logged to slog.Default() and the upstream counts as synced.
 type config struct {
+	name           string
 	errorHandler   func(error)
 	logger         *slog.Logger
 	upstreamSynced func() bool
+}
+
+// WithName names what the Processor delivers for, such as an informer
+// (its name, e.g. `pods in "default"`), in its reports: HandlerPanicError's
+// Processor field and the log. Two informers of one type have listeners
+// of the same names; this tells their panics apart.
+func WithName(name string) Option {
+	return func(c *config) { c.name = name }
 }
 
 // WithErrorHandler sets the function told about handler panics, each as a
@@ -59,13 +68,13 @@ func (c *config) reportPanic(e *HandlerPanicError) {
 		defer func() {
 			if r := recover(); r != nil {
 				c.log().Error("processor: the error handler panicked",
-					"listener", e.Listener, "panic", fmt.Sprint(r), "handling", e.Error())
+					"processor", e.Processor, "listener", e.Listener, "panic", fmt.Sprint(r), "handling", e.Error())
 			}
 		}()
 		c.errorHandler(e)
 		return
 	}
 	c.log().Error("processor: handler panicked",
-		"listener", e.Listener, "kind", e.Kind.String(), "key", e.Key,
+		"processor", e.Processor, "listener", e.Listener, "kind", e.Kind.String(), "key", e.Key,
 		"panic", fmt.Sprint(e.Value), "stack", string(e.Stack))
 }

@@ -275,6 +275,9 @@ func resourcePath(gvr schema.GroupVersionResource, namespace string) string {
 // Resource returns the group, version and resource being watched.
 func (lw *HTTPListerWatcher[T]) Resource() schema.GroupVersionResource { return lw.gvr }
 
+// Target returns the Target the ListerWatcher was made for.
+func (lw *HTTPListerWatcher[T]) Target() Target { return lw.target }
+
 // List fetches one page, handing each item to add as it is decoded. The
 // request is bounded by the list timeout (WithListTimeout), so a server that
 // trickles its answer cannot hold the caller forever.
