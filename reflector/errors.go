@@ -67,6 +67,22 @@ var (
 	errAddAfterList = errors.New("the ListerWatcher's List called add after it returned")
 )
 
+// Errors from decoding what the server sent, wrapped with where it was
+// (which list item or watch event, how many bytes); test for them with
+// errors.Is. The Reflector reports them and tries again after its backoff,
+// as with any failed list or watch: an object too large for the limit
+// stays too large until the limit is raised or the object shrinks.
+var (
+	// ErrMalformed: bytes that are not valid JSON or protobuf, or a valid
+	// value of the wrong shape. A server or proxy bug is likely.
+	ErrMalformed = wire.ErrMalformed
+	// ErrItemTooLarge: a list item larger than WithMaxItemBytes allows.
+	ErrItemTooLarge = wire.ErrListTooLarge
+	// ErrEventTooLarge: a watch event larger than WithMaxFrameBytes
+	// allows.
+	ErrEventTooLarge = wire.ErrFrameTooLarge
+)
+
 // streamingUnsupportedError says the server cannot serve streaming lists;
 // the Reflector falls back to LIST then WATCH. A stream that merely ended
 // early (ended) may be a server restarting: the Reflector lists with LIST

@@ -371,6 +371,16 @@ func TestRow09FrameOverLimit(t *testing.T) {
 		if len(tooLarge) != 2 {
 			t.Errorf("want the list and the watch reported as too large; got %v", w.errs)
 		}
+		// Each says which limit to raise, and errors.Is tells which.
+		items := w.errs.matching(func(err error) bool {
+			return errors.Is(err, reflector.ErrItemTooLarge) && strings.Contains(err.Error(), "WithMaxItemBytes")
+		})
+		events := w.errs.matching(func(err error) bool {
+			return errors.Is(err, reflector.ErrEventTooLarge) && strings.Contains(err.Error(), "WithMaxFrameBytes")
+		})
+		if len(items) != 1 || len(events) != 1 {
+			t.Errorf("want one item and one event too large, each naming its option; got %v", w.errs)
+		}
 	})
 }
 

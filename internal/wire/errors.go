@@ -31,13 +31,13 @@ var (
 	// ErrFrameTooLarge reports a watch event larger than the decoder's
 	// maxFrame. The decoder stops reading at the limit, so memory stays
 	// bounded.
-	ErrFrameTooLarge = errors.New("watch event larger than the limit")
+	ErrFrameTooLarge = errors.New("watch event larger than the limit (reflector.WithMaxFrameBytes)")
 
 	// ErrListTooLarge reports a list item, or the list's bytes between two
 	// items (its metadata, whitespace), larger than the decoder's limit.
 	// The decoder stops reading at the limit, so a hostile or compressed
 	// body cannot exhaust memory.
-	ErrListTooLarge = errors.New("list item larger than the limit")
+	ErrListTooLarge = errors.New("list item larger than the limit (reflector.WithMaxItemBytes)")
 
 	// ErrProtobufUnsupported reports a protobuf decoder built with a codec
 	// that has no protobuf form (unstructured objects, types without an
