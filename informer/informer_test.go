@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/listwatch/listwatch/indexer"
 	"github.com/listwatch/listwatch/informer"
@@ -681,6 +682,36 @@ func TestNamespaceIndexAndLister(t *testing.T) {
 		defer start(t, noIndex)()
 		synctest.Wait()
 		assert.Len(t, noIndex.Lister().ByNamespace(metav1.NamespaceAll, nil), 3)
+	})
+}
+
+// What a Lister returns for a selector holds the matches only: a slice
+// filtered in place kept every other cached object reachable through its
+// backing array, for as long as the caller held the result.
+func TestListerSelectionsHoldOnlyTheirMatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		for i := range 1000 {
+			p := pod(fmt.Sprint("ns", i%10), fmt.Sprint("p", i))
+			p.Labels = map[string]string{"i": fmt.Sprint(i % 100)}
+			src.Create(p)
+		}
+		inf := informer.New[*corev1.Pod](src, informer.WithIndexers(indexer.Indexers[*corev1.Pod]{
+			indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*corev1.Pod],
+		}))
+		defer start(t, inf)()
+		synctest.Wait()
+		sel := labels.SelectorFromSet(labels.Set{"i": "7"})
+		all := inf.Lister().List(sel)
+		assert.Len(t, all, 10)
+		inNS := inf.Lister().ByNamespace("ns7", sel)
+		assert.Len(t, inNS, 10)
+		for what, got := range map[string][]*corev1.Pod{"List": all, "ByNamespace": inNS} {
+			assert.LessOrEqual(t, cap(got), 16, "%s: room for %d objects behind 10 matches", what, cap(got))
+			for _, p := range got[len(got):cap(got)] {
+				assert.Nil(t, p, "%s: an object left out is still referenced", what)
+			}
+		}
 	})
 }
 

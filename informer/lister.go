@@ -22,13 +22,7 @@ func (l *Lister[T]) List(selector labels.Selector) []T {
 	if selector == nil || selector.Empty() {
 		return all
 	}
-	out := all[:0]
-	for _, obj := range all {
-		if selector.Matches(labels.Set(obj.GetLabels())) {
-			out = append(out, obj)
-		}
-	}
-	return out
+	return matching(all, selector)
 }
 
 // Get returns the cached object namespace/name (namespace "" for a
@@ -58,7 +52,16 @@ func (l *Lister[T]) ByNamespace(namespace string, selector labels.Selector) []T 
 	if selector == nil || selector.Empty() {
 		return objs
 	}
-	out := objs[:0]
+	return matching(objs, selector)
+}
+
+// matching returns the objects whose labels match selector, in a slice of
+// their own. Filtering objs in place would return a slice whose backing
+// array still points at every object left out: a caller holding fifty
+// matches of a cache of 50,000 would keep all 50,000 alive after they left
+// the cache (147 MiB in a review's test).
+func matching[T metav1.Object](objs []T, selector labels.Selector) []T {
+	var out []T
 	for _, obj := range objs {
 		if selector.Matches(labels.Set(obj.GetLabels())) {
 			out = append(out, obj)
