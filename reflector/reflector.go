@@ -124,8 +124,14 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		backoff:   newBackoff(r.opt.backoffInitial, r.opt.backoffMax),
 	}
 	for ctx.Err() == nil {
-		if pf, ok := r.lw.(partForgetter); ok && s.needList {
-			pf.forgetSharedParts()
+		if s.needList {
+			// Every list starts sharing afresh (see WithSharing).
+			if pf, ok := r.lw.(partForgetter); ok {
+				pf.forgetSharedParts()
+			}
+			if r.parts != nil {
+				r.parts.Forget()
+			}
 		}
 		var err error
 		s.progressed, s.failedInStream = false, false

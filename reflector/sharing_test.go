@@ -2,6 +2,7 @@ package reflector_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -107,10 +108,22 @@ func TestSharingSharesParts(t *testing.T) {
 // Parts shared while decoding are remembered by their bytes, so a cached
 // object changed against the rules (a handler writing into its labels)
 // would also change the objects decoded later from the same bytes. Every
-// list starts from an empty table, so a relist repairs the cache.
+// list starts from an empty table, so a relist repairs the cache; so it
+// does when the parts are shared after a transform (by the Reflector's own
+// table, which kept what it remembered across lists).
 func TestSharingRelistRepairsAModifiedPart(t *testing.T) {
 	for name, ct := range map[string]reflector.ContentType{"json": reflector.JSON, "protobuf": reflector.Protobuf} {
-		t.Run(name, func(t *testing.T) {
+		for _, transform := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/transform=%v", name, transform), func(t *testing.T) {
+				testSharingRelistRepairsAModifiedPart(t, ct, transform)
+			})
+		}
+	}
+}
+
+func testSharingRelistRepairsAModifiedPart(t *testing.T, ct reflector.ContentType, transform bool) {
+	{
+		{
 			server, pods := startServer("web-1", "web-2")
 			defer server.Close()
 			client, err := reflector.NewClient(&reflector.Config{Host: server.URL()})
@@ -118,8 +131,11 @@ func TestSharingRelistRepairsAModifiedPart(t *testing.T) {
 			lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "default"}, reflector.WithContentType(ct))
 			require.NoError(t, err)
 			store := chanStore{objs: make(chan *corev1.Pod, 10)}
-			r := reflector.New(lw, reflector.Store[*corev1.Pod](store),
-				reflector.WithSharing[*corev1.Pod](), reflector.WithRelistInterval[*corev1.Pod](50*time.Millisecond))
+			opts := []reflector.Option[*corev1.Pod]{reflector.WithSharing[*corev1.Pod](), reflector.WithRelistInterval[*corev1.Pod](50 * time.Millisecond)}
+			if transform {
+				opts = append(opts, reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }))
+			}
+			r := reflector.New(lw, reflector.Store[*corev1.Pod](store), opts...)
 			defer run(t, r)()
 
 			want, err := pods.Get("default", "web-2")
@@ -140,6 +156,35 @@ func TestSharingRelistRepairsAModifiedPart(t *testing.T) {
 					t.Fatalf("no relist gave web-2 its labels back (%v)", want.Labels)
 				}
 			}
-		})
+		}
 	}
+}
+
+// The Reflector's own table, which shares parts after a transform, is
+// emptied before every list, as the decoder's is: an object listed again
+// gets parts of its own, not those remembered from the list before (which
+// kept a deleted object's parts alive for as long as the table remembered
+// them: 135 MiB for ten live ConfigMaps of 16 KiB, replaced over and over,
+// in a review's soak).
+func TestSharingAfterATransformStartsAfreshOnEveryList(t *testing.T) {
+	server, _ := startServer("web-1", "web-2")
+	defer server.Close()
+	client, err := reflector.NewClient(&reflector.Config{Host: server.URL()})
+	require.NoError(t, err)
+	lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "default"})
+	require.NoError(t, err)
+	store := chanStore{objs: make(chan *corev1.Pod, 10)}
+	r := reflector.New(lw, reflector.Store[*corev1.Pod](store),
+		reflector.WithSharing[*corev1.Pod](), reflector.WithRelistInterval[*corev1.Pod](50*time.Millisecond),
+		reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }))
+	defer run(t, r)()
+	first, second := <-store.objs, <-store.objs
+	require.True(t, sameMap(first.Labels, second.Labels), "the objects of one list share their labels")
+	again := <-store.objs // listed again, 50 ms later
+	require.Equal(t, first.Name, again.Name)
+	assert.False(t, sameMap(first.Labels, again.Labels), "an object of the next list shares a part remembered from the last")
+}
+
+func sameMap[K comparable, V any](a, b map[K]V) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
