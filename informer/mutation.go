@@ -37,7 +37,8 @@ func (e *MutationError) Error() string {
 // MutationError). It keeps a deep copy of every object it caches and, every
 // period and once more when Run returns, compares each cached object, and
 // each object replaced or deleted in the last minute (kept until the first
-// check after that minute), with its copy (semantically, as
+// check after that minute; under heavy churn, only the newest of them, as
+// many as the cache holds and at least 10,000), with its copy (semantically, as
 // k8s.io/apimachinery/pkg/api/equality does: a Quantity that caches its
 // string form is not a change, and neither is a nil map or slice made
 // empty, or a Quantity rewritten with the same value). Each change found
@@ -201,7 +202,17 @@ func (d *mutationDetector[T]) retireLocked(key string) {
 		d.retired = append(d.retired, held)
 		delete(d.cached, key)
 	}
+	// Under heavy churn, a minute of objects that left the cache (and
+	// their copies) would outgrow the cache: keep the newest.
+	if limit := max(len(d.cached), minRetiredKept); len(d.retired) > 2*limit {
+		d.retired = slices.Clone(d.retired[len(d.retired)-limit:])
+	}
 }
+
+// minRetiredKept is the fewest retired objects the detector keeps when it
+// drops the oldest (see retireLocked): as many as the cache holds, and at
+// least this many.
+const minRetiredKept = 10_000
 
 // check compares every object it watches with its copy and reports each
 // one that changed, copying it again so that it is reported once per

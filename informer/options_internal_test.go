@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -40,4 +41,27 @@ func TestMutationDetectorPeriod(t *testing.T) {
 		d := newMutationDetector("pods", o.mutations, func(error) {})
 		assert.Equal(t, tc.want, d.period, "%v", tc.in)
 	}
+}
+
+// Under churn, the mutation detector keeps the newest objects that left
+// the cache, as many as the cache holds and at least minRetiredKept, not
+// every one of the last minute (1.5 GiB after 250k changes of 1,000 pods
+// in 42 s, in a review's soak).
+func TestMutationDetectorBoundsWhatLeftTheCache(t *testing.T) {
+	o := defaultOptions[*corev1.Pod]()
+	WithMutationDetector[*corev1.Pod](time.Hour, nil)(&o)
+	d := newMutationDetector("pods", o.mutations, func(error) {})
+	for i := range 100 {
+		key := fmt.Sprint("live-", i)
+		d.remember(d.copyOf(key, &corev1.Pod{}))
+	}
+	for i := range 5 * minRetiredKept {
+		key := fmt.Sprint("churned-", i)
+		d.remember(d.copyOf(key, &corev1.Pod{}))
+		d.forget(key)
+	}
+	assert.LessOrEqual(t, len(d.retired), 2*minRetiredKept)
+	assert.GreaterOrEqual(t, len(d.retired), minRetiredKept)
+	assert.Equal(t, fmt.Sprint("churned-", 5*minRetiredKept-1), d.retired[len(d.retired)-1].key, "the newest are kept")
+	assert.Len(t, d.cached, 100)
 }
