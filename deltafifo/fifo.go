@@ -49,7 +49,8 @@ type FIFO[T metav1.Object] struct {
 	items map[string][]Delta[T]
 	// itemsPeak is the most keys items has held since it was made: a map
 	// keeps the room of its largest size, so once a large backlog (the
-	// first list) is drained, next makes a new one.
+	// first list) is drained to a quarter, Pop moves the rest to a new
+	// one.
 	itemsPeak int
 	queue     keyQueue
 	// inflight lists the batches popped whose process call has not returned
@@ -396,8 +397,14 @@ func (f *FIFO[T]) next(ctx context.Context) (b inflightBatch[T], deltas []Delta[
 	key := f.queue.pop()
 	deltas = f.items[key]
 	delete(f.items, key)
-	if len(f.items) == 0 && f.itemsPeak > shrinkAbove {
-		f.items, f.itemsPeak = make(map[string][]Delta[T]), 0
+	if f.itemsPeak > shrinkAbove && 4*len(f.items) <= f.itemsPeak {
+		// A map keeps the room of its largest size: move what is left
+		// (a quarter of it at most) to a map of its own size.
+		items := make(map[string][]Delta[T], len(f.items))
+		for k, v := range f.items {
+			items[k] = v
+		}
+		f.items, f.itemsPeak = items, len(items)
 	}
 	if f.queue.len() > 0 {
 		f.signal() // pass the wake-up on to another waiting Pop

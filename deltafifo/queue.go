@@ -13,8 +13,10 @@ type keyQueue struct {
 const compactAfter = 64
 
 // shrinkAbove is the most keys whose room the queue, and the FIFO's map of
-// deltas, keep once empty: a drained backlog larger than that (the first
-// list of a large cache) gives its memory back.
+// deltas, keep however few they hold: past it, once they hold a quarter of
+// their room or less, they move to a smaller one, so that a drained
+// backlog (the first list of a large cache) gives its memory back even if
+// it never quite empties.
 const shrinkAbove = 1024
 
 func (q *keyQueue) len() int { return len(q.keys) - q.head }
@@ -29,6 +31,8 @@ func (q *keyQueue) pop() string {
 	switch {
 	case q.head == len(q.keys) && cap(q.keys) > shrinkAbove:
 		q.keys, q.head = nil, 0
+	case cap(q.keys) > shrinkAbove && 4*q.len() <= cap(q.keys):
+		q.keys, q.head = append(make([]string, 0, 2*q.len()), q.keys[q.head:]...), 0
 	case q.head == len(q.keys):
 		q.keys, q.head = q.keys[:0], 0
 	case q.head >= compactAfter && 2*q.head >= len(q.keys):

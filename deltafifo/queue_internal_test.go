@@ -38,24 +38,34 @@ func TestKeyQueueOrderAcrossCompaction(t *testing.T) {
 }
 
 // A drained backlog larger than shrinkAbove gives its memory back: the
-// queue's array and the FIFO's map of deltas are made anew (they kept the
-// room of the first list for good). A small one keeps its room.
+// queue's array and the FIFO's map of deltas move to smaller ones each time
+// they hold a quarter of their room or less (they kept the room of the
+// first list for good, and until they were empty). A small one keeps its
+// room.
 func TestDrainedBacklogIsReleased(t *testing.T) {
 	f := New[*corev1.Pod]()
-	fill := func(n int) {
+	add := func(from, n int) {
 		for i := range n {
-			require.NoError(t, f.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: strconv.Itoa(i)}}))
+			require.NoError(t, f.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: strconv.Itoa(from + i)}}))
 		}
+	}
+	pop := func(n int) {
 		for range n {
 			require.NoError(t, f.Pop(context.Background(), func(string, []Delta[*corev1.Pod], bool) error { return nil }))
 		}
 	}
-	fill(10)
+	add(0, 10)
+	pop(10)
 	assert.Positive(t, cap(f.queue.keys), "a small backlog keeps its room")
 	assert.Equal(t, 10, f.itemsPeak)
-	fill(3 * shrinkAbove)
-	assert.Zero(t, cap(f.queue.keys), "the queue's array is released")
-	assert.Zero(t, f.itemsPeak, "the map of deltas is made anew")
-	fill(10)
-	assert.Equal(t, 10, f.itemsPeak)
+	add(0, 30*shrinkAbove)
+	pop(30*shrinkAbove - 5) // never quite empty
+	assert.LessOrEqual(t, cap(f.queue.keys), shrinkAbove, "the queue's array is given back")
+	assert.LessOrEqual(t, f.itemsPeak, shrinkAbove, "the map of deltas is given back")
+	assert.Equal(t, 5, f.queue.len())
+	assert.Len(t, f.items, 5)
+	pop(5)
+	add(0, 10)
+	pop(10)
+	assert.LessOrEqual(t, f.itemsPeak, shrinkAbove)
 }
