@@ -122,40 +122,36 @@ func TestSharingRelistRepairsAModifiedPart(t *testing.T) {
 }
 
 func testSharingRelistRepairsAModifiedPart(t *testing.T, ct reflector.ContentType, transform bool) {
-	{
-		{
-			server, pods := startServer("web-1", "web-2")
-			defer server.Close()
-			client, err := reflector.NewClient(&reflector.Config{Host: server.URL()})
-			require.NoError(t, err)
-			lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "default"}, reflector.WithContentType(ct))
-			require.NoError(t, err)
-			store := chanStore{objs: make(chan *corev1.Pod, 10)}
-			opts := []reflector.Option[*corev1.Pod]{reflector.WithSharing[*corev1.Pod](), reflector.WithRelistInterval[*corev1.Pod](50 * time.Millisecond)}
-			if transform {
-				opts = append(opts, reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }))
-			}
-			r := reflector.New(lw, reflector.Store[*corev1.Pod](store), opts...)
-			defer run(t, r)()
+	server, pods := startServer("web-1", "web-2")
+	defer server.Close()
+	client, err := reflector.NewClient(&reflector.Config{Host: server.URL()})
+	require.NoError(t, err)
+	lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Namespace: "default"}, reflector.WithContentType(ct))
+	require.NoError(t, err)
+	store := chanStore{objs: make(chan *corev1.Pod, 10)}
+	opts := []reflector.Option[*corev1.Pod]{reflector.WithSharing[*corev1.Pod](), reflector.WithRelistInterval[*corev1.Pod](50 * time.Millisecond)}
+	if transform {
+		opts = append(opts, reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }))
+	}
+	r := reflector.New(lw, reflector.Store[*corev1.Pod](store), opts...)
+	defer run(t, r)()
 
-			want, err := pods.Get("default", "web-2")
-			require.NoError(t, err)
-			first := <-store.objs
-			<-store.objs
-			for k := range first.Labels {
-				first.Labels[k] = "modified" // shared with web-2, and remembered
+	want, err := pods.Get("default", "web-2")
+	require.NoError(t, err)
+	first := <-store.objs
+	<-store.objs
+	for k := range first.Labels {
+		first.Labels[k] = "modified" // shared with web-2, and remembered
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case p := <-store.objs:
+			if p.Name == "web-2" && reflect.DeepEqual(p.Labels, want.Labels) {
+				return
 			}
-			deadline := time.After(10 * time.Second)
-			for {
-				select {
-				case p := <-store.objs:
-					if p.Name == "web-2" && reflect.DeepEqual(p.Labels, want.Labels) {
-						return
-					}
-				case <-deadline:
-					t.Fatalf("no relist gave web-2 its labels back (%v)", want.Labels)
-				}
-			}
+		case <-deadline:
+			t.Fatalf("no relist gave web-2 its labels back (%v)", want.Labels)
 		}
 	}
 }

@@ -95,11 +95,7 @@ func Share[T any](t *Table, obj T) {
 // canon shares the nodes held in the value of content c at p, deepest
 // first, so that by the time a node is hashed its own nodes are shared and
 // can be compared by identity.
-//
-// It reports whether a node it holds, or one below, was too large to
-// remember (see maxRemembered): such a node's parent is not remembered
-// either, as it would keep the large one alive.
-func (t *Table) canon(c *content, p unsafe.Pointer) (large bool) {
+func (t *Table) canon(c *content, p unsafe.Pointer) {
 	for _, f := range c.nodes {
 		at := unsafe.Add(p, f.offset)
 		np := f.plan
@@ -116,30 +112,23 @@ func (t *Table) canon(c *content, p unsafe.Pointer) (large bool) {
 				continue
 			}
 		}
-		inner := false // a node below is too large to remember
 		if np.elem != nil && len(np.elem.nodes) > 0 {
 			switch np.kind {
 			case reflect.Pointer:
-				inner = t.canon(np.elem, n.ptr)
+				t.canon(np.elem, n.ptr)
 			case reflect.Slice:
 				for i := range n.len {
-					if t.canon(np.elem, unsafe.Add(n.ptr, uintptr(i)*np.elemSize)) {
-						inner = true
-					}
+					t.canon(np.elem, unsafe.Add(n.ptr, uintptr(i)*np.elemSize))
 				}
 			}
 		}
-		if inner || !t.worthLookingUp(np) || np.quantity.In(at) {
-			large = large || inner
+		if !t.worthLookingUp(np) || np.quantity.In(at) {
 			if np.kind == reflect.Slice && n.cap > n.len {
 				*(*node)(at) = trim(np, at, n)
 			}
 			continue
 		}
 		shared, ok, remembered := t.lookup(np, n)
-		if !ok && remembered == nil && t.h.n+t.entry.n > maxRemembered {
-			large = true
-		}
 		switch {
 		case ok && shared.ptr == n.ptr:
 		case ok && np.kind == reflect.Slice:
@@ -155,23 +144,11 @@ func (t *Table) canon(c *content, p unsafe.Pointer) (large bool) {
 			}
 		}
 	}
-	return large
 }
 
-// maxRemembered is the most bytes of content (strings and other bytes, its
-// nodes' own not counted) that a remembered node may hold. Larger ones
-// (a ConfigMap's data, a long environment) are rarely the same in two
-// objects, and a Table remembering thousands of them would keep that much
-// of objects long deleted alive: 135 MiB for ten live ConfigMaps of
-// 16 KiB, replaced over and over, in a review's test. With it, what a
-// full Table keeps alive is bounded by DefaultSlots × maxRemembered, and is
-// mostly what live objects hold anyway.
-const maxRemembered = 4 << 10
-
-// Forget empties the Table: what it remembers is no longer shared with
-// what comes next. A Reflector calls it before each list, so that every
-// list starts sharing afresh and a deleted object's parts are not kept
-// alive by the Table past the next list.
+// Forget empties the Table: what it remembered is no longer shared with
+// what comes next, nor kept alive by the Table. A Reflector calls it
+// before each list, so that every list starts sharing afresh.
 func (t *Table) Forget() {
 	t.slots, t.misses = nil, 0
 }
@@ -228,9 +205,6 @@ func (t *Table) lookup(np *nodePlan, n node) (shared node, ok bool, remembered *
 		t.slots = make([]slot, min(firstSlots, t.n))
 	}
 	h := t.hashNode(np, n) & t.hashMask
-	if t.h.n+t.entry.n > maxRemembered {
-		return node{}, false, nil // never remembered, so never found
-	}
 	bucket := t.bucket(h)
 	for i := range bucket {
 		s := &bucket[i]
@@ -304,7 +278,6 @@ func (t *Table) find(h uint64, np *nodePlan, n node) *slot {
 func (t *Table) hashNode(np *nodePlan, n node) uint64 {
 	h := &t.h
 	h.reset(uint64(uintptr(unsafe.Pointer(np))))
-	h.n, t.entry.n = 0, 0
 	switch np.kind {
 	case reflect.Pointer:
 		np.elem.hash(h, n.ptr)

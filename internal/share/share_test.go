@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,41 +99,6 @@ func TestShareSharesEqualParts(t *testing.T) {
 	assert.Equal(t, pod("cart", 1), a)
 	assert.Equal(t, pod("cart", 2), b)
 	assert.Equal(t, pod("search", 3), other)
-}
-
-// A part holding more than a few KiB of its own (a ConfigMap's data, a
-// long environment variable) is not remembered, and neither is any part
-// above it, which would keep it alive: a Table remembering thousands of
-// them kept that much of objects long deleted alive. The parts beside it
-// are shared as usual.
-func TestShareDoesNotRememberLargeParts(t *testing.T) {
-	tab := share.New(0)
-	big := strings.Repeat("x", 8<<10)
-	withEnv := func(i int) *corev1.Pod {
-		p := pod("cart", i)
-		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "BIG", Value: big}}
-		return p
-	}
-	a, b := withEnv(1), withEnv(2)
-	share.Share(tab, a)
-	share.Share(tab, b)
-	assert.False(t, sameSlice(a.Spec.Containers[0].Env, b.Spec.Containers[0].Env), "an 8 KiB environment")
-	assert.False(t, sameSlice(a.Spec.Containers, b.Spec.Containers), "the containers that hold it")
-	assert.True(t, sameSlice(a.Spec.Containers[0].Ports, b.Spec.Containers[0].Ports), "ports beside it")
-	assert.True(t, sameMap(a.Labels, b.Labels), "labels")
-	assert.Equal(t, withEnv(1), a)
-
-	data := func(v string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{Data: map[string]string{"a": v}}
-	}
-	c, d := data(big), data(big)
-	share.Share(tab, c)
-	share.Share(tab, d)
-	assert.False(t, sameMap(c.Data, d.Data), "8 KiB of data")
-	e, f := data("small"), data("small")
-	share.Share(tab, e)
-	share.Share(tab, f)
-	assert.True(t, sameMap(e.Data, f.Data), "small data")
 }
 
 // After Forget, nothing shares with what the Table held: a Reflector

@@ -399,10 +399,17 @@ func (c *Codec[T]) SharesParts() bool { return c.parts != nil }
 // checked against them when found again: were a cached object modified
 // against the rules, every object decoded later from the same bytes would
 // get the modified part. Forgetting at every list lets a relist repair
-// that. (The walk compares values, not bytes, and needs no forgetting.)
+// that. The walk's table, which compares values rather than bytes, is
+// emptied too: what it remembers of objects since deleted is then no
+// longer kept alive.
 func (c *Codec[T]) ForgetSharedParts() {
 	if c.parts != nil {
 		c.parts.forget()
+	}
+	if c.walk != nil {
+		c.walkMu.Lock()
+		c.walk.Forget()
+		c.walkMu.Unlock()
 	}
 }
 
