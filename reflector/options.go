@@ -117,7 +117,9 @@ func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
 
 // WithErrorHandler sets a function called with every list and watch error,
 // from the Reflector's goroutine, before it recovers. It must not block; a
-// panic in f is logged, and the Reflector goes on.
+// panic in f is logged, and the Reflector goes on. In Auto mode, a server
+// refusing the streaming list (which the Reflector answers by listing with
+// LIST) is logged rather than reported, as in client-go.
 func WithErrorHandler[T metav1.Object](f func(error)) Option[T] {
 	return func(o *options[T]) { o.errorHandler = f }
 }

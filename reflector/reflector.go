@@ -228,12 +228,19 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		s.needList = true
 		return 0
 	}
-	r.report(err)
+	// In Auto mode, a server that refuses the streaming list (a 400 or a
+	// 422 for sendInitialEvents) is not an error to report: the Reflector
+	// falls back to LIST by itself, and logs it (below), as client-go does;
+	// a handler that treats such a status as fatal would stop on it. A
+	// stream that misbehaves before its end bookmark is reported.
+	var fallback *streamingUnsupportedError
+	if !errors.As(err, &fallback) || fallback.err == nil || r.opt.mode != Auto {
+		r.report(err)
+	}
 	refill := s.needList // the attempt that failed was a list
 
 	// Cases that return choose the wait themselves; the others share the
 	// backoff (and Retry-After) below.
-	var fallback *streamingUnsupportedError
 	switch {
 	case errors.As(err, &fallback):
 		if r.opt.mode == WatchList {

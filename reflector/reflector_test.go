@@ -984,6 +984,24 @@ func TestStreamingFallsBackToList(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, []string{"replace 1@1"}, store.calls())
 		assert.EqualValues(t, 1, src.Lists.Load())
+		assert.Empty(t, errs, "a refusal the Reflector falls back from is logged, not reported (as in client-go)")
+	})
+}
+
+// In WatchList mode, a refused streaming list is an error to report, and
+// it keeps the server's answer and names the resource.
+func TestStreamingRefusedInWatchListModeIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		src.RefuseStreaming()
+		var errs []error
+		r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](reflector.WatchList),
+			reflector.WithErrorHandler[*corev1.Pod](func(err error) { errs = append(errs, err) }))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Empty(t, store.calls())
+		assert.Zero(t, src.Lists.Load())
 		require.NotEmpty(t, errs)
 		assert.ErrorContains(t, errs[0], "listing pods (streaming): the server refused the streaming list: 400")
 		assert.True(t, apierrors.IsBadRequest(errs[0]), "the server's answer is still there to tell: %v", errs[0])
