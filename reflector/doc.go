@@ -20,7 +20,9 @@
 //     relists too, and then takes the server's newest state even if it is
 //     older than its cache; listwatch does after two minutes, below.)
 //   - 429 and 5xx answers, dropped connections and malformed streams back
-//     off with jitter (honouring Retry-After, up to the backoff's maximum)
+//     off with jitter (honouring Retry-After, plus up to half of it at
+//     random so that informers turned away together come back apart, up
+//     to the backoff's maximum)
 //     and resume without relisting; a watch that moved the cache forward
 //     before it broke resumes after the backoff's first wait. A watch that
 //     fails twice in a row in its stream at the same resourceVersion, on

@@ -168,6 +168,7 @@ type runState struct {
 	behindSince    time.Time // when a refill first found the server behind the Store (zero after a refill)
 	takeOlder      bool      // the server has been behind for behindPatience: its latest state is taken, older as it is
 	listedAt       time.Time // when the Store was last refilled
+	relistDraw     float64   // in [0, 1), drawn at each refill: where in [d, 1.1d) the next timed relist falls
 	backoff        *backoff
 	progressed     bool   // the last attempt's watch moved the resourceVersion forward
 	failedInStream bool   // the last attempt's watch failed after it was opened
@@ -182,6 +183,7 @@ type runState struct {
 func (s *runState) refilled() {
 	s.needList, s.listOnce, s.latest, s.listedAt, s.stuck, s.stuckAt = false, false, false, time.Now(), 0, ""
 	s.behindSince, s.takeOlder = time.Time{}, false
+	s.relistDraw = rand.Float64()
 }
 
 // serverBehind records a refill that found the server behind the Store,
@@ -350,7 +352,10 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 func (r *Reflector[T]) backoffFor(s *runState, err error) time.Duration {
 	wait := s.backoff.next(time.Now())
 	if ra := retryAfter(err); ra > wait {
-		wait = min(ra, r.opt.backoffMax)
+		// Up to half as long again, drawn at random: the informers a
+		// busy server turned away together must not all come back at
+		// the same instant, and be turned away together again.
+		wait = min(ra+rand.N(ra/2+1), r.opt.backoffMax)
 	}
 	return wait
 }
@@ -406,7 +411,10 @@ func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) erro
 		// Due one interval after the last refill, however many watches
 		// came in between: watches that end sooner must not postpone it.
 		closed := make(chan struct{})
-		t := time.AfterFunc(time.Until(s.listedAt.Add(r.opt.relistInterval)), func() {
+		// Up to a tenth of the interval later, drawn at each refill, so
+		// that informers started together do not relist together.
+		d := r.opt.relistInterval + time.Duration(s.relistDraw*float64(r.opt.relistInterval)/10)
+		t := time.AfterFunc(time.Until(s.listedAt.Add(d)), func() {
 			defer close(closed)
 			relistDue.Store(true)
 			w.Close()

@@ -944,11 +944,52 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		time.Sleep(7*time.Second - time.Millisecond)
 		synctest.Wait()
 		assert.Empty(t, store.calls(), "listed again before Retry-After")
-		time.Sleep(time.Millisecond)
+		time.Sleep(3500 * time.Millisecond) // up to half as long again
 		synctest.Wait()
 		assert.Len(t, store.calls(), 1)
 		assert.GreaterOrEqual(t, time.Since(start), 7*time.Second)
 	})
+}
+
+// Reflectors that a busy server turned away together with the same
+// Retry-After do not all come back at the same instant: each waits up to
+// half as long again, at random.
+func TestRetryAfterIsSpread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var back []time.Duration
+		for range 10 {
+			src := newSource()
+			src.FailList(&throttled{after: 10 * time.Second})
+			store := &callbackStore{replace: func() { mu.Lock(); back = append(back, time.Since(start)); mu.Unlock() }}
+			r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+			defer run(t, r)()
+		}
+		time.Sleep(16 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, back, 10)
+		distinct := map[time.Duration]bool{}
+		for _, d := range back {
+			assert.GreaterOrEqual(t, d, 10*time.Second)
+			assert.LessOrEqual(t, d, 15*time.Second)
+			distinct[d] = true
+		}
+		assert.Greater(t, len(distinct), 1, "all came back at %v", back)
+	})
+}
+
+// callbackStore is a Store that calls replace on every Replace.
+type callbackStore struct{ replace func() }
+
+func (s *callbackStore) Add(*corev1.Pod) error    { return nil }
+func (s *callbackStore) Update(*corev1.Pod) error { return nil }
+func (s *callbackStore) Delete(*corev1.Pod) error { return nil }
+func (s *callbackStore) Replace([]*corev1.Pod, string) error {
+	s.replace()
+	return nil
 }
 
 type throttled struct{ after time.Duration }
@@ -1654,7 +1695,7 @@ func TestRunWaitsForTheRelistTimer(t *testing.T) {
 			defer close(done)
 			r.Run(ctx)
 		}()
-		time.Sleep(time.Second) // the timer fires and closes the watch
+		time.Sleep(1100 * time.Millisecond) // the timer fires (at 1 to 1.1 s) and closes the watch
 		synctest.Wait()
 		require.True(t, lw.closing.Load(), "the timer's Close is under way")
 		cancel()
@@ -1886,5 +1927,43 @@ func TestFailuresSeparatedByACleanWatchAreNotInARow(t *testing.T) {
 		lw.mu.Lock()
 		defer lw.mu.Unlock()
 		assert.Equal(t, 1, lw.lists)
+	})
+}
+
+// Reflectors started together with WithRelistInterval do not relist
+// together: each relist falls up to a tenth of the interval late, drawn
+// at random at each refill.
+func TestRelistIntervalIsSpread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var relisted []time.Duration
+		for range 10 {
+			src := newSource()
+			src.Create(pod("a"))
+			lists := 0
+			store := &callbackStore{replace: func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if lists++; lists == 2 {
+					relisted = append(relisted, time.Since(start))
+				}
+			}}
+			r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+				reflector.WithRelistInterval[*corev1.Pod](10*time.Second))
+			defer run(t, r)()
+		}
+		time.Sleep(11 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, relisted, 10)
+		distinct := map[time.Duration]bool{}
+		for _, d := range relisted {
+			assert.GreaterOrEqual(t, d, 10*time.Second)
+			assert.LessOrEqual(t, d, 11*time.Second)
+			distinct[d] = true
+		}
+		assert.Greater(t, len(distinct), 1, "all relisted at %v", relisted)
 	})
 }
