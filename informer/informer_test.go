@@ -505,6 +505,31 @@ func TestResyncDoesNotPileUpBehindASlowHandler(t *testing.T) {
 	})
 }
 
+// The informer checks for due resyncs only while some handler has a
+// resync period; a handler with one, added to an informer that has run for
+// a while without any, is resynced all the same.
+func TestResyncOfAHandlerAddedLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		inf := informer.New[*corev1.Pod](src)
+		plain := newView(t)
+		inf.AddEventHandler(plain)
+		defer start(t, inf)()
+		time.Sleep(time.Minute)
+		late := newView(t)
+		reg := inf.AddEventHandler(late, informer.WithHandlerResync(10*time.Second))
+		time.Sleep(25 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []string{"add a@1 initial=true", "update a@1->1", "update a@1->1"}, late.calls())
+		assert.Equal(t, []string{"add a@1 initial=true"}, plain.calls())
+		inf.RemoveEventHandler(reg)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Len(t, late.calls(), 3, "a removed handler is not resynced")
+	})
+}
+
 // WithResyncPeriod is the resync period of handlers added without their
 // own; one added with its own keeps it.
 func TestResyncPeriodIsTheHandlersDefault(t *testing.T) {
