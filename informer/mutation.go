@@ -37,8 +37,9 @@ func (e *MutationError) Error() string {
 // MutationError). It keeps a deep copy of every object it caches and, every
 // period and once more when Run returns, compares each cached object, and
 // each object replaced or deleted in the last minute (kept until the first
-// check after that minute; under heavy churn, only the newest of them, as
-// many as the cache holds and at least 10,000), with its copy (semantically, as
+// check after that minute; under heavy churn, only the newest of them: at
+// most twice as many as the cache holds, or 20,000), with its copy
+// (semantically, as
 // k8s.io/apimachinery/pkg/api/equality does: a Quantity that caches its
 // string form is not a change, and neither is a nil map or slice made
 // empty, or a Quantity rewritten with the same value). Each change found

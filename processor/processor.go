@@ -187,11 +187,13 @@ func (p *Processor[T]) Distribute(n Notification[T], isSync bool) {
 // (Syncs still queued from one resync when the next picks other listeners
 // go to those; as in client-go, resyncs are not meant to overlap.) A
 // listener's first resync is due one period after AddListener (by
-// time.Now). A listener whose handler has not yet been handed every
+// time.Now). A listener whose handler has not yet handled every
 // notification of its last resync is not picked: it stays due, and is
 // picked by the first call after it has caught up (client-go queues the
 // whole cache again behind the last, so a handler slower than its period
-// falls behind for ever).
+// falls behind for ever). Picked then, it replaces the listeners picked
+// before, as any pick does: Syncs of their resync still to be handed out
+// go to it instead.
 func (p *Processor[T]) ShouldResync(now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -216,9 +218,9 @@ func (p *Processor[T]) ShouldResync(now time.Time) bool {
 }
 
 // MinResyncPeriod returns the smallest resync period among the listeners, 0
-// if none resyncs. (For information: the informer does not use it, and asks
-// ShouldResync once a second instead, so that a handler added later with a
-// shorter period is not kept waiting.)
+// if none resyncs. (The informer asks ShouldResync once a second while it
+// is not 0, so that a handler added later with a shorter period is not
+// kept waiting.)
 func (p *Processor[T]) MinResyncPeriod() time.Duration {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

@@ -62,7 +62,7 @@ func (r *rate) Set(s string) error {
 	v, err := strconv.ParseFloat(s, 64)
 	switch {
 	case err != nil:
-		return errors.New("not a number")
+		return err.(*strconv.NumError).Err // invalid syntax, or value out of range
 	case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
 		return errors.New("want a rate per second, 0 or more")
 	}
