@@ -46,6 +46,9 @@
 //     up to that version are never seen, as with client-go. Restore etcd
 //     with --bump-revision and --mark-compacted, which makes it a 410 and
 //     a relist at once, or set WithRelistInterval.
+//   - A watch answered 404 (the resource no longer served: its CRD
+//     deleted, or its version) is followed by a list after the backoff, as
+//     in client-go; the cache keeps what it held until a list succeeds.
 //   - An event the Store refuses is reported and skipped; the watch goes on.
 //   - A watch answered 403 Forbidden (a role that grants list but not
 //     watch) is followed by a list after the backoff, again and again, so

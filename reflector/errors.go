@@ -137,6 +137,13 @@ func isForbidden(err error) bool {
 	return ok && (s.Code == http.StatusForbidden || s.Reason == metav1.StatusReasonForbidden)
 }
 
+// isNotFound reports a 404: the resource (or its namespace's collection)
+// is not served.
+func isNotFound(err error) bool {
+	s, ok := statusOf(err)
+	return ok && (s.Code == http.StatusNotFound || s.Reason == metav1.StatusReasonNotFound)
+}
+
 // isTooLargeResourceVersion reports the server saying it has not reached the
 // resourceVersion asked for yet. It has used three shapes for that answer:
 // a cause of type ResourceVersionTooLarge, a cause with only the message,

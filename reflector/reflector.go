@@ -273,6 +273,14 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// than stay with the first list for good.
 		s.needList = true
 		return s.backoff.next(now)
+	case isNotFound(err) && !refill:
+		// The resource is not served any more (its CRD deleted, or its
+		// version no longer served): list it again after the backoff,
+		// as client-go does, rather than ask for a watch from a
+		// resourceVersion of what may be a resource recreated since,
+		// and trust every server to answer that with 410.
+		s.needList = true
+		return r.backoffFor(s, err)
 	case isExpired(err) && refill:
 		// A list at least as new as the Store refused with 410: the
 		// server compacted the Store's resourceVersion away, so it is

@@ -1824,6 +1824,27 @@ func TestForbiddenWatchListsAgain(t *testing.T) {
 	}
 }
 
+// A watch answered 404 (the resource is no longer served: its CRD
+// deleted, its version no longer served) is followed by a list after the
+// backoff, as in client-go, not by a watch from the old resourceVersion,
+// which only a server that answers it with 410 would turn into a relist.
+func TestNotFoundWatchListsAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait()
+		require.EqualValues(t, 1, src.Lists.Load())
+		src.FailWatch(fakelw.Status(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource"))
+		src.CloseWatches()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.EqualValues(t, 2, src.Lists.Load(), "listed again after the 404")
+		assert.Equal(t, sourceKeys(src), store.keys())
+	})
+}
+
 // A "too large" answer, then a 410 (the server is ahead of the cache after
 // all), then a while of 503s: the server was not behind all that time, so
 // when it is then restored from a backup (really behind), its older state
