@@ -12,6 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/indexer"
@@ -215,6 +217,15 @@ func listerWatcherFor[T reflector.Object](f *Factory, target reflector.Target) (
 // type may leave out, so that Target{} and Target{Resource: pods} share one
 // informer of *corev1.Pod.
 func canonical[T reflector.Object](t reflector.Target) reflector.Target {
+	// Selectors as their parsers spell them ("b=2, a=1" is "a=1,b=2"), so
+	// that Targets that select the same objects share one informer; one
+	// that does not parse stays as it is (NewListerWatcher refuses it).
+	if sel, err := labels.Parse(t.LabelSelector); err == nil {
+		t.LabelSelector = sel.String()
+	}
+	if sel, err := fields.ParseSelector(t.FieldSelector); err == nil {
+		t.FieldSelector = sel.String()
+	}
 	switch any(*new(T)).(type) {
 	case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
 		return t

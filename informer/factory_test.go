@@ -426,6 +426,21 @@ func TestEquivalentTargetsShareOneInformer(t *testing.T) {
 	b, err := informer.For[*corev1.Pod](f, reflector.Target{Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}})
 	require.NoError(t, err)
 	assert.Same(t, a, b)
+
+	// Selectors that select the same objects, spelled differently.
+	web, err := informer.For[*corev1.Pod](f, reflector.Target{LabelSelector: "app=web,tier=be", FieldSelector: "spec.nodeName=n1,status.phase!=Failed"})
+	require.NoError(t, err)
+	for _, target := range []reflector.Target{
+		{LabelSelector: "tier=be,app=web", FieldSelector: "status.phase!=Failed,spec.nodeName=n1"},
+		{LabelSelector: " app = web, tier=be ", FieldSelector: "spec.nodeName==n1,status.phase!=Failed"},
+	} {
+		same, err := informer.For[*corev1.Pod](f, target)
+		require.NoError(t, err)
+		assert.Same(t, web, same, "%+v", target)
+	}
+	other, err := informer.For[*corev1.Pod](f, reflector.Target{LabelSelector: "app=web"})
+	require.NoError(t, err)
+	assert.NotSame(t, web, other)
 }
 
 // After Shutdown, For creates nothing (it would never run) and says so;
