@@ -29,6 +29,7 @@ type Client struct {
 	conns   *http.Transport
 	tracker *connTracker // every connection conns opened
 	timeout time.Duration
+	first   *firstGate // the first request goes alone
 }
 
 // Option configures NewClient.
@@ -175,6 +176,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 		auth:    auth,
 		conns:   transport,
 		tracker: tracker,
+		first:   newFirstGate(),
 		timeout: c.Timeout,
 	}, nil
 }
@@ -202,7 +204,14 @@ func (c *Client) URL(path string, query url.Values) *url.URL {
 // requests such as WATCH; a dead connection still fails it through the
 // HTTP/2 PING check or the TCP timeouts. The caller closes the body.
 func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	first, err := c.first.enter(req.Context())
+	if err != nil {
+		return nil, err
+	}
 	resp, err := c.http.Do(req)
+	if first {
+		c.first.done()
+	}
 	if err != nil {
 		if isTLSVerifyError(err) {
 			return nil, fmt.Errorf("the apiserver's TLS certificate did not verify; check the cluster's CA (certificate-authority, TLS.CAData or TLS.CAFile) and server name (tls-server-name, TLS.ServerName): %w", err)

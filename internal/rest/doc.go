@@ -47,4 +47,8 @@
 // dropped when no answer comes within Config.HTTP2PingTimeout (5 s + 5 s by
 // default); over HTTP/1.1 TCP keepalive probes and, on Linux,
 // TCP_USER_TIMEOUT do the same job in the kernel.
+//
+// A Client's first request goes alone: the others wait for its answer (at
+// most two seconds), so that a Factory starting hundreds of informers at
+// once shares one HTTP/2 connection rather than dialing one each.
 package rest

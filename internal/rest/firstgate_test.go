@@ -1,0 +1,87 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Many requests at once on a fresh Client, as a Factory starting many
+// informers sends them, share one HTTP/2 connection: the first goes alone,
+// and the others wait for its answer. net/http dialed one connection for
+// each while none was up.
+func TestFirstRequestGoesAlone(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+	const n = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() { errs <- getErr(c, "/api/v1/pods") })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := conns.Load(); got != 1 {
+		t.Errorf("%d requests at once made %d connections, want 1", n, got)
+	}
+}
+
+// The others wait for the first request until it is done, or at most
+// firstRequestWait (its headers may come late), and no longer than their
+// own context; once it is done, nobody waits.
+func TestFirstGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newFirstGate()
+		if first, err := g.enter(t.Context()); !first || err != nil {
+			t.Fatalf("the first request: first %v, err %v", first, err)
+		}
+		entered := make(chan time.Duration, 1)
+		start := time.Now()
+		go func() {
+			first, err := g.enter(t.Context())
+			if first || err != nil {
+				t.Errorf("a second request: first %v, err %v", first, err)
+			}
+			entered <- time.Since(start)
+		}()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancelled := make(chan error, 1)
+		go func() { _, err := g.enter(ctx); cancelled <- err }()
+		synctest.Wait()
+		cancel()
+		if err := <-cancelled; !errors.Is(err, context.Canceled) {
+			t.Errorf("a request whose context ends while it waits: %v", err)
+		}
+		if waited := <-entered; waited != firstRequestWait {
+			t.Errorf("a second request went after %v, want %v", waited, firstRequestWait)
+		}
+		g.done()
+		start = time.Now()
+		if first, err := g.enter(t.Context()); first || err != nil || time.Since(start) != 0 {
+			t.Errorf("after the first is done: first %v, err %v, waited %v", first, err, time.Since(start))
+		}
+	})
+}
