@@ -135,7 +135,7 @@ func NewListerWatcher[T Object](c *Client, target Target, opts ...HTTPOption) (*
 
 // resolve picks the resource, the codec and the Accept headers for T.
 func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
-	var codecOpts []wire.CodecOption
+	codecOpts := []wire.CodecOption{wire.WithStrings(lw.client.strings)}
 	if lw.opt.dropManagedFields {
 		codecOpts = append(codecOpts, wire.WithoutManagedFields())
 	}

@@ -89,6 +89,25 @@ type codecOptions struct {
 	protoInterning    bool
 	generatedProto    bool // tests: decode protobuf with the generated Unmarshal
 	sharedParts       bool
+	strings           *Strings // WithStrings; nil: a table of the codec's own
+}
+
+// Strings is a table of interned strings (see WithoutStringInterning) that
+// codecs can share, given to each WithStrings: the decoders of several
+// resources, or of one resource in several namespaces, then hand out one
+// copy of the strings they have in common, and pay the table's fixed cost
+// (about 47 KiB of slots) once rather than each. It is bounded, as a
+// codec's own table is, and safe for concurrent use.
+type Strings struct{ t *internTable }
+
+// NewStrings returns an empty table of interned strings.
+func NewStrings() *Strings { return &Strings{t: newInternTable()} }
+
+// WithStrings makes the codec intern strings in s, which other codecs may
+// share, rather than in a table of its own. It does nothing with
+// WithoutStringInterning, or with a nil s.
+func WithStrings(s *Strings) CodecOption {
+	return func(o *codecOptions) { o.strings = s }
 }
 
 // withGeneratedUnmarshal makes a codec decode protobuf with the types'
@@ -271,7 +290,11 @@ func newCodec[T any](gvk schema.GroupVersionKind, opts []CodecOption) *Codec[T] 
 		opt(&o)
 	}
 	var table *internTable
-	if !o.noInterning {
+	switch {
+	case o.noInterning:
+	case o.strings != nil:
+		table = o.strings.t
+	default:
 		table = newInternTable()
 	}
 	var parts *partTable

@@ -95,6 +95,32 @@ func TestJSONInterning(t *testing.T) {
 	require.False(t, sameData(pods[0].Spec.NodeName, pods[1].Spec.NodeName))
 }
 
+// Codecs given one Strings share it: objects decoded by one hand out the
+// strings the other's objects have, as with one codec; codecs with tables
+// of their own do not.
+func TestCodecsShareStrings(t *testing.T) {
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+	}
+	stream := jsonStream(t, event{"ADDED", pod})
+	shared := NewStrings()
+	a := decodePods(t, mustCodec[*corev1.Pod](t, podGVK, WithStrings(shared)), stream)[0]
+	b := decodePods(t, mustCodec[*corev1.Pod](t, podGVK, WithStrings(shared)), stream)[0]
+	require.True(t, sameData(a.Spec.Containers[0].Image, b.Spec.Containers[0].Image), "image, through a shared table")
+	require.True(t, sameData(a.Labels["app"], b.Labels["app"]), "label value, through a shared table")
+	c := decodePods(t, mustCodec[*corev1.Pod](t, podGVK), stream)[0]
+	require.False(t, sameData(a.Spec.Containers[0].Image, c.Spec.Containers[0].Image), "a codec with its own table")
+	d := decodePods(t, mustCodec[*corev1.Pod](t, podGVK, WithStrings(shared), WithoutStringInterning()), stream)[0]
+	require.False(t, sameData(a.Spec.Containers[0].Image, d.Spec.Containers[0].Image), "WithoutStringInterning wins")
+
+	// Protobuf codecs intern in the same table.
+	pb := protoWatchStream(t, event{"ADDED", pod})
+	e := decodeProtoPods(t, mustCodec[*corev1.Pod](t, podGVK, WithStrings(shared)), pb)[0]
+	require.True(t, sameData(a.Spec.Containers[0].Image, e.Spec.Containers[0].Image), "image, decoded from protobuf")
+}
+
 // One codec decodes on several goroutines at once (run with -race).
 func TestJSONInterningConcurrent(t *testing.T) {
 	c := mustCodec[*corev1.Pod](t, podGVK)
