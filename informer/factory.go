@@ -337,7 +337,7 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	}
 	errs = append(errs, waitAll(ctx, waits)...)
 	if len(errs) > 0 {
-		return fmt.Errorf("caches not synced: %w", errors.Join(errs...))
+		return fmt.Errorf("caches not synced: %w", notSynced(errs))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Syncer is what WaitForSync waits for: a *SharedIndexInformer, synced
@@ -51,7 +52,7 @@ func WaitForSync(ctx context.Context, syncers ...Syncer) error {
 		waits[i] = w
 	}
 	if errs := waitAll(ctx, waits); len(errs) > 0 {
-		return fmt.Errorf("caches not synced: %w", errors.Join(errs...))
+		return fmt.Errorf("caches not synced: %w", notSynced(errs))
 	}
 	return nil
 }
@@ -101,6 +102,34 @@ func waitAll(ctx context.Context, ws []waiting) []error {
 	}
 	return errs
 }
+
+// notSynced joins the reasons of the caches not synced, as errors.Join
+// does (errors.Is and errors.As see each), but says at most maxReasons of
+// them: 500 informers of a Factory refused by one server made an error of
+// 83 KB, one line each.
+func notSynced(errs []error) error {
+	return &syncErrors{errs: errs}
+}
+
+const maxReasons = 10
+
+type syncErrors struct{ errs []error }
+
+func (e *syncErrors) Error() string {
+	var b strings.Builder
+	for i, err := range e.errs[:min(len(e.errs), maxReasons)] {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(err.Error())
+	}
+	if n := len(e.errs) - maxReasons; n > 0 {
+		fmt.Fprintf(&b, "\n(and %d more)", n)
+	}
+	return b.String()
+}
+
+func (e *syncErrors) Unwrap() []error { return e.errs }
 
 // isClosed reports whether c is closed; a nil c never is.
 func isClosed(c <-chan struct{}) bool {

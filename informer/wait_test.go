@@ -3,6 +3,8 @@ package informer_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -83,6 +85,36 @@ func TestWaitForSyncKeepsTheCallersDeadline(t *testing.T) {
 		err := informer.WaitForSync(ctx, inf)
 		assert.ErrorIs(t, err, denied)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+}
+
+// With many caches not synced, the error says the first ten reasons and
+// how many more there are; errors.Is still finds every one.
+func TestWaitForSyncSaysTenReasons(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var syncers []informer.Syncer
+		var last error
+		for i := range 25 {
+			src := newSource()
+			last = fmt.Errorf("403 Forbidden %d", i)
+			for range 20 {
+				src.FailList(last)
+				src.FailWatch(last)
+			}
+			inf := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod](fmt.Sprint("pods ", i)))
+			require.NoError(t, inf.SetWatchErrorHandler(func(error) {}))
+			defer start(t, inf)()
+			syncers = append(syncers, inf)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		err := informer.WaitForSync(ctx, syncers...)
+		assert.ErrorIs(t, err, last, "the 25th reason, not said")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		lines := strings.Split(err.Error(), "\n")
+		assert.Len(t, lines, 11)
+		assert.Equal(t, "(and 15 more)", lines[10])
+		assert.Contains(t, lines[0], "caches not synced: pods 0: ")
 	})
 }
 
