@@ -417,8 +417,13 @@ func (lw *HTTPListerWatcher[T]) hint(err error) error {
 	if !ok || s.Code != http.StatusNotFound {
 		return err
 	}
-	if lw.target.Namespace != "" {
-		return fmt.Errorf("%w (is %s cluster-scoped? Target.Namespace must then be empty. Or is it not installed?)", err, lw.gvr.Resource)
+	what := lw.gvr.Resource
+	if lw.gvr.Group != "" {
+		what += "." + lw.gvr.Group
 	}
-	return fmt.Errorf("%w (is %s installed?)", err, lw.gvr.Resource)
+	served := fmt.Sprintf("is %s served in version %s? A CRD missing, deleted, or not serving that version answers 404", what, lw.gvr.Version)
+	if lw.target.Namespace != "" {
+		return fmt.Errorf("%w (is %s cluster-scoped? Target.Namespace must then be empty. Or %s)", err, what, served)
+	}
+	return fmt.Errorf("%w (%s)", err, served)
 }

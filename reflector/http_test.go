@@ -296,7 +296,7 @@ func TestNotFoundSaysWhy(t *testing.T) {
 	require.NoError(t, err)
 	for target, want := range map[string]string{
 		"default": "is nodes cluster-scoped? Target.Namespace must then be empty",
-		"":        "is nodes installed?",
+		"":        "is nodes served in version v1? A CRD missing, deleted, or not serving that version answers 404",
 	} {
 		lw, err := reflector.NewListerWatcher[*corev1.Node](client, reflector.Target{Namespace: target})
 		require.NoError(t, err)
