@@ -160,7 +160,8 @@ func WithMinWatchTimeout[T metav1.Object](d time.Duration) Option[T] {
 // WithRelistInterval makes the Reflector relist every d even when the watch
 // is healthy, which repairs a cache after events that a faulty server lost
 // silently. Each relist falls between d and 1.1 d after the last (drawn at
-// random, so that informers started together do not relist together). A relist delivers only real changes downstream, so its cost is
+// random, so that informers started together do not relist together). A
+// relist delivers only real changes downstream, so its cost is
 // one list per interval (a streaming list in the Auto and WatchList modes)
 // and a watch opened again. The default, 0, never relists on a timer;
 // intervals below one second are raised to one second.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"sync"
@@ -363,6 +364,7 @@ func (r *Reflector[T]) backoffFor(s *runState, err error) time.Duration {
 		// Up to half as long again, drawn at random: the informers a
 		// busy server turned away together must not all come back at
 		// the same instant, and be turned away together again.
+		ra = min(ra, r.opt.backoffMax) // a Retry-After of centuries must not overflow
 		wait = min(ra+rand.N(ra/2+1), r.opt.backoffMax)
 	}
 	return wait
@@ -421,7 +423,10 @@ func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) erro
 		closed := make(chan struct{})
 		// Up to a tenth of the interval later, drawn at each refill, so
 		// that informers started together do not relist together.
-		d := r.opt.relistInterval + time.Duration(s.relistDraw*float64(r.opt.relistInterval)/10)
+		d := r.opt.relistInterval
+		if late := time.Duration(s.relistDraw * float64(d/10)); late < math.MaxInt64-d {
+			d += late // not past what a Duration holds: MaxInt64 means never
+		}
 		t := time.AfterFunc(time.Until(s.listedAt.Add(d)), func() {
 			defer close(closed)
 			relistDue.Store(true)

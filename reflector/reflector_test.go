@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/listwatch/listwatch/internal/fakelw"
 	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/internal/rest"
 	"github.com/listwatch/listwatch/internal/wire"
 	"github.com/listwatch/listwatch/reflector"
 )
@@ -1986,5 +1988,29 @@ func TestRelistIntervalIsSpread(t *testing.T) {
 			distinct[d] = true
 		}
 		assert.Greater(t, len(distinct), 1, "all relisted at %v", relisted)
+	})
+}
+
+// Durations past what the jitter can add to without overflowing: a
+// Retry-After of centuries (a far-future HTTP date) waits the backoff's
+// maximum, and WithRelistInterval(math.MaxInt64) never relists; neither
+// makes the Reflector ask again at once (fakelw's SpinGuard would panic).
+func TestHugeDurationsDoNotOverflowTheJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		huge := &rest.APIError{ErrStatus: metav1.Status{Code: http.StatusTooManyRequests, Reason: metav1.StatusReasonTooManyRequests},
+			RetryAfter: math.MaxInt64}
+		src.FailList(huge, huge, huge)
+		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithRelistInterval[*corev1.Pod](math.MaxInt64))
+		defer run(t, r)()
+		time.Sleep(29 * time.Second)
+		synctest.Wait()
+		assert.EqualValues(t, 1, src.Lists.Load(), "asked again before the backoff's maximum")
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		assert.EqualValues(t, 4, src.Lists.Load(), "three refused, then one list, and no relist")
+		assert.Equal(t, []string{"replace 1@1"}, store.calls())
 	})
 }

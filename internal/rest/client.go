@@ -170,13 +170,17 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	if o.wrap != nil {
 		rt = o.wrap(rt)
 	}
+	var first *firstGate
+	if base.Scheme == "https" && !c.DisableHTTP2 {
+		first = newFirstGate() // HTTP/2: one connection to share
+	}
 	return &Client{
 		base:    base,
 		http:    &http.Client{Transport: rt},
 		auth:    auth,
 		conns:   transport,
 		tracker: tracker,
-		first:   newFirstGate(),
+		first:   first,
 		timeout: c.Timeout,
 	}, nil
 }
@@ -208,10 +212,10 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.http.Do(req)
 	if first {
-		c.first.done()
+		defer c.first.done() // even if the transport panics
 	}
+	resp, err := c.http.Do(req)
 	if err != nil {
 		if isTLSVerifyError(err) {
 			return nil, fmt.Errorf("the apiserver's TLS certificate did not verify; check the cluster's CA (certificate-authority, TLS.CAData or TLS.CAFile) and server name (tls-server-name, TLS.ServerName): %w", err)

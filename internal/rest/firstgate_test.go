@@ -78,10 +78,52 @@ func TestFirstGate(t *testing.T) {
 		if waited := <-entered; waited != firstRequestWait {
 			t.Errorf("a second request went after %v, want %v", waited, firstRequestWait)
 		}
-		g.done()
+		// The first is late: the gate is open for good, not only for
+		// the request that waited.
 		start = time.Now()
+		if first, err := g.enter(t.Context()); first || err != nil || time.Since(start) != 0 {
+			t.Errorf("after a wait ran out: first %v, err %v, waited %v", first, err, time.Since(start))
+		}
+		g.done() // the first request's answer, late: nothing changes
 		if first, err := g.enter(t.Context()); first || err != nil || time.Since(start) != 0 {
 			t.Errorf("after the first is done: first %v, err %v, waited %v", first, err, time.Since(start))
 		}
 	})
+}
+
+// A first request whose transport panics opens the gate all the same, and
+// a Client over plain http (or with HTTP/2 off) has no gate: there is no
+// connection to share.
+func TestFirstGateOpensOnAPanicAndOnlyForHTTP2(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	panicked := false
+	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}},
+		WithWrapTransport(func(next http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if !panicked {
+					panicked = true
+					panic("boom")
+				}
+				return next.RoundTrip(r)
+			})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_ = getErr(c, "/first")
+	}()
+	if got := c.first.state.Load(); got != gateOpen {
+		t.Errorf("after a panic in the first request, the gate is %d, want open", got)
+	}
+	if err := getErr(c, "/second"); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []*Config{{Host: "http://127.0.0.1:1"}, {Host: srv.URL, DisableHTTP2: true}} {
+		if c := newClient(t, cfg); c.first != nil {
+			t.Errorf("%s (DisableHTTP2 %v): a gate", cfg.Host, cfg.DisableHTTP2)
+		}
+	}
 }
