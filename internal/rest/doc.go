@@ -48,7 +48,10 @@
 // default); over HTTP/1.1 TCP keepalive probes and, on Linux,
 // TCP_USER_TIMEOUT do the same job in the kernel.
 //
-// A Client's first request goes alone: the others wait for its answer (at
-// most two seconds), so that a Factory starting hundreds of informers at
-// once shares one HTTP/2 connection rather than dialing one each.
+// Over HTTPS with HTTP/2, a Client's first request goes alone: the others
+// wait for its answer (at most two seconds, after which nobody waits), so
+// that a Factory starting hundreds of informers at once shares one HTTP/2
+// connection rather than dialing one each. A request whose own timeout is
+// shorter than that wait may run out while it waits, on that first use
+// only.
 package rest
