@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -121,7 +121,7 @@ func (s *Source[T]) Create(obj T) (T, error) {
 		if f.value == "" {
 			continue
 		}
-		if msgs := path.IsValidPathSegmentName(f.value); len(msgs) > 0 {
+		if msgs := content.IsPathSegmentName(f.value); len(msgs) > 0 {
 			return zero, apierrors.NewInvalid(s.kind, obj.GetName(), field.ErrorList{
 				field.Invalid(field.NewPath("metadata", f.path), f.value, strings.Join(msgs, "; ")),
 			})

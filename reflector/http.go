@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -236,7 +236,7 @@ func checkPathSegments(gvr schema.GroupVersionResource, namespace string) error 
 		if seg.value == "" {
 			continue
 		}
-		if msgs := path.IsValidPathSegmentName(seg.value); len(msgs) > 0 {
+		if msgs := content.IsPathSegmentName(seg.value); len(msgs) > 0 {
 			return fmt.Errorf("invalid %s %q: %s", seg.what, seg.value, strings.Join(msgs, "; "))
 		}
 	}
