@@ -128,9 +128,9 @@ func synthesizeStatus(code int, body []byte) metav1.Status {
 // falls back to the Status details.
 func retryAfter(header string, details *metav1.StatusDetails) time.Duration {
 	if header != "" {
-		if secs, err := strconv.Atoi(strings.TrimSpace(header)); err == nil && secs >= 0 {
+		if secs, err := strconv.ParseInt(strings.TrimSpace(header), 10, 64); err == nil && secs >= 0 {
 			// Beyond 292 years a Duration overflows into the negative.
-			return time.Duration(min(secs, math.MaxInt64/int(time.Second))) * time.Second
+			return time.Duration(min(secs, math.MaxInt64/int64(time.Second))) * time.Second
 		}
 		if t, err := http.ParseTime(header); err == nil {
 			if d := time.Until(t); d > 0 {
