@@ -114,15 +114,20 @@ func TestScenariosSim(t *testing.T) {
 // startFactory starts f until the test ends and waits for its caches.
 func startFactory(t *testing.T, f *informer.Factory) {
 	t.Helper()
+	runFactory(t, f)
+	wait, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, f.WaitForCacheSync(wait))
+}
+
+// runFactory starts f until the test ends, without waiting for its caches.
+func runFactory(t *testing.T, f *informer.Factory) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()
 		f.Shutdown()
 	})
 	f.Start(ctx)
-	wait, cancelWait := context.WithTimeout(ctx, time.Minute)
-	defer cancelWait()
-	require.NoError(t, f.WaitForCacheSync(wait))
 }
 
 // newFactory returns a factory whose informers check that nothing changes a
@@ -545,15 +550,10 @@ func scenarioForbidden(t *testing.T, srv server, ns string) {
 	f := newFactory(t, srv.config(srv.addr(), true))
 	pods.inFactory(t, f, reflector.Target{Namespace: ns}, "nobody")
 	configMaps.inFactory(t, f, reflector.Target{}, "nobody")
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() {
-		cancel()
-		f.Shutdown()
-	})
-	f.Start(ctx)
+	runFactory(t, f)
 	// Long enough for the first 403 to come back under CI's load (the
 	// error then names it); the informers never sync, so all of it passes.
-	wait, cancelWait := context.WithTimeout(ctx, 15*time.Second)
+	wait, cancelWait := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancelWait()
 	err := f.WaitForCacheSync(wait)
 	require.Error(t, err)
