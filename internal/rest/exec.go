@@ -179,47 +179,46 @@ type execRun struct {
 	done chan struct{} // closed when the run has ended and the fields are set
 	cred *execCredential
 	err  error
-	// abandoned: the run failed because the caller that started it gave
-	// up (its context ended), which says nothing to the others.
-	abandoned bool
 }
 
 // credential returns the cached credential if it has not expired, else runs
 // the plugin, or waits for the run another caller started. A caller waits
-// only as long as its own context lets it.
+// only as long as its own context lets it; the run itself is not bound by
+// any caller's context (only by execTimeout): a caller that gives up (a
+// LIST page's deadline, a cancelled watch) must not kill the run that the
+// others, and the next request, are waiting for. A plugin slower than the
+// shortest request deadline would otherwise never yield a credential.
 func (p *execPlugin) credential(ctx context.Context) (*execCredential, error) {
-	for {
-		p.mu.Lock()
-		if c := p.cached; c != nil && (c.expiry.IsZero() || p.now().Before(c.expiry)) {
-			p.mu.Unlock()
-			return c, nil
-		}
-		r := p.running
-		if r == nil {
-			r = &execRun{done: make(chan struct{})}
-			p.running = r
-			p.mu.Unlock()
-			return p.runFor(ctx, r)
-		}
+	p.mu.Lock()
+	if c := p.cached; c != nil && (c.expiry.IsZero() || p.now().Before(c.expiry)) {
 		p.mu.Unlock()
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if !r.abandoned {
-			return r.cred, r.err
-		}
+		return c, nil
+	}
+	r := p.running
+	if r == nil {
+		r = &execRun{done: make(chan struct{})}
+		p.running = r
+		// Values (tracing) are kept; cancellation is not. The run's
+		// goroutine belongs to the plugin, not to this caller, and ends
+		// on its own: within execTimeout and the WaitDelay after it.
+		go p.runFor(context.WithoutCancel(ctx), r)
+	}
+	p.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.cred, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 
 // runFor runs the plugin for the run r it registered, and hands the result
 // to the callers waiting for it.
-func (p *execPlugin) runFor(ctx context.Context, r *execRun) (*execCredential, error) {
+func (p *execPlugin) runFor(ctx context.Context, r *execRun) {
 	c, err := p.run(ctx)
 	p.mu.Lock()
 	p.running = nil
-	r.cred, r.err, r.abandoned = c, err, err != nil && ctx.Err() != nil
+	r.cred, r.err = c, err
 	rotated := false
 	if err == nil {
 		p.cached = c
@@ -229,18 +228,18 @@ func (p *execPlugin) runFor(ctx context.Context, r *execRun) (*execCredential, e
 		p.lastCert = c.cert
 	}
 	p.mu.Unlock()
-	close(r.done)
-
 	if err != nil {
 		p.log.Debug("exec plugin failed", "command", p.cfg.Command, "error", err)
-		return nil, err
+	} else {
+		p.log.Debug("exec plugin returned credentials", "command", p.cfg.Command,
+			"token", c.token != "", "certificate", c.cert != nil, "expiry", c.expiry)
+		if rotated && p.onCertRotation != nil {
+			// Before the waiters go on: none of them may pick a
+			// connection made with the old certificate.
+			p.onCertRotation()
+		}
 	}
-	p.log.Debug("exec plugin returned credentials", "command", p.cfg.Command,
-		"token", c.token != "", "certificate", c.cert != nil, "expiry", c.expiry)
-	if rotated && p.onCertRotation != nil {
-		p.onCertRotation()
-	}
-	return c, nil
+	close(r.done)
 }
 
 // invalidate forgets used, the credential a request was refused with, so
@@ -304,6 +303,9 @@ func (p *execPlugin) run(ctx context.Context) (*execCredential, error) {
 				msg += ": " + strings.TrimSpace(p.cfg.InstallHint)
 			}
 			return nil, fmt.Errorf("%s: %w", msg, err)
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("exec plugin %q did not finish within %v and was stopped: %w", p.cfg.Command, execTimeout, err)
 		}
 		return nil, fmt.Errorf("exec plugin %q: %w (what it wrote to standard error went to this process's)", p.cfg.Command, err)
 	}

@@ -434,3 +434,64 @@ func TestExecPluginConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// One caller that gives up (its context ends: a LIST page bounded by
+// Config.Timeout or WithListTimeout, a watch cancelled) must not kill the
+// plugin run that other callers wait for, or that the next request would
+// use: a plugin slower than the shortest request deadline (an Azure CLI or
+// SSO helper takes seconds) is otherwise killed on every attempt and never
+// yields a credential. Here the first caller gives up while the plugin
+// runs; the next caller should get that run's credential, with no second
+// run.
+func TestExecPluginRunOutlivesAnImpatientCaller(t *testing.T) {
+	dir := t.TempDir()
+	fifo, starts := filepath.Join(dir, "fifo"), filepath.Join(dir, "starts")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testPlugin(t, ExecAPIVersionV1, map[string]string{
+		"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_START_FILE": starts, "LW_PLUGIN_WAIT_FIFO": fifo,
+	})
+	p, err := newExecPlugin(*cfg, execCluster{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := p.credential(ctx)
+		first <- err
+	}()
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // returns once the plugin runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel() // the first caller's deadline passes while the plugin runs
+	if err := <-first; err == nil {
+		t.Fatal("a caller whose context ended got a credential")
+	}
+	second := make(chan *execCredential, 1)
+	go func() {
+		c, err := p.credential(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		second <- c
+	}()
+	w.Close() // the plugin answers
+	// A second run, if one was started, waits for a writer of the fifo
+	// too: let it through rather than wait for execTimeout.
+	var c *execCredential
+	for c == nil {
+		select {
+		case c = <-second:
+		case <-time.After(10 * time.Millisecond):
+			if fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				syscall.Close(fd)
+			}
+		}
+	}
+	if n := countLines(t, starts); n != 1 {
+		t.Errorf("the plugin ran %d times, want 1: one caller giving up killed the run", n)
+	}
+}
