@@ -11,12 +11,15 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -311,5 +314,330 @@ func writePair(t *testing.T, ca *testCA, cn, certFile, keyFile string) {
 		if err := os.Rename(path+".tmp", path); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A CA file rewritten while the program runs (a cluster's CA rotation: the
+// service account's ca.crt, or a kubeconfig's certificate-authority file,
+// gets the new CA next to the old one, and the apiservers then present
+// certificates the new CA signed) is read again, as the token and client
+// certificate files are, and as client-go v0.37 does (ReloadCAFiles, on by
+// default since 1.36). Read once, it fails every connection made after the
+// apiserver switched, until the process restarts.
+func TestCAFileReadAgainWhenRotated(t *testing.T) {
+	oldCA, newCA := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
+	serving := func(ca *testCA) *tls.Certificate {
+		certPEM, keyPEM := ca.issue(t, "apiserver", false, []string{"apiserver.test"}, []net.IP{net.ParseIP("127.0.0.1")})
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &cert
+	}
+	var current atomic.Pointer[tls.Certificate]
+	current.Store(serving(oldCA))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}))
+	srv.TLS = &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return current.Load(), nil }}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	caFile := writeFile(t, filepath.Join(t.TempDir(), "ca.crt"), string(oldCA.certPEM))
+	// ServerName: with SNI the server picks its certificate by GetCertificate.
+	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAFile: caFile, ServerName: "apiserver.test"}})
+	if _, body := get(t, c, "/"); body != "ok" {
+		t.Fatalf("before the rotation: %q", body)
+	}
+
+	// The rotation: the bundle gets the new CA, then the server switches.
+	writeFile(t, caFile, string(oldCA.certPEM)+string(newCA.certPEM))
+	current.Store(serving(newCA))
+	c.CloseConnections() // an apiserver restart, a watch timeout: new connections
+
+	if err := getErr(c, "/"); err != nil {
+		t.Fatalf("after the CA file gained the new CA: %v", err)
+	}
+}
+
+// rotatingServer is an HTTP/2 TLS server whose certificate, for
+// "apiserver.test" and 127.0.0.1, is signed by one CA until serveWith
+// switches it to another's, as apiservers do in a CA rotation. It answers
+// "ok", and /stream with "x", then "y" once released is closed (a watch's
+// events). open counts its connections; allClosed is told when none are
+// left.
+type rotatingServer struct {
+	*httptest.Server
+	current   atomic.Pointer[tls.Certificate]
+	released  chan struct{}
+	open      atomic.Int32
+	allClosed chan struct{}
+}
+
+func newRotatingServer(t *testing.T, ca *testCA) *rotatingServer {
+	t.Helper()
+	s := &rotatingServer{released: make(chan struct{}), allClosed: make(chan struct{}, 1)}
+	s.serveWith(t, ca)
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/stream" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		_, _ = io.WriteString(w, "x")
+		w.(http.Flusher).Flush()
+		select {
+		case <-s.released:
+			_, _ = io.WriteString(w, "y")
+		case <-r.Context().Done():
+		}
+	}))
+	s.EnableHTTP2 = true
+	s.TLS = &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.current.Load(), nil }}
+	s.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		switch state {
+		case http.StateNew:
+			s.open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			if s.open.Add(-1) == 0 {
+				select {
+				case s.allClosed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// serveWith makes new connections get a certificate ca signed.
+func (s *rotatingServer) serveWith(t *testing.T, ca *testCA) {
+	t.Helper()
+	certPEM, keyPEM := ca.issue(t, "apiserver", false, []string{"apiserver.test"}, []net.IP{net.ParseIP("127.0.0.1")})
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.current.Store(&cert)
+}
+
+// newCAFileClient returns a Client of srv whose roots are in caFile, and
+// what it logged at Info and above.
+func newCAFileClient(t *testing.T, srv *rotatingServer, caFile string) (*Client, *bytes.Buffer) {
+	t.Helper()
+	logs := new(bytes.Buffer) // written by the requests' goroutines, read once they are done
+	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAFile: caFile, ServerName: "apiserver.test"}},
+		WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, logs
+}
+
+// A CA file caught empty or half-written in a rotation, or removed, leaves
+// the roots read before in use: connections made meanwhile still verify
+// the apiserver. It is warned about once, not at every request, until it
+// loads again.
+func TestCAFileThatNoLongerLoadsKeepsTheRoots(t *testing.T) {
+	oldCA, newCA := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
+	srv := newRotatingServer(t, oldCA)
+	caFile := writeFile(t, filepath.Join(t.TempDir(), "ca.crt"), string(oldCA.certPEM))
+	c, logs := newCAFileClient(t, srv, caFile)
+	get(t, c, "/")
+
+	bundle := string(oldCA.certPEM) + string(newCA.certPEM)
+	for _, broken := range []string{
+		"",                         // truncated by the writer, not yet written
+		bundle[:len(bundle)-100],   // the old CA whole, the new one cut short
+		"not a certificate at all", // overwritten with something else
+	} {
+		writeFile(t, caFile, broken)
+		for range 3 {
+			c.CloseConnections() // a new connection verifies the server each time
+			if err := getErr(c, "/"); err != nil {
+				t.Fatalf("with the CA file holding %q: %v; want the roots read before in use", broken, err)
+			}
+		}
+	}
+	if err := os.Remove(caFile); err != nil {
+		t.Fatal(err)
+	}
+	c.CloseConnections()
+	if err := getErr(c, "/"); err != nil {
+		t.Fatalf("with the CA file removed: %v", err)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Errorf("%d warnings while the file did not load, want 1:\n%s", n, logs)
+	}
+
+	// Loaded again, then broken again: a second warning.
+	writeFile(t, caFile, bundle)
+	srv.serveWith(t, newCA)
+	c.CloseConnections()
+	if err := getErr(c, "/"); err != nil {
+		t.Fatalf("after the CA file loaded again: %v", err)
+	}
+	writeFile(t, caFile, "")
+	c.CloseConnections()
+	if err := getErr(c, "/"); err != nil {
+		t.Fatalf("with the CA file empty again: %v", err)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 2 {
+		t.Errorf("%d warnings for two times the file did not load, want 2:\n%s", n, logs)
+	}
+}
+
+// The kubelet writes a pod's service account files (ca.crt among them) to
+// a new directory and swaps a symlink to it. A new file of the same size
+// and modification time is still a new file, seen before the request goes:
+// one with a body, which is not sent twice when its handshake fails.
+func TestCAFileSymlinkSwappedToAFileOfTheSameSizeAndTime(t *testing.T) {
+	oldCA, newCA := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
+	srv := newRotatingServer(t, oldCA)
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.crt")
+	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
+	swap := func(name, bundle string) {
+		target := filepath.Join(dir, name)
+		writeFile(t, target, bundle+strings.Repeat("\n", 4096-len(bundle))) // every file 4096 bytes
+		if err := os.Chtimes(target, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, caFile+".tmp"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(caFile+".tmp", caFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	swap("ca-1.crt", string(oldCA.certPEM))
+	c, _ := newCAFileClient(t, srv, caFile)
+	get(t, c, "/")
+
+	swap("ca-2.crt", string(oldCA.certPEM)+string(newCA.certPEM))
+	srv.serveWith(t, newCA)
+	c.CloseConnections()
+	req, err := http.NewRequest(http.MethodPost, c.URL("/", nil).String(), strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("after the symlink was swapped to a file of the same size and time: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// A CA file rewritten in place to the same size within the file system's
+// modification-time granularity looks unchanged; the handshake that fails
+// for want of the new CA has it read again, and the request is sent once
+// more.
+func TestCAFileReadAgainWhenAHandshakeFindsAnUnknownAuthority(t *testing.T) {
+	oldCA, newCA := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
+	srv := newRotatingServer(t, oldCA)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
+	write := func(bundle string) {
+		writeFile(t, caFile, bundle+strings.Repeat("\n", 4096-len(bundle)))
+		if err := os.Chtimes(caFile, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(string(oldCA.certPEM))
+	c, _ := newCAFileClient(t, srv, caFile)
+	get(t, c, "/")
+
+	write(string(newCA.certPEM)) // the same file, size and time
+	srv.serveWith(t, newCA)
+	c.CloseConnections()
+	if err := getErr(c, "/"); err != nil {
+		t.Errorf("after the CA file was rewritten and the server switched: %v", err)
+	}
+}
+
+// The new roots apply to new connections; a watch open on a connection
+// made before the rotation carries on to its end. The new connection
+// speaks HTTP/2, and CloseConnections still closes both.
+func TestCAFileRotationLeavesOpenStreamsAlone(t *testing.T) {
+	oldCA, newCA := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
+	srv := newRotatingServer(t, oldCA)
+	caFile := writeFile(t, filepath.Join(t.TempDir(), "ca.crt"), string(oldCA.certPEM))
+	c, _ := newCAFileClient(t, srv, caFile)
+
+	stream, err := c.Do(mustRequest(t, c.URL("/stream", nil).String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	if _, err := io.ReadFull(stream.Body, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+
+	writeFile(t, caFile, string(oldCA.certPEM)+string(newCA.certPEM))
+	resp, err := c.Do(mustRequest(t, c.URL("/", nil).String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Errorf("after the rotation the request went over %s, want HTTP/2", resp.Proto)
+	}
+	if n := srv.open.Load(); n != 2 {
+		t.Errorf("%d connections open on the server, want 2: the watch's and one verified against the new roots", n)
+	}
+
+	close(srv.released)
+	if rest, err := io.ReadAll(stream.Body); err != nil || string(rest) != "y" {
+		t.Errorf("the watch opened before the rotation read %q, %v; want the rest of its events and its end", rest, err)
+	}
+	c.CloseConnections()
+	select {
+	case <-srv.allClosed:
+	case <-time.After(30 * time.Second): // a deadline, not a wait
+		t.Fatalf("%d connections still open on the server after CloseConnections", srv.open.Load())
+	}
+}
+
+// Requests sent while the CA file is rewritten again and again (in place,
+// so that some reads find it empty or half-written) all succeed, over
+// HTTP/2 and over HTTP/1.1, which dials more.
+func TestCAFileRewrittenUnderLoad(t *testing.T) {
+	for _, disableHTTP2 := range []bool{false, true} {
+		t.Run(fmt.Sprint("DisableHTTP2=", disableHTTP2), func(t *testing.T) {
+			oldCA, newCA := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
+			srv := newRotatingServer(t, oldCA)
+			caFile := writeFile(t, filepath.Join(t.TempDir(), "ca.crt"), string(oldCA.certPEM))
+			c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAFile: caFile, ServerName: "apiserver.test"}, DisableHTTP2: disableHTTP2})
+
+			var wg sync.WaitGroup
+			errs := make(chan error, 8*50)
+			for range 8 {
+				wg.Go(func() {
+					for range 50 {
+						if err := getErr(c, "/"); err != nil {
+							errs <- err
+						}
+					}
+				})
+			}
+			for i := range 40 {
+				bundle := oldCA.certPEM
+				if i%2 == 0 {
+					bundle = append(bytes.Clone(oldCA.certPEM), newCA.certPEM...)
+				}
+				if err := os.WriteFile(caFile, bundle, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if i%10 == 0 {
+					c.CloseIdleConnections()
+				}
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
 	}
 }

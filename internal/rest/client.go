@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +27,8 @@ type Client struct {
 	base    *url.URL
 	http    *http.Client
 	auth    *authTransport
-	conns   *http.Transport
-	tracker *connTracker // every connection conns opened
+	conns   idleCloser   // the *http.Transport, or the caFileTransport over it
+	tracker *connTracker // every connection the transports opened
 	timeout time.Duration
 	first   *firstGate // the first request goes alone
 }
@@ -140,7 +141,16 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 			return nil, fmt.Errorf("rest: %w", err)
 		}
 	}
-	tlsConfig, err := newTLSConfig(&c.TLS, auth.exec, auth.certFiles)
+	var (
+		caFile *caFileTransport
+		roots  *x509.CertPool
+	)
+	if c.TLS.CAFile != "" && !c.TLS.Insecure { // both set: newTLSConfig says so
+		if caFile, roots, err = newCAFileTransport(&c.TLS, o.logger); err != nil {
+			return nil, fmt.Errorf("rest: %w", err)
+		}
+	}
+	tlsConfig, err := newTLSConfig(&c.TLS, roots, auth.exec, auth.certFiles)
 	if err != nil {
 		return nil, fmt.Errorf("rest: %w", err)
 	}
@@ -166,6 +176,13 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("rest: %w", err)
 	}
 	auth.next = transport
+	var conns idleCloser = transport
+	if caFile != nil {
+		// The CA file is read again when it changes: a new transport
+		// with the new roots takes this one's place.
+		caFile.use(transport)
+		auth.next, conns = caFile, caFile
+	}
 	var rt http.RoundTripper = auth
 	if o.wrap != nil {
 		rt = o.wrap(rt)
@@ -178,12 +195,15 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 		base:    base,
 		http:    &http.Client{Transport: rt},
 		auth:    auth,
-		conns:   transport,
+		conns:   conns,
 		tracker: tracker,
 		first:   first,
 		timeout: c.Timeout,
 	}, nil
 }
+
+// idleCloser closes a transport's idle connections.
+type idleCloser interface{ CloseIdleConnections() }
 
 // caBundle returns the CA certificates handed to an exec plugin that asks
 // for cluster information: CAData, else the CA file's contents.
@@ -191,7 +211,7 @@ func caBundle(t *TLSConfig) []byte {
 	if len(t.CAData) > 0 || t.CAFile == "" {
 		return t.CAData
 	}
-	data, _ := readFileLimited(t.CAFile, maxKubeconfigSize) // newTLSConfig reports a bad file
+	data, _ := readFileLimited(t.CAFile, maxKubeconfigSize) // newCAFileTransport reports a bad file
 	return data
 }
 
@@ -250,7 +270,9 @@ func (c *Client) InvalidateCredentials() {
 	c.auth.invalidate()
 }
 
-// CloseIdleConnections closes the connections that carry no request.
+// CloseIdleConnections closes the connections that carry no request. Those
+// made before the CA file last changed close by themselves once idle for
+// 90 s.
 func (c *Client) CloseIdleConnections() {
 	c.conns.CloseIdleConnections()
 }

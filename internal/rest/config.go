@@ -108,7 +108,13 @@ type Config struct {
 // it never shows KeyData when formatted or logged.
 type TLSConfig struct {
 	// CAData (PEM) or CAFile are the roots that the server's certificate
-	// must chain to, replacing the system's. Both may be set.
+	// must chain to, replacing the system's. Both may be set. CAFile is
+	// looked at before each request and read again when it changed (a
+	// cluster's CA rotation adds the new CA to it before the apiservers
+	// present certificates it signed): connections made from then on
+	// verify the server against its new contents, and those made before
+	// stay open. A file that no longer loads (removed, empty, caught
+	// mid-write) leaves the certificates read before in use.
 	CAData []byte
 	CAFile string
 	// CertData (PEM) or CertFile, with KeyData or KeyFile, are the client

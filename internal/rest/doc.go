@@ -42,6 +42,16 @@
 // a Config held in an unexported field of another struct, nor YAML a
 // Config marshalled with it.)
 //
+// Files named by a Config are read again when they change, so that a
+// rotation needs no restart: the bearer token file, the client certificate
+// and key files (the connections made with the old pair are closed), and
+// the CA file (connections made from then on verify the apiserver against
+// the new roots; those made before, verified already, stay open, watches
+// included). Each is looked at before every request; the CA file also when
+// a handshake finds the apiserver's certificate signed by an unknown
+// authority. A file caught mid-write or removed leaves what was read
+// before in use, with one warning in the log.
+//
 // Dead connections are noticed on the client: over HTTP/2 a PING is sent
 // after Config.HTTP2ReadIdleTimeout without a frame and the connection is
 // dropped when no answer comes within Config.HTTP2PingTimeout (5 s + 5 s by

@@ -89,11 +89,12 @@ func newTransport(cfg *Config, tlsConfig *tls.Config, tracker *connTracker) (*ht
 	}, nil
 }
 
-// newTLSConfig builds the TLS configuration: verification against the
-// configured roots (the system's when none), TLS 1.2 at least, and the
-// static client certificate (read again when its files change, files) or,
-// failing that, the exec plugin's.
-func newTLSConfig(t *TLSConfig, exec *execPlugin, files *certFiles) (*tls.Config, error) {
+// newTLSConfig builds the TLS configuration: verification against roots
+// (from CAData and the CA file, read by newCAFileTransport; nil: CAData's,
+// or the system's when there is none), TLS 1.2 at least, and the static
+// client certificate (read again when its files change, files) or, failing
+// that, the exec plugin's.
+func newTLSConfig(t *TLSConfig, roots *x509.CertPool, exec *execPlugin, files *certFiles) (*tls.Config, error) {
 	c := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         t.ServerName,
@@ -102,19 +103,13 @@ func newTLSConfig(t *TLSConfig, exec *execPlugin, files *certFiles) (*tls.Config
 	if t.Insecure && (len(t.CAData) > 0 || t.CAFile != "") {
 		return nil, errors.New("TLS: a CA certificate and Insecure are both set; verify the server or don't, not both")
 	}
-	if len(t.CAData) > 0 || t.CAFile != "" {
-		pool := x509.NewCertPool()
-		if len(t.CAData) > 0 && !pool.AppendCertsFromPEM(t.CAData) {
-			return nil, errors.New("TLS: CAData holds no PEM certificate")
-		}
-		if t.CAFile != "" {
-			data, err := os.ReadFile(t.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("TLS: reading CA file: %w", err)
-			}
-			if !pool.AppendCertsFromPEM(data) {
-				return nil, fmt.Errorf("TLS: CA file %s holds no PEM certificate", t.CAFile)
-			}
+	switch {
+	case roots != nil:
+		c.RootCAs = roots
+	case len(t.CAData) > 0:
+		pool, err := newRootPool(t.CAData, nil, "")
+		if err != nil {
+			return nil, err
 		}
 		c.RootCAs = pool
 	}
