@@ -24,6 +24,10 @@ type Config = rest.Config
 // TLSConfig is the TLS part of a Config.
 type TLSConfig = rest.TLSConfig
 
+// ImpersonationConfig is the identity a Config acts as (Config.Impersonate),
+// as a kubeconfig user's as, as-uid, as-groups and as-user-extra say.
+type ImpersonationConfig = rest.ImpersonationConfig
+
 // MinHTTP2PingInterval is the least Config.HTTP2ReadIdleTimeout and
 // Config.HTTP2PingTimeout taken; shorter ones are raised to it.
 const MinHTTP2PingInterval = rest.MinHTTP2PingInterval

@@ -38,6 +38,8 @@ type authTransport struct {
 	basic              bool
 	exec               *execPlugin
 
+	impersonate http.Header // Impersonate-* headers for every request; nil: none
+
 	certFiles *certFiles   // nil unless the client certificate and key are files
 	tracker   *connTracker // closes the connections when the client certificate changes; nil when it cannot
 }
@@ -77,6 +79,11 @@ func (t *authTransport) send(req *http.Request) (*http.Response, error) {
 	}
 	if t.certFiles != nil {
 		t.certFiles.refresh()
+	}
+	if t.impersonate != nil && !hasImpersonation(r.Header) {
+		for k, v := range t.impersonate {
+			r.Header[k] = append([]string(nil), v...)
+		}
 	}
 	if r.Header.Get("Authorization") != "" {
 		return t.next.RoundTrip(r)
@@ -206,4 +213,59 @@ func (f *tokenFile) invalidate() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.readAt = time.Time{}
+}
+
+// impersonationHeaders returns the headers that ask to act as i.
+func impersonationHeaders(i *ImpersonationConfig) http.Header {
+	h := http.Header{}
+	if i.UserName != "" {
+		h.Set("Impersonate-User", i.UserName)
+	}
+	if i.UID != "" {
+		h.Set("Impersonate-Uid", i.UID)
+	}
+	for _, g := range i.Groups {
+		h.Add("Impersonate-Group", g)
+	}
+	for k, vs := range i.Extra {
+		for _, v := range vs {
+			h.Add("Impersonate-Extra-"+escapeHeaderKey(k), v)
+		}
+	}
+	return h
+}
+
+// hasImpersonation reports whether the caller set impersonation headers of
+// its own, which are then left as they are.
+func hasImpersonation(h http.Header) bool {
+	for k := range h {
+		if strings.HasPrefix(k, "Impersonate-") {
+			return true
+		}
+	}
+	return false
+}
+
+// escapeHeaderKey percent-encodes the bytes of k that may not appear in a
+// header name (an RFC 7230 token), and '%' itself: the apiserver decodes
+// Impersonate-Extra-<key> so.
+func escapeHeaderKey(k string) string {
+	var b strings.Builder
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c != '%' && isTokenByte(c) {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+func isTokenByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }

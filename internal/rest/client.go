@@ -100,6 +100,12 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	}
 
 	auth := &authTransport{origin: base, userAgent: c.UserAgent}
+	if c.Impersonate.isSet() && c.Impersonate.UserName == "" {
+		return nil, errors.New("rest: Impersonate has UID, Groups or Extra without a UserName; the apiserver refuses that")
+	}
+	if c.Impersonate.isSet() {
+		auth.impersonate = impersonationHeaders(&c.Impersonate)
+	}
 	if auth.userAgent == "" {
 		auth.userAgent = defaultUserAgent()
 	}

@@ -677,3 +677,47 @@ func TestResponseRequestCarriesNoCredentials(t *testing.T) {
 		t.Errorf("resp.Request carries Authorization %q", seen)
 	}
 }
+
+// Impersonate-* headers go to the apiserver only (like credentials: a
+// redirect to another host gets none), and a caller's own impersonation
+// headers are left as they are.
+func TestImpersonationHeaders(t *testing.T) {
+	show := func(r *http.Request) string {
+		return fmt.Sprintf("%q %q %q", r.Header.Values("Impersonate-User"), r.Header.Values("Impersonate-Group"), r.Header.Values("Impersonate-Extra-A%2fb"))
+	}
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "elsewhere:"+show(r))
+	}))
+	defer elsewhere.Close()
+	apiserver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/away" {
+			http.Redirect(w, r, elsewhere.URL+"/", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, show(r))
+	}))
+	defer apiserver.Close()
+	c := newClient(t, &Config{Host: apiserver.URL, Impersonate: ImpersonationConfig{
+		UserName: "alice", Groups: []string{"g1", "g2"}, Extra: map[string][]string{"a/b": {"x"}},
+	}})
+	if _, body := get(t, c, "/"); body != `["alice"] ["g1" "g2"] ["x"]` {
+		t.Errorf("apiserver got %s", body)
+	}
+	if _, body := get(t, c, "/away"); body != `elsewhere:[] [] []` {
+		t.Errorf("redirect to another host got %s, want no impersonation", body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, c.URL("/", nil).String(), nil)
+	req.Header.Set("Impersonate-User", "bob")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != `["bob"] [] []` {
+		t.Errorf("caller's own Impersonate-User: server got %s", body)
+	}
+	if _, err := NewClient(&Config{Host: apiserver.URL, Impersonate: ImpersonationConfig{Groups: []string{"g"}}}); err == nil {
+		t.Error("Groups without UserName: no error")
+	}
+}

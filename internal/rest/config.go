@@ -57,6 +57,10 @@ type Config struct {
 	// ignored when BearerToken, BearerTokenFile, Username, Password or a
 	// client certificate is set, as kubectl does.
 	Exec *ExecConfig
+	// Impersonate, when its UserName, UID, Groups or Extra is set, makes
+	// every request act as that user (Impersonate-* headers), as the as,
+	// as-uid, as-groups and as-user-extra fields of a kubeconfig user do.
+	Impersonate ImpersonationConfig
 	// AllowBearerOverHTTP lets NewClient accept credentials (bearer token,
 	// basic auth, exec plugin) with an "http://" Host. Without it that is an
 	// error: the credentials would cross the network in clear text.
@@ -132,6 +136,24 @@ type TLSConfig struct {
 	// Insecure skips verifying the server's certificate. Then CAData and
 	// CAFile must be empty.
 	Insecure bool
+}
+
+// ImpersonationConfig is the identity to act as: the apiserver checks that
+// the authenticated user may impersonate it.
+type ImpersonationConfig struct {
+	// UserName is sent as Impersonate-User.
+	UserName string
+	// UID is sent as Impersonate-Uid.
+	UID string
+	// Groups are sent as Impersonate-Group, one header each.
+	Groups []string
+	// Extra is sent as Impersonate-Extra-<key> headers, the key
+	// percent-encoded where it is not a header name's character.
+	Extra map[string][]string
+}
+
+func (i *ImpersonationConfig) isSet() bool {
+	return i.UserName != "" || i.UID != "" || len(i.Groups) > 0 || len(i.Extra) > 0
 }
 
 // withDefaults returns c with the zero timeouts replaced by the defaults and

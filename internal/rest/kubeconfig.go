@@ -375,6 +375,11 @@ func (c *kubeCluster) apply(cfg *Config) error {
 	if c.Server == "" {
 		return errors.New("server is empty")
 	}
+	if !strings.Contains(c.Server, "://") && !strings.ContainsAny(c.Server, "@ \t\r\n") {
+		// "10.0.0.1:6443": no scheme, and no user info to hide. kubectl
+		// would pick http:// silently; say what to write instead.
+		return fmt.Errorf("server %q has no scheme; write https://%s", c.Server, c.Server)
+	}
 	u, err := url.Parse(c.Server)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("server %q is not an http:// or https:// URL", redactURL(c.Server))
@@ -398,12 +403,26 @@ func (c *kubeCluster) apply(cfg *Config) error {
 func (u *kubeUser) apply(cfg *Config) error {
 	var err error
 	if u.AuthProvider != nil {
-		return fmt.Errorf("auth-provider %q is not supported; use an exec credential plugin", u.AuthProvider.Name)
+		hint := "use an exec credential plugin"
+		switch u.AuthProvider.Name {
+		case "gcp":
+			hint = "use the exec plugin gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin, then gcloud container clusters get-credentials)"
+		case "azure":
+			hint = "use the exec plugin kubelogin (kubelogin convert-kubeconfig)"
+		case "oidc":
+			hint = "use an OIDC exec plugin such as kubelogin (kubectl oidc-login)"
+		}
+		return fmt.Errorf("auth-provider %q is not supported; %s", u.AuthProvider.Name, hint)
 	}
-	if u.Impersonate != "" || u.ImpersonateUID != "" || len(u.ImpersonateGroups) > 0 || len(u.ImpersonateExtra) > 0 {
-		// Ignored, the requests would go out as the user's own identity,
-		// often one with more rights than asked for.
-		return errors.New("impersonation (as, as-uid, as-groups, as-user-extra) is not supported")
+	if u.Impersonate == "" && (u.ImpersonateUID != "" || len(u.ImpersonateGroups) > 0 || len(u.ImpersonateExtra) > 0) {
+		// The apiserver refuses them without a user to act as.
+		return errors.New("as-uid, as-groups or as-user-extra is set without as (the user to impersonate)")
+	}
+	cfg.Impersonate = ImpersonationConfig{
+		UserName: u.Impersonate,
+		UID:      u.ImpersonateUID,
+		Groups:   u.ImpersonateGroups,
+		Extra:    u.ImpersonateExtra,
 	}
 	cfg.BearerToken = u.Token
 	cfg.BearerTokenFile = u.TokenFile

@@ -311,24 +311,20 @@ contexts: [{name: c, context: {cluster: k}}]`, "c", []string{`cluster "k": certi
 clusters: [{name: k, cluster: {server: "https://k"}}]
 users: [{name: u, user: {auth-provider: {name: oidc, config: {id-token: ` + secret + `}}}}]
 contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{`auth-provider "oidc" is not supported`}},
-		{"impersonation", `
-clusters: [{name: k, cluster: {server: "https://k"}}]
-users: [{name: u, user: {as: admin, token: ` + secret + `}}]
-contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"impersonation"}},
-		// Without "as", the other impersonation fields were dropped: the
-		// requests went out as the user's own identity.
-		{"impersonation of groups", `
+		// Without "as", the apiserver refuses the other impersonation
+		// fields: said before any request.
+		{"impersonation of groups without as", `
 clusters: [{name: k, cluster: {server: "https://k"}}]
 users: [{name: u, user: {as-groups: ["system:masters"], token: ` + secret + `}}]
-contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"impersonation", "as-groups"}},
-		{"impersonation of a uid", `
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"as-groups", "without as"}},
+		{"impersonation of a uid without as", `
 clusters: [{name: k, cluster: {server: "https://k"}}]
 users: [{name: u, user: {as-uid: "1234", token: ` + secret + `}}]
-contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"impersonation"}},
-		{"impersonation extra", `
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"without as"}},
+		{"impersonation extra without as", `
 clusters: [{name: k, cluster: {server: "https://k"}}]
 users: [{name: u, user: {as-user-extra: {reason: [break-glass]}, token: ` + secret + `}}]
-contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"impersonation"}},
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"without as"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -428,4 +424,60 @@ func FuzzLoadKubeconfig(f *testing.F) {
 			_, _ = kc.config(name)
 		}
 	})
+}
+
+// as, as-uid, as-groups and as-user-extra become Config.Impersonate, as
+// clientcmd makes them rest.Config.Impersonate.
+func TestLoadKubeconfigImpersonation(t *testing.T) {
+	path := writeFile(t, filepath.Join(t.TempDir(), "config"), `
+current-context: c
+clusters: [{name: k, cluster: {server: "https://k"}}]
+users: [{name: u, user: {token: t, as: alice, as-uid: "1234", as-groups: [devs, ops], as-user-extra: {reason: [break-glass]}}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]`)
+	cfg, err := LoadKubeconfig(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ImpersonationConfig{UserName: "alice", UID: "1234", Groups: []string{"devs", "ops"}, Extra: map[string][]string{"reason": {"break-glass"}}}
+	if !reflect.DeepEqual(cfg.Impersonate, want) {
+		t.Errorf("Impersonate = %+v, want %+v", cfg.Impersonate, want)
+	}
+}
+
+// A server written without a scheme (kubeadm's "10.0.0.1:6443", a host
+// name alone): clientcmd silently picks http:// for both (client-go 0.37,
+// even with certificate-authority-data set). Refusing is right, but the
+// error hid the value as "[redacted] (invalid URL)" and did not say what
+// to write.
+func TestLoadKubeconfigServerWithoutScheme(t *testing.T) {
+	for _, server := range []string{"10.0.0.1:6443", "k.example", "[fd00::1]:6443"} {
+		path := writeFile(t, filepath.Join(t.TempDir(), "config"), `
+current-context: c
+clusters: [{name: k, cluster: {server: "`+server+`"}}]
+contexts: [{name: c, context: {cluster: k}}]`)
+		_, err := LoadKubeconfig(path, "")
+		if err == nil || !strings.Contains(err.Error(), "https://"+server) {
+			t.Errorf("server %q: err = %v, want it to suggest https://%s", server, err, server)
+		}
+	}
+}
+
+// The removed auth providers: kubectl names their replacement (gcp, azure)
+// and still supports oidc. The error should say which plugin to install.
+func TestLoadKubeconfigAuthProviderNamesTheReplacement(t *testing.T) {
+	for name, want := range map[string]string{
+		"gcp":   "gke-gcloud-auth-plugin",
+		"azure": "kubelogin",
+		"oidc":  "oidc-login",
+	} {
+		path := writeFile(t, filepath.Join(t.TempDir(), "config"), `
+current-context: c
+clusters: [{name: k, cluster: {server: "https://k"}}]
+users: [{name: u, user: {auth-provider: {name: `+name+`, config: {access-token: SECRET}}}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]`)
+		_, err := LoadKubeconfig(path, "")
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("auth-provider %s: err = %v, want it to name %s", name, err, want)
+		}
+	}
 }

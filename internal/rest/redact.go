@@ -104,6 +104,7 @@ func (c Config) fields() fieldList {
 	if c.Exec != nil {
 		l = append(l, field{"Exec", []field(c.Exec.fields())})
 	}
+	l.group("Impersonate", c.Impersonate.fields())
 	l.flag("AllowBearerOverHTTP", c.AllowBearerOverHTTP)
 	l.str("ProxyURL", redactURL(c.ProxyURL))
 	l.flag("DisableCompression", c.DisableCompression)
@@ -115,6 +116,19 @@ func (c Config) fields() fieldList {
 	l.duration("DialTimeout", c.DialTimeout)
 	l.duration("DialKeepAlive", c.DialKeepAlive)
 	l.duration("TCPUserTimeout", c.TCPUserTimeout)
+	return l
+}
+
+func (i ImpersonationConfig) fields() fieldList {
+	var l fieldList
+	l.str("UserName", i.UserName)
+	l.str("UID", i.UID)
+	if len(i.Groups) > 0 {
+		l = append(l, field{"Groups", i.Groups})
+	}
+	if len(i.Extra) > 0 {
+		l = append(l, field{"Extra", fmt.Sprint(i.Extra)})
+	}
 	return l
 }
 

@@ -130,7 +130,14 @@ func TestConfigDescriptionCoversEveryField(t *testing.T) {
 			case reflect.Pointer:
 				fv.Set(reflect.New(fv.Type().Elem()))
 			case reflect.Struct:
-				fv.Field(0).Set(reflect.ValueOf([]byte("x")))
+				if f0 := fv.Field(0); f0.Kind() == reflect.String {
+					f0.SetString("x")
+				} else {
+					f0.Set(reflect.ValueOf([]byte("x")))
+				}
+			case reflect.Map:
+				fv.Set(reflect.MakeMap(fv.Type()))
+				fv.SetMapIndex(reflect.ValueOf("k"), reflect.Zero(fv.Type().Elem()))
 			default:
 				t.Fatalf("%s.%s: kind %s not handled by the test", typ.Name(), f.Name, fv.Kind())
 			}
@@ -140,6 +147,9 @@ func TestConfigDescriptionCoversEveryField(t *testing.T) {
 		}
 	}
 	check(reflect.TypeFor[Config](), func(v reflect.Value) string { return v.Interface().(Config).String() })
+	check(reflect.TypeFor[ImpersonationConfig](), func(v reflect.Value) string {
+		return Config{Impersonate: v.Interface().(ImpersonationConfig)}.String()
+	})
 	check(reflect.TypeFor[TLSConfig](), func(v reflect.Value) string { return v.Interface().(TLSConfig).String() })
 	check(reflect.TypeFor[ExecConfig](), func(v reflect.Value) string {
 		e := v.Interface().(ExecConfig)
