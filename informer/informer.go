@@ -39,6 +39,7 @@ type SharedIndexInformer[T metav1.Object] struct {
 	fifo      *deltafifo.FIFO[T]
 	processor *processor.Processor[T]
 	mutations *mutationDetector[T] // nil unless WithMutationDetector
+	failures  failureLog           // the log of list and watch failures (no error handler)
 	setupErr  error                // what New was given that Run cannot run with
 
 	// blockDeltas is held while a delta is stored in the indexer and
@@ -155,6 +156,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 		reflector.WithLogger[T](s.logger),
 		reflector.WithTransform(s.transform),
 		reflector.WithErrorHandler[T](s.reportError), // the handler, or else the log
+		reflector.WithRecoveredHandler[T](s.recovered),
 	}, s.reflOpts...)
 	s.reflector = reflector.New(s.lw, reflector.Store[T](s.fifo), opts...)
 	refl := s.reflector
@@ -488,7 +490,8 @@ func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 // index function's error). It is called from several of the informer's
 // goroutines (the reflector's, the one applying changes, the resync
 // timer's), possibly at once, so it must be safe for concurrent use, and
-// must not block. Without it, the informer logs them as warnings. A panic
+// must not block. Without it, the informer logs them (see WithLogger: a
+// run of failures once, a reminder every 5 minutes, its end). A panic
 // in f is logged as an error and goes no further. It must be called before
 // Run.
 func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(error)) error {
@@ -557,7 +560,7 @@ func (s *SharedIndexInformer[T]) reportError(err error) {
 		h(err)
 		return
 	}
-	s.logger.Warn("informer error", "resource", s.name, "err", err)
+	s.logFailure(err)
 }
 
 // isNilPointer reports a typed nil pointer in an interface.

@@ -73,10 +73,14 @@ func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
 }
 
 // WithLogger sets where the informer logs: its errors with no
-// SetWatchErrorHandler (warnings: a failed list or watch, an object
-// skipped), a handler's panic with no WithHandlerErrorHandler (errors), a
-// change of list mode (info: a server without streaming lists), and what it
-// does (debug). The default is slog.Default().
+// SetWatchErrorHandler (a failed list or watch, an object skipped: the
+// first of a kind as a warning, then a reminder every 5 minutes while it
+// lasts, an error once it has lasted 5 minutes, and its end as info; a
+// 410 or a cut stream that the reflector recovers from at once, at debug
+// only), a handler's panic with no WithHandlerErrorHandler (errors, with
+// the stack at most once a minute per handler), a change of list mode
+// (info: a server without streaming lists), and what it does (debug).
+// The default is slog.Default().
 func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 	return func(o *options[T]) {
 		if l != nil {

@@ -71,6 +71,8 @@ type Listener[T metav1.Object] struct {
 	done    chan struct{}        // closed when the listener stops
 	stopped chan struct{}        // closed when, after that, the handler's last call has returned
 
+	panics panicLog // how its handler's panics were logged
+
 	mu    sync.Mutex
 	state atomic.Uint32   // a runState; changed only under mu
 	early *backlog[T]     // what Add got before the start; guarded by mu
@@ -393,7 +395,7 @@ func (l *Listener[T]) handle(n Notification[T]) {
 			Key:       n.Key,
 			Value:     r,
 			Stack:     debug.Stack(),
-		})
+		}, &l.panics)
 	}()
 	switch n.Kind {
 	case Add:

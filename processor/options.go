@@ -3,6 +3,7 @@ package processor
 import (
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // Option configures a Processor; pass options to New.
@@ -16,6 +17,21 @@ type config struct {
 	logger         *slog.Logger
 	upstreamSynced func() bool
 }
+
+// panicLog is what the log of one listener's panics remembers. Only the
+// goroutine running the listener's handler touches it (one at a time).
+type panicLog struct {
+	logged     time.Time // when the last record with a stack was logged
+	suppressed int       // panics not logged with a stack since
+}
+
+// panicLogWindow is how often a listener's panics are logged at Error with
+// their stack: a handler that panics on every event of a busy informer (a
+// poison object) would otherwise write a record of kilobytes per event,
+// hundreds of megabytes an hour. The ones in between are counted, and the
+// count is in the next record; an error handler (WithErrorHandler) is still
+// told of every one.
+const panicLogWindow = time.Minute
 
 // WithName names what the Processor delivers for, such as an informer
 // (its name, e.g. `pods in "default"`), in its reports: HandlerPanicError's
@@ -62,8 +78,9 @@ func (c *config) synced() bool {
 }
 
 // reportPanic hands a recovered handler panic to the error handler, or logs
-// it.
-func (c *config) reportPanic(e *HandlerPanicError) {
+// it: with its stack at most once per panicLogWindow for each listener (pl
+// is the listener's), at Debug without it in between.
+func (c *config) reportPanic(e *HandlerPanicError, pl *panicLog) {
 	if c.errorHandler != nil {
 		defer func() {
 			if r := recover(); r != nil {
@@ -74,7 +91,14 @@ func (c *config) reportPanic(e *HandlerPanicError) {
 		c.errorHandler(e)
 		return
 	}
-	c.log().Error("processor: handler panicked",
-		"processor", e.Processor, "listener", e.Listener, "kind", e.Kind.String(), "key", e.Key,
-		"panic", fmt.Sprint(e.Value), "stack", string(e.Stack))
+	attrs := []any{"processor", e.Processor, "listener", e.Listener, "kind", e.Kind.String(), "key", e.Key, "panic", fmt.Sprint(e.Value)}
+	now := time.Now()
+	if !pl.logged.IsZero() && now.Sub(pl.logged) < panicLogWindow {
+		pl.suppressed++
+		c.log().Debug("processor: handler panicked", attrs...)
+		return
+	}
+	attrs = append(attrs, "panicsNotLoggedSince", pl.suppressed, "stack", string(e.Stack))
+	pl.logged, pl.suppressed = now, 0
+	c.log().Error("processor: handler panicked", attrs...)
 }

@@ -246,6 +246,40 @@ func TestPanicIsLoggedWithoutErrorHandler(t *testing.T) {
 	})
 }
 
+// A handler that panics on every notification (a poison object in a busy
+// informer) logs one record with the stack a minute, not one per panic:
+// each carries kilobytes of stack, hundreds of megabytes an hour. The next
+// record counts the panics not logged since; the ones between go to Debug.
+func TestPanicsAreLoggedOnceAMinute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&buf, nil)) // Info and up
+		p := processor.New[*corev1.Pod](processor.WithLogger(logger))
+		p.AddListener(processor.HandlerFuncs[*corev1.Pod]{
+			AddFunc: func(*corev1.Pod, bool) { panic("poison") },
+		}, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+		for i := range 120 { // two a second for a minute
+			p.Distribute(addOf(fmt.Sprint(i), "1", false), false)
+			time.Sleep(500 * time.Millisecond)
+		}
+		synctest.Wait()
+		if n := strings.Count(buf.String(), "handler panicked"); n != 1 {
+			t.Fatalf("120 panics in a minute logged %d records, want 1:\n%s", n, buf.String())
+		}
+		p.Distribute(addOf("next", "1", false), false)
+		synctest.Wait()
+		out := buf.String()
+		if n := strings.Count(out, "handler panicked"); n != 2 {
+			t.Fatalf("the first panic of the next minute logged %d records in all, want 2:\n%s", n, out)
+		}
+		if !strings.Contains(out, "panicsNotLoggedSince=119") || !strings.Contains(out, "key=ns/next") {
+			t.Errorf("the second record does not count the 119 panics between or name ns/next:\n%s", out)
+		}
+	})
+}
+
 // An error handler that panics is logged, with the panic it was told of,
 // and the listener goes on: the panic used to take the process down.
 func TestPanickingErrorHandlerIsLogged(t *testing.T) {

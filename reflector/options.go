@@ -53,6 +53,7 @@ type options[T metav1.Object] struct {
 	pageSizeSet     bool // WithPageSize was given: relists page too
 	transform       func(T) (T, error)
 	errorHandler    func(error)
+	recovered       func()
 	logger          *slog.Logger
 	backoffInitial  time.Duration
 	backoffMax      time.Duration
@@ -122,6 +123,15 @@ func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
 // LIST) is logged rather than reported, as in client-go.
 func WithErrorHandler[T metav1.Object](f func(error)) Option[T] {
 	return func(o *options[T]) { o.errorHandler = f }
+}
+
+// WithRecoveredHandler sets a function called, from the Reflector's
+// goroutine, when the server accepts a watch after one or more errors were
+// reported: the cache is following the server again. With
+// WithErrorHandler it lets a caller log a run of failures once, and its
+// end. It must not block.
+func WithRecoveredHandler[T metav1.Object](f func()) Option[T] {
+	return func(o *options[T]) { o.recovered = f }
 }
 
 // WithLogger sets where the Reflector logs; the default discards.

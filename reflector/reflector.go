@@ -32,6 +32,9 @@ type Reflector[T metav1.Object] struct {
 	mu        sync.Mutex
 	lastRV    string // the resourceVersion the Store is synced to
 	lastError error  // the last error reported, nil after a good list or an accepted watch
+	// failedSinceWatch: an error was reported since the last accepted
+	// watch (for WithRecoveredHandler).
+	failedSinceWatch bool
 }
 
 // New returns a Reflector that lists and watches through lw into store.
@@ -364,8 +367,14 @@ func (r *Reflector[T]) backoffFor(s *runState, err error) time.Duration {
 		// Up to half as long again, drawn at random: the informers a
 		// busy server turned away together must not all come back at
 		// the same instant, and be turned away together again.
-		ra = min(ra, r.opt.backoffMax) // a Retry-After of centuries must not overflow
-		wait = min(ra+rand.N(ra/2+1), r.opt.backoffMax)
+		// A Retry-After at or past the maximum must be spread too: capped
+		// at the maximum after the draw, every informer a server asked to
+		// wait a minute would come back at the same instant, the maximum,
+		// and be turned away together again, for ever. So the draw is in
+		// [2/3, 1] of the maximum then. (Also: a Retry-After of centuries
+		// must not overflow.)
+		ra = min(ra, r.opt.backoffMax/3*2)
+		wait = max(wait, min(ra+rand.N(ra/2+1), r.opt.backoffMax))
 	}
 	return wait
 }
@@ -654,14 +663,18 @@ func (r *Reflector[T]) advance(rv string) {
 // if any, is over.
 func (r *Reflector[T]) watching() {
 	r.mu.Lock()
-	r.lastError = nil
+	failed := r.failedSinceWatch
+	r.lastError, r.failedSinceWatch = nil, false
 	r.mu.Unlock()
+	if failed && r.opt.recovered != nil {
+		r.opt.recovered()
+	}
 }
 
 // report records err and hands it to the error handler.
 func (r *Reflector[T]) report(err error) {
 	r.mu.Lock()
-	r.lastError = err
+	r.lastError, r.failedSinceWatch = err, true
 	r.mu.Unlock()
 	r.opt.logger.Debug("list-watch error", "resource", r.opt.name, "err", err)
 	if r.opt.errorHandler == nil {

@@ -1,0 +1,134 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// failureLog is how an informer without a watch error handler logs a run
+// of list and watch failures: the first of a kind at once, then at most
+// one record per failureLogEvery while the kind does not change, with how
+// many failures there were and for how long, at Error once the run has
+// lasted failureEscalateAfter; and its end, at Info, when the server
+// accepts a watch again. A reflector retries every 15 to 30 s at its
+// backoff's maximum: logging each retry makes about 2.7 warnings a minute
+// per informer, 8,000 an hour for a Factory of 50 while the apiserver is
+// down, each saying the same thing.
+type failureLog struct {
+	mu         sync.Mutex
+	failures   int       // since the last accepted watch
+	since      time.Time // when the first of them came
+	logged     time.Time // when the last record was logged; zero: none in this run
+	class      string    // the kind of the last error logged
+	suppressed int       // failures not logged since the last record
+}
+
+const (
+	failureLogEvery      = 5 * time.Minute
+	failureEscalateAfter = 5 * time.Minute
+	routineFailuresQuiet = 2 // routine failures (410, a cut stream) in a row that log nothing
+)
+
+// logFailure logs err, or counts it, as failureLog says.
+func (s *SharedIndexInformer[T]) logFailure(err error) {
+	f := &s.failures
+	now := time.Now()
+	f.mu.Lock()
+	if f.failures == 0 {
+		f.since = now
+	}
+	f.failures++
+	class := errorClass(err)
+	var msg string
+	switch {
+	case isRoutine(err) && f.failures <= routineFailuresQuiet && f.logged.IsZero():
+		// The reflector's own recovery: a relist after 410, a resumed
+		// watch after a cut stream. Debug only (the reflector logs it).
+	case class != f.class:
+		msg = "informer: list/watch failing; retrying with backoff"
+	case now.Sub(f.logged) >= failureLogEvery:
+		msg = "informer: list/watch still failing; retrying with backoff"
+	}
+	if msg == "" {
+		f.suppressed++
+		f.mu.Unlock()
+		return
+	}
+	level := slog.LevelWarn
+	if now.Sub(f.since) >= failureEscalateAfter {
+		level = slog.LevelError
+	}
+	failures, since, suppressed := f.failures, f.since, f.suppressed
+	f.class, f.logged, f.suppressed = class, now, 0
+	f.mu.Unlock()
+	s.logger.Log(context.Background(), level, msg, "resource", s.name, "err", err,
+		"failures", failures, "failingFor", now.Sub(since).Round(time.Second).String(),
+		"notLogged", suppressed)
+}
+
+// recovered is called when the server accepts a watch after failures.
+func (s *SharedIndexInformer[T]) recovered() {
+	f := &s.failures
+	now := time.Now()
+	f.mu.Lock()
+	failures, since, logged := f.failures, f.since, !f.logged.IsZero()
+	f.failures, f.since, f.logged, f.class, f.suppressed = 0, time.Time{}, time.Time{}, "", 0
+	f.mu.Unlock()
+	if logged {
+		s.logger.Info("informer: watching again", "resource", s.name,
+			"failures", failures, "after", now.Sub(since).Round(time.Second).String())
+	}
+}
+
+// isRoutine reports the failures a reflector meets in normal operation and
+// recovers from by itself: a resourceVersion compacted away (410), a
+// stream cut (an apiserver restarting, a proxy).
+func isRoutine(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// errorClass names the kind of err, so that a run of one kind logs once:
+// the status code and reason of an apiserver's answer, "network" for a
+// connection that failed, or the text without digits (a URL's random
+// timeoutSeconds would make every one differ).
+func errorClass(err error) string {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return fmt.Sprintf("%d %s", st.Status().Code, st.Status().Reason)
+	}
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne):
+		// By the innermost cause: connection refused, an unknown
+		// certificate authority, a timeout.
+		inner := err
+		for u := errors.Unwrap(inner); u != nil; u = errors.Unwrap(inner) {
+			inner = u
+		}
+		return "network: " + withoutDigits(inner.Error())
+	case errors.Is(err, reflector.ErrMalformed):
+		return "malformed"
+	}
+	return withoutDigits(err.Error())
+}
+
+func withoutDigits(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}, s)
+}

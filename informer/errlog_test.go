@@ -1,0 +1,240 @@
+package informer_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/informer"
+	"github.com/listwatch/listwatch/internal/fakelw"
+	"github.com/listwatch/listwatch/internal/rest"
+	"github.com/listwatch/listwatch/listwatchtest"
+	"github.com/listwatch/listwatch/reflector"
+)
+
+// A Factory of 50 informers, one simulated hour of one failure, then the
+// server back: each informer logs the failure when it starts, a reminder
+// every 5 minutes (at Error once it has lasted 5 minutes), and its end at
+// Info, not a warning for each of its ~165 retries (8,000 an hour for the
+// Factory, each saying the same). Their retries stay spread, a Retry-After
+// past the backoff's maximum included.
+func TestFailuresAreLoggedOncePerKindAndTheirEnd(t *testing.T) {
+	const n = 50
+	refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api/v1/pods?watch=1",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	status := func(code int32, reason metav1.StatusReason, retryAfter time.Duration) error {
+		return &rest.APIError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason}, Method: "GET", RetryAfter: retryAfter}
+	}
+	for name, failure := range map[string]error{
+		"connection refused":     refused,
+		"403":                    status(403, metav1.StatusReasonForbidden, 0),
+		"429, Retry-After 1 min": status(429, metav1.StatusReasonTooManyRequests, time.Minute),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var logs logCapture
+				src := listwatchtest.NewSource[*corev1.Pod]()
+				var down atomic.Bool
+				down.Store(true)
+				var calls callInstants
+				f, err := informer.NewFactory(nil,
+					informer.WithFactoryLogger(slog.New(&logs)),
+					informer.WithListerWatcherFor(func(tg reflector.Target) (reflector.ListerWatcher[*corev1.Pod], error) {
+						lw, err := src.For(tg)
+						return failingLW{ListerWatcher: lw, down: &down, err: failure, calls: &calls}, err
+					}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range n {
+					if _, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: fmt.Sprintf("ns-%02d", i)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				defer f.Shutdown()
+				defer cancel()
+				f.Start(ctx)
+				start := time.Now()
+				time.Sleep(time.Hour)
+				failing := logs.count(slog.LevelWarn) + logs.count(slog.LevelError)
+				down.Store(false)
+				time.Sleep(2 * time.Minute)
+
+				// The first, and one every 5 minutes: 13 an hour.
+				if perInformer := float64(failing) / n; perInformer > 15 {
+					t.Errorf("%.1f warnings and errors per informer in an hour of one failure, want at most 15", perInformer)
+				}
+				if logs.count(slog.LevelError) == 0 {
+					t.Error("an hour of failures logged no error")
+				}
+				if got := logs.withMessage(slog.LevelInfo, "informer: watching again"); got != n {
+					t.Errorf("%d of %d informers logged that they watch again", got, n)
+				}
+				if most := calls.most(start.Add(10 * time.Minute)); most > n/5 {
+					t.Errorf("%d of %d informers retried at one instant: their retries are not spread", most, n)
+				}
+			})
+		})
+	}
+}
+
+// Healthy operation logs nothing at Info or above: 50 informers whose
+// watches end every 6 s, with a 410 on resume now and then (an apiserver
+// restarted), for a simulated hour.
+func TestHealthyOperationLogsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logCapture
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		f, err := informer.NewFactory(nil,
+			informer.WithFactoryLogger(slog.New(&logs)),
+			informer.WithListerWatcherFor(src.For))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 50 {
+			if _, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: fmt.Sprintf("ns-%02d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer f.Shutdown()
+		defer cancel()
+		f.Start(ctx)
+		for s := range 1200 {
+			src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%02d", s%50), Name: fmt.Sprintf("p%d", s)}})
+			time.Sleep(3 * time.Second)
+			if s%2 == 0 {
+				src.CloseWatches()
+			}
+			if s%400 == 399 {
+				for range 50 {
+					src.FailWatch(fakelw.Status(410, metav1.StatusReasonExpired, "too old resource version"))
+				}
+			}
+		}
+		loud := 0
+		for _, r := range logs.records() {
+			if r.Level >= slog.LevelInfo {
+				if loud++; loud == 1 {
+					var attrs []string
+					r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a.String()); return true })
+					t.Errorf("healthy operation logged at %s: %q %v", r.Level, r.Message, attrs)
+				}
+			}
+		}
+		if loud > 1 {
+			t.Errorf("and %d more records at Info or above", loud-1)
+		}
+	})
+}
+
+// failingLW fails every List and Watch with err while down is set, noting
+// the instant of each call.
+type failingLW struct {
+	reflector.ListerWatcher[*corev1.Pod]
+	down  *atomic.Bool
+	err   error
+	calls *callInstants
+}
+
+func (l failingLW) List(ctx context.Context, o reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	if l.down.Load() {
+		l.calls.add()
+		return reflector.ListMeta{}, l.err
+	}
+	return l.ListerWatcher.List(ctx, o, add)
+}
+
+func (l failingLW) Watch(ctx context.Context, o reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	if l.down.Load() {
+		l.calls.add()
+		return nil, l.err
+	}
+	return l.ListerWatcher.Watch(ctx, o)
+}
+
+// callInstants counts the calls made at each instant of a synctest
+// bubble's clock, where informers that retry together call at one instant.
+type callInstants struct {
+	mu sync.Mutex
+	at map[time.Time]int
+}
+
+func (c *callInstants) add() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at == nil {
+		c.at = map[time.Time]int{}
+	}
+	c.at[time.Now()]++
+}
+
+// most returns the most calls made at one instant after from.
+func (c *callInstants) most(from time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := 0
+	for at, k := range c.at {
+		if at.After(from) {
+			m = max(m, k)
+		}
+	}
+	return m
+}
+
+// logCapture is a slog.Handler that keeps every record.
+type logCapture struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (c *logCapture) Enabled(context.Context, slog.Level) bool { return true }
+func (c *logCapture) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *logCapture) WithGroup(string) slog.Handler            { return c }
+func (c *logCapture) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recs = append(c.recs, r.Clone())
+	return nil
+}
+
+func (c *logCapture) records() []slog.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]slog.Record(nil), c.recs...)
+}
+
+// count returns how many records were logged at level.
+func (c *logCapture) count(level slog.Level) int {
+	n := 0
+	for _, r := range c.records() {
+		if r.Level == level {
+			n++
+		}
+	}
+	return n
+}
+
+// withMessage returns how many records were logged at level with msg.
+func (c *logCapture) withMessage(level slog.Level, msg string) int {
+	n := 0
+	for _, r := range c.records() {
+		if r.Level == level && r.Message == msg {
+			n++
+		}
+	}
+	return n
+}
