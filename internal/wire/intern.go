@@ -173,7 +173,9 @@ func (t *internTable) internBytesFrom(b []byte) []byte {
 // stringInterner decodes every string-kind value (string and named string
 // types such as corev1.PodPhase or types.UID) through its table, except
 // the fields that are different in every object (uniqueField): interning
-// those would only push useful strings out of the table.
+// those would only push useful strings out of the table. With a nil table
+// it copies every string, and is there for what its decoder does with
+// null (internDecoder.Decode).
 type stringInterner struct {
 	jsoniter.DummyExtension
 	table *internTable
@@ -220,23 +222,39 @@ func uniqueField(structName, fieldName string) bool {
 
 type internDecoder struct{ table *internTable }
 
+// Decode leaves the string as it was on null, as encoding/json does: a
+// field given twice, the second time null, keeps its first value.
 func (d internDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
-	*(*string)(ptr) = readInterned(it, d.table)
+	switch it.WhatIsNext() {
+	case jsoniter.StringValue:
+		*(*string)(ptr) = readStringValue(it, d.table)
+	case jsoniter.NilValue:
+		it.ReadNil()
+	default:
+		*(*string)(ptr) = it.ReadString() // reports the error
+	}
 }
 
 // readInterned reads a JSON string (null reads as "") through table t.
-// A string the table has is not copied out of the stream at all when it
-// lies whole in the read buffer (stringInBuffer): it is looked up by its
-// bytes there. Any other string is read (readString), then interned. A nil
-// table copies every string.
+// A nil table copies every string.
 func readInterned(it *jsoniter.Iterator, t *internTable) string {
 	if it.WhatIsNext() == jsoniter.StringValue {
-		if b, ok := stringInBuffer(it); ok {
-			return t.internFrom(b)
-		}
-		if s, ok := readString(it); ok {
-			return t.intern(s)
-		}
+		return readStringValue(it, t)
+	}
+	return t.intern(it.ReadString())
+}
+
+// readStringValue reads the JSON string at the iterator's position, where
+// WhatIsNext has just reported a StringValue, through table t. A string
+// the table has is not copied out of the stream at all when it lies whole
+// in the read buffer (stringInBuffer): it is looked up by its bytes there.
+// Any other string is read (readString), then interned.
+func readStringValue(it *jsoniter.Iterator, t *internTable) string {
+	if b, ok := stringInBuffer(it); ok {
+		return t.internFrom(b)
+	}
+	if s, ok := readString(it); ok {
+		return t.intern(s)
 	}
 	return t.intern(it.ReadString())
 }

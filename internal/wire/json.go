@@ -28,14 +28,13 @@ const readBufferSize = 32 << 10
 // cache is not shared with other codecs, so the options of one codec cannot
 // leak into another). It encodes maps with sorted keys, so that an event
 // re-encoded for a second pass (an object sent before its type) decodes the
-// same every time. With a table, short strings are interned in it (see
-// intern.go); with parts, maps, slices and struct pointers are shared
-// through it (json_share.go).
+// same every time. Strings are read by stringInterner's decoder, which
+// leaves a string as it was on null; with a table, short strings are
+// interned in it (see intern.go); with parts, maps, slices and struct
+// pointers are shared through it (json_share.go).
 func newJSONAPI(dropManagedFields bool, table *internTable, parts *partTable) jsoniter.API {
 	api := jsoniter.Config{CaseSensitive: true, SortMapKeys: true}.Froze()
-	if table != nil {
-		api.RegisterExtension(&stringInterner{table: table})
-	}
+	api.RegisterExtension(&stringInterner{table: table}) // a nil table copies
 	api.RegisterExtension(&valueTypes{table: table})
 	if dropManagedFields {
 		api.RegisterExtension(&managedFieldsSkipper{})
@@ -171,6 +170,12 @@ func readAny(it *jsoniter.Iterator) any {
 // int64, anything else a float64, and a number out of float64's range is an
 // error.
 func convertNumber(s string) (any, error) {
+	// json-iterator's ReadNumber collects the characters a number may
+	// have without checking its grammar ("01", "1." pass), which
+	// encoding/json refuses.
+	if !validJSONNumber(s) {
+		return nil, fmt.Errorf("invalid number %q", s)
+	}
 	if !strings.Contains(s, ".") {
 		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 			return i, nil
@@ -181,4 +186,46 @@ func convertNumber(s string) (any, error) {
 		return nil, fmt.Errorf("number %s: %w", s, err)
 	}
 	return f, nil
+}
+
+// validJSONNumber reports whether s is a number in JSON's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validJSONNumber(s string) bool {
+	digits := func(i int) int { // the end of a run of digits from i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = digits(i)
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(s)
 }

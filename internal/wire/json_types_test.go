@@ -56,6 +56,8 @@ func TestValueTypesMatchApimachinery(t *testing.T) {
 		`{"i":{}}`,
 		`{"i":"a\"b\u00e9"}`,
 		`{"m":{"a":"b","c":null,"":"e","a":"z"}}`,
+		// a key given twice, then null: a string keeps its value
+		`{"raw":"a","raw":null}`,
 		`{"m":{"a":1}}`,
 		`{"m":[]}`,
 		`{"ts":["2026-05-04T03:02:01Z",null]}`,
