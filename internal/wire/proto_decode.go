@@ -30,8 +30,9 @@ import (
 //     quantities are remembered by their bytes (proto_quantity.go).
 //
 // The result equals the generated Unmarshal's for every input that
-// Unmarshal accepts (TestProtoDecodeMatchesGenerated on 150 kinds of
-// random objects, TestProtoDecodeMutations); a few malformed inputs that
+// Unmarshal accepts (TestProtoDecodeMatchesGenerated on random objects of
+// every kind of k8s.io/api, TestProtoDecodeForwardCompatibleEveryKind,
+// TestProtoDecodeMutations); a few malformed inputs that
 // the generated code reads past are refused here (groups, a map key longer
 // than its entry, a map entry's field of the wrong wire type).
 
