@@ -41,6 +41,10 @@ const (
 	// execTimeout bounds one run of a plugin. Plugins run without a
 	// terminal, so one that takes longer is stuck.
 	execTimeout = time.Minute
+	// execFailureHold and execFailureHoldMax bound how long a plugin's
+	// failure is handed to the callers that ask after it.
+	execFailureHold    = time.Second
+	execFailureHoldMax = 16 * time.Second
 	// maxExecOutput bounds what is read of a plugin's standard output.
 	maxExecOutput = 1 << 20
 )
@@ -110,6 +114,15 @@ type execPlugin struct {
 	running  *execRun   // the run in progress, which other callers wait for
 	cached   *execCredential
 	lastCert *tls.Certificate // the certificate of the last run (nil: none), even if invalidated since
+	// failed is the error of the last run if it failed; callers that ask
+	// before failedUntil get it without running the plugin again. Many
+	// informers retry on backoffs of their own, so a failing plugin (an
+	// expired login) would otherwise run once for each of them, again and
+	// again. The hold doubles with each failure in a row, from
+	// execFailureHold to execFailureHoldMax, and a success ends it.
+	failed      error
+	failedUntil time.Time
+	failHold    time.Duration
 }
 
 // execCredentialObject is the ExecCredential object, in both versions.
@@ -182,7 +195,8 @@ type execRun struct {
 }
 
 // credential returns the cached credential if it has not expired, else runs
-// the plugin, or waits for the run another caller started. A caller waits
+// the plugin, or waits for the run another caller started (or, for a while
+// after a run failed, returns that run's error). A caller waits
 // only as long as its own context lets it; the run itself is not bound by
 // any caller's context (only by execTimeout): a caller that gives up (a
 // LIST page's deadline, a cancelled watch) must not kill the run that the
@@ -193,6 +207,10 @@ func (p *execPlugin) credential(ctx context.Context) (*execCredential, error) {
 	if c := p.cached; c != nil && (c.expiry.IsZero() || p.now().Before(c.expiry)) {
 		p.mu.Unlock()
 		return c, nil
+	}
+	if err := p.failed; err != nil && p.now().Before(p.failedUntil) {
+		p.mu.Unlock()
+		return nil, err
 	}
 	r := p.running
 	if r == nil {
@@ -220,7 +238,11 @@ func (p *execPlugin) runFor(ctx context.Context, r *execRun) {
 	p.running = nil
 	r.cred, r.err = c, err
 	rotated := false
-	if err == nil {
+	if err != nil {
+		p.failHold = min(max(2*p.failHold, execFailureHold), execFailureHoldMax)
+		p.failed, p.failedUntil = err, p.now().Add(p.failHold)
+	} else {
+		p.failed, p.failHold = nil, 0
 		p.cached = c
 		// A certificate replaced, or dropped for a token: the
 		// connections made with the old one go, once.
@@ -253,11 +275,12 @@ func (p *execPlugin) invalidate(used *execCredential) {
 	}
 }
 
-// invalidateAll forgets the cached credential, whatever it is.
+// invalidateAll forgets the cached credential, whatever it is, and a
+// failure being held: the next request runs the plugin.
 func (p *execPlugin) invalidateAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cached = nil
+	p.cached, p.failed = nil, nil
 }
 
 // clientCertificate serves tls.Config.GetClientCertificate: the plugin's

@@ -495,3 +495,50 @@ func TestExecPluginRunOutlivesAnImpatientCaller(t *testing.T) {
 		t.Errorf("the plugin ran %d times, want 1: one caller giving up killed the run", n)
 	}
 }
+
+// A failing plugin (an expired login) is not run again for every caller
+// that asks after it: many informers retry on backoffs of their own, and
+// each would run it. Its error is handed back for a second, then two, up
+// to execFailureHoldMax; a success, or InvalidateCredentials, ends that.
+func TestExecPluginFailureIsHeldForAWhile(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	cfg := testPlugin(t, ExecAPIVersionV1, map[string]string{"LW_PLUGIN_MODE": "fail", "LW_PLUGIN_COUNT_FILE": runs})
+	p, err := newExecPlugin(*cfg, execCluster{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	p.now = func() time.Time { return now }
+	ask := func(wantRuns int, why string) {
+		t.Helper()
+		if _, err := p.credential(context.Background()); err == nil {
+			t.Fatalf("%s: a failing plugin gave a credential", why)
+		}
+		if n := countLines(t, runs); n != wantRuns {
+			t.Fatalf("%s: the plugin ran %d times, want %d", why, n, wantRuns)
+		}
+	}
+	ask(1, "first")
+	ask(1, "at once again")
+	now = now.Add(time.Second)
+	ask(2, "a second later")
+	now = now.Add(1500 * time.Millisecond)
+	ask(2, "1.5 s after the second failure")
+	now = now.Add(500 * time.Millisecond)
+	ask(3, "2 s after it")
+	p.invalidateAll()
+	ask(4, "after InvalidateCredentials")
+
+	for i := range p.cfg.Env {
+		if p.cfg.Env[i].Name == "LW_PLUGIN_MODE" {
+			p.cfg.Env[i].Value = "token"
+		}
+	}
+	now = now.Add(execFailureHoldMax)
+	if _, err := p.credential(context.Background()); err != nil {
+		t.Fatalf("the plugin works again: %v", err)
+	}
+	if p.failed != nil || p.failHold != 0 {
+		t.Errorf("a success left the failure held: %v for %v", p.failed, p.failHold)
+	}
+}
