@@ -17,47 +17,57 @@ import (
 )
 
 // failureLog is how an informer without a watch error handler logs a run
-// of list and watch failures: the first of a kind at once, then at most
-// one record per failureLogEvery while the kind does not change, with how
-// many failures there were and for how long, at Error once the run has
+// of list and watch failures: the first of each kind at once, then at most
+// one record per failureLogEvery for that kind while the run lasts, with
+// how many failures there were and for how long, at Error once the run has
 // lasted failureEscalateAfter; and its end, at Info, when the server
 // accepts a watch again. A reflector retries every 15 to 30 s at its
 // backoff's maximum: logging each retry makes about 2.7 warnings a minute
 // per informer, 8,000 an hour for a Factory of 50 while the apiserver is
-// down, each saying the same thing.
+// down, each saying the same thing. Kinds are remembered apart, so that
+// two that alternate (a load balancer that refuses some retries and
+// answers 503 to the others) are throttled too. Only list and watch
+// failures make a run: an object skipped or not applied is logged on its
+// own (logSkipped), and does not start a run that no accepted watch would
+// end.
 type failureLog struct {
 	mu         sync.Mutex
-	failures   int       // since the last accepted watch
-	since      time.Time // when the first of them came
-	logged     time.Time // when the last record was logged; zero: none in this run
-	class      string    // the kind of the last error logged
-	suppressed int       // failures not logged since the last record
+	failures   int                  // since the last accepted watch
+	since      time.Time            // when the first of them came
+	logged     map[string]time.Time // kind → when it was last logged in this run; empty: none
+	suppressed int                  // failures not logged since the last record
 }
 
 const (
 	failureLogEvery      = 5 * time.Minute
 	failureEscalateAfter = 5 * time.Minute
-	routineFailuresQuiet = 2 // routine failures (410, a cut stream) in a row that log nothing
+	routineFailuresQuiet = 2  // routine failures (410, a cut stream) in a row that log nothing
+	maxFailureKinds      = 16 // kinds remembered in one run; the oldest is forgotten past it
 )
 
 // logFailure logs err, or counts it, as failureLog says.
 func (s *SharedIndexInformer[T]) logFailure(err error) {
+	if errors.Is(err, reflector.ErrSkipped) {
+		s.logSkipped(err)
+		return
+	}
 	f := &s.failures
 	now := time.Now()
+	class := errorClass(err)
 	f.mu.Lock()
 	if f.failures == 0 {
 		f.since = now
 	}
 	f.failures++
-	class := errorClass(err)
+	last, seen := f.logged[class]
 	var msg string
 	switch {
-	case isRoutine(err) && f.failures <= routineFailuresQuiet && f.logged.IsZero():
+	case isRoutine(err) && f.failures <= routineFailuresQuiet && len(f.logged) == 0:
 		// The reflector's own recovery: a relist after 410, a resumed
 		// watch after a cut stream. Debug only (the reflector logs it).
-	case class != f.class:
+	case !seen:
 		msg = "informer: list/watch failing; retrying with backoff"
-	case now.Sub(f.logged) >= failureLogEvery:
+	case now.Sub(last) >= failureLogEvery:
 		msg = "informer: list/watch still failing; retrying with backoff"
 	}
 	if msg == "" {
@@ -70,11 +80,37 @@ func (s *SharedIndexInformer[T]) logFailure(err error) {
 		level = slog.LevelError
 	}
 	failures, since, suppressed := f.failures, f.since, f.suppressed
-	f.class, f.logged, f.suppressed = class, now, 0
+	f.remember(class, now)
+	f.suppressed = 0
 	f.mu.Unlock()
 	s.logger.Log(context.Background(), level, msg, "resource", s.name, "err", err,
 		"failures", failures, "failingFor", now.Sub(since).Round(time.Second).String(),
 		"notLogged", suppressed)
+}
+
+// remember notes that class was logged at now, forgetting the kind logged
+// longest ago when there are too many. f.mu is held.
+func (f *failureLog) remember(class string, now time.Time) {
+	if f.logged == nil {
+		f.logged = map[string]time.Time{}
+	}
+	if _, ok := f.logged[class]; !ok && len(f.logged) >= maxFailureKinds {
+		oldest := ""
+		for c, at := range f.logged {
+			if oldest == "" || at.Before(f.logged[oldest]) {
+				oldest = c
+			}
+		}
+		delete(f.logged, oldest)
+	}
+	f.logged[class] = now
+}
+
+// logSkipped logs an error about one object (skipped by the reflector, or
+// not applied to the cache, or a resync that failed): not a failure of the
+// list or watch, which goes on.
+func (s *SharedIndexInformer[T]) logSkipped(err error) {
+	s.logger.Warn("informer: an object was skipped", "resource", s.name, "err", err)
 }
 
 // recovered is called when the server accepts a watch after failures.
@@ -82,8 +118,8 @@ func (s *SharedIndexInformer[T]) recovered() {
 	f := &s.failures
 	now := time.Now()
 	f.mu.Lock()
-	failures, since, logged := f.failures, f.since, !f.logged.IsZero()
-	f.failures, f.since, f.logged, f.class, f.suppressed = 0, time.Time{}, time.Time{}, "", 0
+	failures, since, logged := f.failures, f.since, len(f.logged) > 0
+	f.failures, f.since, f.logged, f.suppressed = 0, time.Time{}, nil, 0
 	f.mu.Unlock()
 	if logged {
 		s.logger.Info("informer: watching again", "resource", s.name,

@@ -2,6 +2,7 @@ package informer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/listwatch/listwatch/indexer"
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/internal/fakelw"
 	"github.com/listwatch/listwatch/internal/rest"
@@ -237,4 +239,99 @@ func (c *logCapture) withMessage(level slog.Level, msg string) int {
 		}
 	}
 	return n
+}
+
+// An object the informer could not index, once, at start (logged, as it
+// should be), must not turn a routine 410 an hour later into an Error
+// "list/watch failing" record that says the informer has been failing
+// for an hour: the apply loop's error is not a list/watch failure, and no
+// accepted watch ever ends its "run".
+func TestApplyErrorDoesNotMakeALaterRoutine410AnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logCapture
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bad"}})
+		inf := informer.New[*corev1.Pod](src,
+			informer.WithLogger[*corev1.Pod](slog.New(&logs)),
+			informer.WithIndexers(indexer.Indexers[*corev1.Pod]{
+				"byName": func(p *corev1.Pod) ([]string, error) {
+					if p.Name == "bad" {
+						return nil, errors.New("cannot index it")
+					}
+					return []string{p.Name}, nil
+				},
+			}))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go inf.Run(ctx)
+		synctest.Wait()
+		before := len(logs.records()) // the index error, at Warn: fine
+
+		time.Sleep(time.Hour)
+		src.FailWatch(fakelw.Status(410, metav1.StatusReasonExpired, "too old resource version"))
+		src.CloseWatches()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		for _, r := range logs.records()[before:] {
+			if r.Level >= slog.LevelInfo && r.Message != "informer: an object was skipped" { // the relist applies it again
+				var attrs []string
+				r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a.String()); return true })
+				t.Errorf("a routine 410 an hour after an index error logged at %s: %q %v", r.Level, r.Message, attrs)
+			}
+		}
+		cancel()
+		synctest.Wait()
+	})
+}
+
+// An apiserver behind a load balancer, restarting for an hour: some
+// retries are refused at the TCP level, others answered 503 by the load
+// balancer. Two kinds of failure that alternate are still one run: they
+// must not log a warning per retry, as before the failure log.
+func TestAlternatingFailuresAreThrottledToo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logCapture
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api/v1/pods",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+		unavailable := &rest.APIError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 503, Reason: metav1.StatusReasonServiceUnavailable}, Method: "GET"}
+		var calls atomic.Int64
+		var down atomic.Bool
+		down.Store(true)
+		lw := alternatingLW{ListerWatcher: src, down: &down, calls: &calls, errs: []error{refused, unavailable}}
+		inf := informer.New[*corev1.Pod](lw, informer.WithLogger[*corev1.Pod](slog.New(&logs)))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go inf.Run(ctx)
+		time.Sleep(time.Hour)
+		down.Store(false)
+		time.Sleep(2 * time.Minute)
+		failing := logs.count(slog.LevelWarn) + logs.count(slog.LevelError)
+		if failing > 2*15 {
+			t.Errorf("%d warnings and errors for %d retries in an hour of one outage of two kinds, want at most 15 for each", failing, calls.Load())
+		}
+		cancel()
+		synctest.Wait()
+	})
+}
+
+type alternatingLW struct {
+	reflector.ListerWatcher[*corev1.Pod]
+	down  *atomic.Bool
+	calls *atomic.Int64
+	errs  []error
+}
+
+func (l alternatingLW) List(ctx context.Context, o reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	if l.down.Load() {
+		return reflector.ListMeta{}, l.errs[l.calls.Add(1)%int64(len(l.errs))]
+	}
+	return l.ListerWatcher.List(ctx, o, add)
+}
+
+func (l alternatingLW) Watch(ctx context.Context, o reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	if l.down.Load() {
+		return nil, l.errs[l.calls.Add(1)%int64(len(l.errs))]
+	}
+	return l.ListerWatcher.Watch(ctx, o)
 }

@@ -210,7 +210,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 		case ctx.Err() != nil, errors.Is(err, deltafifo.ErrClosed):
 			return nil
 		case err != nil:
-			s.reportError(err)
+			s.reportApplyError(err)
 		}
 	}
 }
@@ -363,7 +363,7 @@ func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
 		case now := <-tick:
 			if s.processor.ShouldResync(now) {
 				if err := s.fifo.Resync(); err != nil && !errors.Is(err, deltafifo.ErrClosed) {
-					s.reportError(err)
+					s.reportApplyError(err)
 				}
 			}
 		}
@@ -545,22 +545,41 @@ func (s *SharedIndexInformer[T]) runningReflector() *reflector.Reflector[T] {
 	return s.reflector
 }
 
+// reportError hands err, a list or watch error from the reflector, to the
+// error handler, or logs it as one failure of a run (failureLog).
 func (s *SharedIndexInformer[T]) reportError(err error) {
+	if !s.callErrorHandler(err) {
+		s.logFailure(err)
+	}
+}
+
+// reportApplyError hands err, a change the cache could not take or a
+// resync that failed, to the error handler, or logs it: not a failure of
+// the list or watch, it is no part of a run of them.
+func (s *SharedIndexInformer[T]) reportApplyError(err error) {
+	if !s.callErrorHandler(err) {
+		s.logSkipped(err)
+	}
+}
+
+// callErrorHandler hands err to the error handler, if there is one, and
+// reports whether there was.
+func (s *SharedIndexInformer[T]) callErrorHandler(err error) bool {
 	s.mu.Lock()
 	h := s.errorHandler
 	s.mu.Unlock()
-	if h != nil {
-		defer func() {
-			if p := recover(); p != nil {
-				// The goroutine that called it (the reflector's, say) is
-				// the informer's, not the handler's: it goes on.
-				s.logger.Error("watch error handler panicked", "resource", s.name, "err", err, "panic", p)
-			}
-		}()
-		h(err)
-		return
+	if h == nil {
+		return false
 	}
-	s.logFailure(err)
+	defer func() {
+		if p := recover(); p != nil {
+			// The goroutine that called it (the reflector's, say) is
+			// the informer's, not the handler's: it goes on.
+			s.logger.Error("watch error handler panicked", "resource", s.name, "err", err, "panic", p)
+		}
+	}()
+	h(err)
+	return true
 }
 
 // isNilPointer reports a typed nil pointer in an interface.

@@ -73,13 +73,14 @@ func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
 }
 
 // WithLogger sets where the informer logs: its errors with no
-// SetWatchErrorHandler (a failed list or watch, an object skipped: the
-// first of a kind as a warning, then a reminder every 5 minutes while it
-// lasts, an error once it has lasted 5 minutes, and its end as info; a
-// 410 or a cut stream that the reflector recovers from at once, at debug
-// only), a handler's panic with no WithHandlerErrorHandler (errors, with
-// the stack at most once a minute per handler), a change of list mode
-// (info: a server without streaming lists), and what it does (debug).
+// SetWatchErrorHandler (a failed list or watch: the first of each kind as
+// a warning, then a reminder every 5 minutes while it lasts, an error once
+// the failures have lasted 5 minutes, and their end as info; a 410 or a
+// cut stream that the reflector recovers from at once, at debug only; an
+// object skipped or not applied, a warning each), a handler's panic with
+// no WithHandlerErrorHandler (errors, with the stack at most once a minute
+// per handler), a change of list mode (info: a server without streaming
+// lists), and what it does (debug).
 // The default is slog.Default().
 func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 	return func(o *options[T]) {
@@ -96,7 +97,10 @@ func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {
 // SetTransform or SetWatchErrorHandler for the reflector: its transform
 // runs instead, and its error handler is called for list and watch errors
 // instead of the informer's (which then neither hears of them nor logs
-// them). Give those to the informer instead.
+// them); a reflector.WithRecoveredHandler replaces the one that ends the
+// informer's log of a run of failures (see WithLogger), whose next runs
+// would then be logged as one, never ended. Give those to the informer
+// instead.
 func WithReflectorOptions[T metav1.Object](opts ...reflector.Option[T]) Option[T] {
 	return func(o *options[T]) { o.reflector = append(o.reflector, opts...) }
 }
