@@ -32,3 +32,40 @@ func TestRetryAfterPastMaximumIsSpread(t *testing.T) {
 		t.Errorf("100 informers told Retry-After: 60s waited %d distinct durations: they come back together", len(waits))
 	}
 }
+
+// A Retry-After below the backoff's maximum is honoured: the server asked
+// for 25 s, and the maximum (30 s) leaves room to wait that long. Coming
+// back after 20 s, as the spread over [2/3, 1] of the maximum allows, asks
+// a server that is shedding load before it said it could take more.
+func TestRetryAfterBelowMaximumIsHonoured(t *testing.T) {
+	r := New[*corev1.Pod](nil, nil, WithBackoff[*corev1.Pod](10*time.Millisecond, 30*time.Second))
+	err := &rest.APIError{ErrStatus: metav1.Status{Code: 429, Reason: metav1.StatusReasonTooManyRequests}, RetryAfter: 25 * time.Second}
+	for range 1000 {
+		s := runState{backoff: newBackoff(r.opt.backoffInitial, r.opt.backoffMax)}
+		if w := r.backoffFor(&s, err); w < 25*time.Second || w > 30*time.Second {
+			t.Fatalf("Retry-After 25s with a maximum of 30s: waited %v, want 25s to 30s", w)
+		}
+	}
+}
+
+// Extremes of WithBackoff: nothing negative, nothing past the maximum, no
+// panic from rand.N, with a Retry-After of centuries.
+func TestRetryAfterWithExtremeBackoffs(t *testing.T) {
+	for _, b := range [][2]time.Duration{
+		{time.Nanosecond, time.Nanosecond}, {10 * time.Millisecond, 30 * time.Millisecond},
+		{time.Second, time.Millisecond}, {0, 0}, {time.Millisecond, 1<<63 - 1},
+	} {
+		r := New[*corev1.Pod](nil, nil, WithBackoff[*corev1.Pod](b[0], b[1]))
+		for _, ra := range []time.Duration{time.Nanosecond, time.Millisecond, time.Minute, 1<<63 - 1} {
+			err := &rest.APIError{ErrStatus: metav1.Status{Code: 429}, RetryAfter: ra}
+			for range 100 {
+				s := runState{backoff: newBackoff(r.opt.backoffInitial, r.opt.backoffMax)}
+				for range 70 {
+					if w := r.backoffFor(&s, err); w <= 0 || w > r.opt.backoffMax {
+						t.Fatalf("WithBackoff(%v, %v), Retry-After %v: waited %v (max %v)", b[0], b[1], ra, w, r.opt.backoffMax)
+					}
+				}
+			}
+		}
+	}
+}

@@ -22,8 +22,8 @@
 //   - 429 and 5xx answers, dropped connections and malformed streams back
 //     off with jitter (honouring Retry-After, plus up to half of it at
 //     random so that informers turned away together come back apart, up
-//     to the backoff's maximum; a Retry-After past two thirds of the
-//     maximum waits two thirds to all of it, spread the same way)
+//     to the backoff's maximum; a Retry-After at or past the maximum
+//     waits two thirds to all of it, spread the same way)
 //     and resume without relisting; a watch that moved the cache forward
 //     before it broke resumes after the backoff's first wait. A watch that
 //     fails twice in a row in its stream at the same resourceVersion, on

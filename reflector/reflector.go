@@ -367,14 +367,19 @@ func (r *Reflector[T]) backoffFor(s *runState, err error) time.Duration {
 		// Up to half as long again, drawn at random: the informers a
 		// busy server turned away together must not all come back at
 		// the same instant, and be turned away together again.
-		// A Retry-After at or past the maximum must be spread too: capped
-		// at the maximum after the draw, every informer a server asked to
-		// wait a minute would come back at the same instant, the maximum,
-		// and be turned away together again, for ever. So the draw is in
-		// [2/3, 1] of the maximum then. (Also: a Retry-After of centuries
-		// must not overflow.)
-		ra = min(ra, r.opt.backoffMax/3*2)
-		wait = max(wait, min(ra+rand.N(ra/2+1), r.opt.backoffMax))
+		// Below the maximum it is honoured, the draw cut at the maximum.
+		// At or past it, it must be spread too: capped at the maximum
+		// after the draw, every informer a server asked to wait a minute
+		// would come back at the same instant, the maximum, and be
+		// turned away together again, for ever. So the draw is in
+		// [2/3, 1] of the maximum then (and a Retry-After of centuries
+		// does not overflow).
+		if ra < r.opt.backoffMax {
+			wait = max(wait, ra+rand.N(min(ra/2, r.opt.backoffMax-ra)+1))
+		} else {
+			lo := r.opt.backoffMax / 3 * 2
+			wait = max(wait, lo+rand.N(r.opt.backoffMax-lo+1))
+		}
 	}
 	return wait
 }
