@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 )
@@ -60,8 +59,11 @@ type caFileTransport struct {
 // use).
 func newCAFileTransport(t *TLSConfig, log *slog.Logger) (*caFileTransport, *x509.CertPool, error) {
 	f := &caFileTransport{path: t.CAFile, caData: t.CAData, log: log}
-	stamp, _ := stampOf(f.path) // a failure is ReadFile's too
-	data, err := os.ReadFile(f.path)
+	stamp, err := stampOf(f.path)
+	var data []byte
+	if err == nil {
+		data, err = readCAFile(stamp, f.path)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("TLS: reading CA file: %w", err)
 	}
@@ -122,7 +124,7 @@ func (f *caFileTransport) refresh(force bool) {
 	}
 	var data []byte
 	if err == nil {
-		data, err = os.ReadFile(f.path)
+		data, err = readCAFile(stamp, f.path)
 	}
 	if err == nil {
 		f.stamp = stamp // not read again until it changes, whether it loads or not
@@ -157,6 +159,17 @@ func (f *caFileTransport) refresh(force bool) {
 	f.mu.Unlock()
 	f.log.Info("CA file changed; new connections verify the apiserver against its certificates", "path", f.path)
 	old.CloseIdleConnections()
+}
+
+// readCAFile reads the CA file whose stamp is stamp, if it is a regular
+// file: a directory fails, and a named pipe or a device (/dev/zero through
+// a symlink) would block, or never end, under caFileTransport's lock that
+// every request takes.
+func readCAFile(stamp fileStamp, path string) ([]byte, error) {
+	if !stamp.info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", path, stamp.info.Mode().Type())
+	}
+	return readFileLimited(path, maxKubeconfigSize)
 }
 
 // wholePEM fails when data ends in the middle of a PEM block: a file being

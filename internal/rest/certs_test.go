@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -639,5 +640,54 @@ func TestCAFileRewrittenUnderLoad(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// A CA file path that comes to name something that is not a regular file
+// (a directory, a named pipe, a device such as /dev/zero through a
+// symlink) must not stop the Client: the roots read before stay in use.
+// A pipe nobody writes to blocks os.ReadFile for ever, under the lock
+// that every request of the Client takes first.
+func TestCAFileThatIsNoLongerARegularFileKeepsTheClientGoing(t *testing.T) {
+	oldCA := newTestCA(t, "old-ca")
+	srv := newRotatingServer(t, oldCA)
+	dir := t.TempDir()
+	caFile := writeFile(t, filepath.Join(dir, "ca.crt"), string(oldCA.certPEM))
+	c, _ := newCAFileClient(t, srv, caFile)
+	get(t, c, "/")
+
+	for name, replace := range map[string]func(){
+		"a directory": func() {
+			if err := os.Remove(caFile); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(caFile, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"a named pipe": func() {
+			if err := os.Remove(caFile); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(caFile, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		replace()
+		done := make(chan error, 1)
+		go func() { done <- getErr(c, "/") }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("with the CA file %s: %v", name, err)
+			}
+		case <-time.After(10 * time.Second): // a deadline, not a wait
+			// Let the blocked read end, so that the test can.
+			if f, err := os.OpenFile(caFile, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+			t.Fatalf("with the CA file %s: a request still waits after 10 s", name)
+		}
 	}
 }
