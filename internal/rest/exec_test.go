@@ -481,10 +481,10 @@ func TestExecPluginRunOutlivesAnImpatientCaller(t *testing.T) {
 	w.Close() // the plugin answers
 	// A second run, if one was started, waits for a writer of the fifo
 	// too: let it through rather than wait for execTimeout.
-	var c *execCredential
-	for c == nil {
+	for answered := false; !answered; {
 		select {
-		case c = <-second:
+		case <-second: // nil after an error, which the goroutine reported
+			answered = true
 		case <-time.After(10 * time.Millisecond):
 			if fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 				syscall.Close(fd)
