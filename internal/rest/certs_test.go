@@ -669,9 +669,7 @@ func TestCAFileThatIsNoLongerARegularFileKeepsTheClientGoing(t *testing.T) {
 			if err := os.Remove(caFile); err != nil {
 				t.Fatal(err)
 			}
-			if err := syscall.Mkfifo(caFile, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			mkfifo(t, caFile)
 		},
 	} {
 		replace()

@@ -89,9 +89,7 @@ func TestExecPluginToken(t *testing.T) {
 func TestExecPluginWaitersFollowTheirContext(t *testing.T) {
 	dir := t.TempDir()
 	fifo, count := filepath.Join(dir, "fifo"), filepath.Join(dir, "count")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, fifo)
 	cfg := testPlugin(t, ExecAPIVersionV1, map[string]string{
 		"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_COUNT_FILE": count, "LW_PLUGIN_WAIT_FIFO": fifo,
 	})
@@ -446,9 +444,7 @@ func TestExecPluginConfigErrors(t *testing.T) {
 func TestExecPluginRunOutlivesAnImpatientCaller(t *testing.T) {
 	dir := t.TempDir()
 	fifo, starts := filepath.Join(dir, "fifo"), filepath.Join(dir, "starts")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, fifo)
 	cfg := testPlugin(t, ExecAPIVersionV1, map[string]string{
 		"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_START_FILE": starts, "LW_PLUGIN_WAIT_FIFO": fifo,
 	})
