@@ -47,7 +47,7 @@ const (
 
 // logFailure logs err, or counts it, as failureLog says.
 func (s *SharedIndexInformer[T]) logFailure(err error) {
-	if errors.Is(err, reflector.ErrSkipped) {
+	if errors.Is(err, reflector.ErrSkipped) || errors.Is(err, reflector.ErrRejected) {
 		s.logSkipped(err)
 		return
 	}

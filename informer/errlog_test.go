@@ -335,3 +335,71 @@ func (l alternatingLW) Watch(ctx context.Context, o reflector.WatchOptions) (ref
 	}
 	return l.ListerWatcher.Watch(ctx, o)
 }
+
+// An object the reflector rejects in a watch (no resourceVersion, a "/" in
+// its name: ErrRejected, not ErrSkipped) is skipped while the watch goes
+// on. It is an object skipped, a warning of its own: not a "list/watch
+// failing; retrying with backoff" that nothing retries, followed by a
+// "watching again" when the next watch opens, and not the start of a run
+// that makes a routine 410 later an Error.
+func TestRejectedObjectIsNotAListWatchFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logCapture
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		var injected atomic.Bool
+		lw := rejectingLW{ListerWatcher: src, injected: &injected}
+		inf := informer.New[*corev1.Pod](lw, informer.WithLogger[*corev1.Pod](slog.New(&logs)))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go inf.Run(ctx)
+		synctest.Wait()
+		time.Sleep(time.Hour) // watches end and open again meanwhile
+		src.FailWatch(fakelw.Status(410, metav1.StatusReasonExpired, "too old resource version"))
+		src.CloseWatches()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if !injected.Load() {
+			t.Fatal("no rejected object was sent")
+		}
+		if n := logs.withMessage(slog.LevelWarn, "informer: an object was skipped"); n != 1 {
+			t.Errorf("%d warnings of an object skipped, want 1", n)
+		}
+		for _, r := range logs.records() {
+			if r.Level >= slog.LevelInfo && r.Message != "informer: an object was skipped" {
+				var attrs []string
+				r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a.String()); return true })
+				t.Errorf("one rejected object logged at %s: %q %v", r.Level, r.Message, attrs)
+			}
+		}
+		cancel()
+		synctest.Wait()
+	})
+}
+
+// rejectingLW's first watch sends, first, a pod without a resourceVersion.
+type rejectingLW struct {
+	reflector.ListerWatcher[*corev1.Pod]
+	injected *atomic.Bool
+}
+
+func (l rejectingLW) Watch(ctx context.Context, o reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	w, err := l.ListerWatcher.Watch(ctx, o)
+	if err != nil || l.injected.Swap(true) {
+		return w, err
+	}
+	return &rejectingWatcher{Watcher: w}, nil
+}
+
+type rejectingWatcher struct {
+	reflector.Watcher[*corev1.Pod]
+	sent bool
+}
+
+func (w *rejectingWatcher) Next() (reflector.Event[*corev1.Pod], error) {
+	if !w.sent {
+		w.sent = true
+		return reflector.Event[*corev1.Pod]{Type: reflector.Added,
+			Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "no-rv"}}}, nil
+	}
+	return w.Watcher.Next()
+}

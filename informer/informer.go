@@ -491,7 +491,8 @@ func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 // goroutines (the reflector's, the one applying changes, the resync
 // timer's), possibly at once, so it must be safe for concurrent use, and
 // must not block. Without it, the informer logs them (see WithLogger: a
-// run of failures once, a reminder every 5 minutes, its end). A panic
+// run of list/watch failures once per kind, a reminder every 5 minutes,
+// its end; an object skipped or not applied, a warning each). A panic
 // in f is logged as an error and goes no further. It must be called before
 // Run.
 func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(error)) error {
