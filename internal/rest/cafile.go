@@ -62,7 +62,11 @@ func newCAFileTransport(t *TLSConfig, log *slog.Logger) (*caFileTransport, *x509
 	stamp, err := stampOf(f.path)
 	var data []byte
 	if err == nil {
-		data, err = readCAFile(stamp, f.path)
+		// Whatever the path names, as client-go reads it: a pipe from a
+		// shell's process substitution (--certificate-authority=<(...))
+		// or /dev/stdin is read once, here, under no lock that requests
+		// take. Only refresh refuses what is not a regular file.
+		data, err = readFileLimited(f.path, maxKubeconfigSize)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("TLS: reading CA file: %w", err)

@@ -689,3 +689,47 @@ func TestCAFileThatIsNoLongerARegularFileKeepsTheClientGoing(t *testing.T) {
 		}
 	}
 }
+
+// A CA file given as a pipe when the Client is made, as a shell's process
+// substitution gives one (kubectl --certificate-authority=<(...), or
+// /dev/stdin), is read then, as client-go reads it: only a path that
+// comes to name something else than a regular file later is refused,
+// since that read would be under the lock every request takes.
+func TestCAFileGivenAsAPipeAtStart(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	srv := newRotatingServer(t, ca)
+	pipe := filepath.Join(t.TempDir(), "ca-pipe")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(pipe, os.O_WRONLY, 0) // until the Client opens it
+		if err == nil {
+			_, err = f.Write(ca.certPEM)
+			f.Close()
+		}
+		wrote <- err
+	}()
+	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAFile: pipe, ServerName: "apiserver.test"}})
+	if err != nil {
+		// Let the writer go, so that the test ends.
+		if fd, err := syscall.Open(pipe, syscall.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			syscall.Close(fd)
+		}
+		t.Fatalf("a CA file given as a pipe: %v", err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- getErr(c, "/") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("with the CA read from a pipe: %v", err)
+		}
+	case <-time.After(10 * time.Second): // a deadline, not a wait
+		t.Fatal("a request still waits after 10 s")
+	}
+}

@@ -270,8 +270,11 @@ func (c *Client) DoShort(req *http.Request) (*http.Response, error) {
 }
 
 // InvalidateCredentials drops cached credentials: the next request runs the
-// exec plugin again or re-reads the token file. The client already does
-// this by itself when the apiserver answers 401.
+// exec plugin again (or waits for the run under way, whose failure is then
+// not held) or re-reads the token file. The client already does this by
+// itself when the apiserver answers 401. It also ends the hold of a failing
+// plugin's error (1 s, doubling up to 16 s while it keeps failing), which
+// otherwise delays by as much the first request to notice a login renewed.
 func (c *Client) InvalidateCredentials() {
 	c.auth.invalidate()
 }

@@ -119,10 +119,15 @@ type execPlugin struct {
 	// informers retry on backoffs of their own, so a failing plugin (an
 	// expired login) would otherwise run once for each of them, again and
 	// again. The hold doubles with each failure in a row, from
-	// execFailureHold to execFailureHoldMax, and a success ends it.
+	// execFailureHold to execFailureHoldMax; a success, or
+	// InvalidateCredentials, ends it.
 	failed      error
 	failedUntil time.Time
 	failHold    time.Duration
+	// invalidations counts invalidateAll calls: a run started before the
+	// last one failed with what the user has since replaced (a login
+	// renewed), and its failure is not held.
+	invalidations uint64
 }
 
 // execCredentialObject is the ExecCredential object, in both versions.
@@ -190,6 +195,7 @@ func newExecPlugin(cfg ExecConfig, cluster execCluster) (*execPlugin, error) {
 // execRun is one run of the plugin, shared by the callers that wait for it.
 type execRun struct {
 	done chan struct{} // closed when the run has ended and the fields are set
+	gen  uint64        // p.invalidations when it started
 	cred *execCredential
 	err  error
 }
@@ -214,7 +220,7 @@ func (p *execPlugin) credential(ctx context.Context) (*execCredential, error) {
 	}
 	r := p.running
 	if r == nil {
-		r = &execRun{done: make(chan struct{})}
+		r = &execRun{done: make(chan struct{}), gen: p.invalidations}
 		p.running = r
 		// Values (tracing) are kept; cancellation is not. The run's
 		// goroutine belongs to the plugin, not to this caller, and ends
@@ -238,10 +244,14 @@ func (p *execPlugin) runFor(ctx context.Context, r *execRun) {
 	p.running = nil
 	r.cred, r.err = c, err
 	rotated := false
-	if err != nil {
+	switch {
+	case err != nil && r.gen != p.invalidations:
+		// InvalidateCredentials came while it ran: handed to the callers
+		// that waited for it, not held for the next ones.
+	case err != nil:
 		p.failHold = min(max(2*p.failHold, execFailureHold), execFailureHoldMax)
 		p.failed, p.failedUntil = err, p.now().Add(p.failHold)
-	} else {
+	default:
 		p.failed, p.failHold = nil, 0
 		p.cached = c
 		// A certificate replaced, or dropped for a token: the
@@ -276,11 +286,14 @@ func (p *execPlugin) invalidate(used *execCredential) {
 }
 
 // invalidateAll forgets the cached credential, whatever it is, and a
-// failure being held: the next request runs the plugin.
+// failure being held, or that a run under way will end with: the next
+// request runs the plugin (or waits for the run under way), and the hold
+// starts again from execFailureHold.
 func (p *execPlugin) invalidateAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cached, p.failed = nil, nil
+	p.cached, p.failed, p.failHold = nil, nil, 0
+	p.invalidations++
 }
 
 // clientCertificate serves tls.Config.GetClientCertificate: the plugin's

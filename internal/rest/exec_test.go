@@ -538,3 +538,62 @@ func TestExecPluginFailureIsHeldForAWhile(t *testing.T) {
 		t.Errorf("a success left the failure held: %v for %v", p.failed, p.failHold)
 	}
 }
+
+// InvalidateCredentials while a run of a failing plugin is under way (the
+// user logs in again as the plugin fails with the old login) must not be
+// undone by that run: its failure, from before the call, is not held, and
+// the next request runs the plugin, as InvalidateCredentials says. The
+// hold's doubling starts again too.
+func TestExecPluginInvalidateDuringAFailingRunIsNotLost(t *testing.T) {
+	dir := t.TempDir()
+	fifo, starts := filepath.Join(dir, "fifo"), filepath.Join(dir, "starts")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testPlugin(t, ExecAPIVersionV1, map[string]string{
+		"LW_PLUGIN_MODE": "fail", "LW_PLUGIN_START_FILE": starts, "LW_PLUGIN_WAIT_FIFO": fifo,
+	})
+	p, err := newExecPlugin(*cfg, execCluster{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.failHold = execFailureHoldMax // it has been failing for a while
+	first := make(chan error, 1)
+	go func() {
+		_, err := p.credential(context.Background())
+		first <- err
+	}()
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // returns once the plugin runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.invalidateAll() // the user has logged in again, and says so
+	w.Close()         // the run, started before, fails
+	if err := <-first; err == nil {
+		t.Fatal("a failing plugin gave a credential")
+	}
+	second := make(chan error, 1)
+	go func() {
+		_, err := p.credential(context.Background())
+		second <- err
+	}()
+	for answered := false; !answered; {
+		select {
+		case <-second:
+			answered = true
+		case <-time.After(10 * time.Millisecond):
+			if fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				syscall.Close(fd)
+			}
+		}
+	}
+	if n := countLines(t, starts); n != 2 {
+		t.Errorf("the plugin ran %d times, want 2: the failure of a run started before InvalidateCredentials was held after it", n)
+	}
+	p.mu.Lock()
+	hold := p.failHold
+	p.mu.Unlock()
+	if hold != execFailureHold {
+		t.Errorf("after InvalidateCredentials and one failure the hold is %v, want %v", hold, execFailureHold)
+	}
+}
