@@ -41,10 +41,19 @@
 //     still behind after two minutes is not lagging: the Reflector takes
 //     its latest state, older as it is, so that the cache converges to
 //     what the server holds (client-go does at once). That refill is
-//     reported as ErrBackInTime; the handlers see objects go back. If a
-//     restored server passes the Store's version while the Reflector is
-//     away (backing off), the watch resumes there, and the changes it made
-//     up to that version are never seen, as with client-go. Restore etcd
+//     reported as ErrBackInTime; the handlers see objects go back.
+//   - A watch is not refused that way: kube-apiserver's watch cache
+//     accepts a watch from a resourceVersion it has not reached and sends
+//     only the events past it. So after the server was out of reach (no
+//     answer to a watch: connections refused, reset or timed out; or 502
+//     or 503 from a proxy), the first attempt is a list of one object, the
+//     server's newest state, whose resourceVersion tells whether it came
+//     back behind the Store (etcd restored from a backup while it was
+//     down); if it did, its state is taken at once (ErrBackInTime), else
+//     the watch resumes. One small LIST per outage; client-go has no such
+//     check, and after a restore its cache stays wrong. A server restored
+//     and back before the Reflector noticed it was away, or that passes
+//     the Store's version before the probe, is not caught: restore etcd
 //     with --bump-revision and --mark-compacted, which makes it a 410 and
 //     a relist at once, or set WithRelistInterval.
 //   - A watch answered 404 (the resource no longer served: its CRD

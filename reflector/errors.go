@@ -197,6 +197,18 @@ func answeredBadly(err error) bool {
 	return false
 }
 
+// outOfReach reports an error that says the server was not reached or did
+// not answer: no Status from it (a connection refused, reset or timed out,
+// a TLS handshake that failed, no answer at all), or a 502 or 503 from a
+// proxy in front of it with no server behind. Such a server may come back
+// restarted, or restored from a backup (Reflector.probe).
+func outOfReach(err error) bool {
+	if s, ok := statusOf(err); ok {
+		return s.Code == http.StatusBadGateway || s.Code == http.StatusServiceUnavailable
+	}
+	return !answeredBadly(err) && !errors.Is(err, errNoWatcher) && !errors.Is(err, context.Canceled)
+}
+
 // retryablePage reports a failed LIST page worth asking for again with the
 // same continue token: the server busy or failing for now (429, 500, 502,
 // 503 or 504) or the connection lost on the way. Not a

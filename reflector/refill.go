@@ -118,7 +118,7 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 		return fmt.Errorf("listing %s: storing the list: %w", r.opt.name, err)
 	}
 	if back {
-		r.tookOlderState(listRV, since)
+		r.tookOlderState(s, listRV, since)
 	}
 	return nil
 }
@@ -262,11 +262,16 @@ func (r *Reflector[T]) noteAwaitedBookmark() (stop func()) {
 
 // tookOlderState reports a refill that takes the cache back in time: the
 // server's latest state, at rv, is older than the Store's, at since, and
-// has been for behindPatience. The handlers see the objects go back.
-func (r *Reflector[T]) tookOlderState(rv, since string) {
+// has been for behindPatience, or was when the server came back after it
+// had been out of reach (probe). The handlers see the objects go back.
+func (r *Reflector[T]) tookOlderState(s *runState, rv, since string) {
+	why := fmt.Sprintf("the server has been behind for at least %v", behindPatience)
+	if s.behindSince.IsZero() {
+		why = "its newest state was older than the cache when it came back after it had been out of reach"
+	}
 	r.report(fmt.Errorf("listing %s: %w: its latest state is at resourceVersion %s, the cache was at %s, "+
-		"and the server has been behind for at least %v (restored from a backup, or the cache had a resourceVersion the server never had)",
-		r.opt.name, ErrBackInTime, rv, since, behindPatience))
+		"and %s (restored from a backup, or the cache had a resourceVersion the server never had)",
+		r.opt.name, ErrBackInTime, rv, since, why))
 }
 
 // initialEventsGrace is how long past the timeoutSeconds it asked for a
@@ -429,7 +434,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				return fmt.Errorf("listing %s (streaming): storing the initial events: %w", r.opt.name, err)
 			}
 			if back {
-				r.tookOlderState(rv, since)
+				r.tookOlderState(s, rv, since)
 			}
 			s.refilled()
 			s.streamCutAt = time.Time{}

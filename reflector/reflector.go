@@ -148,6 +148,11 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 				s.refilled()
 				continue
 			}
+		case s.probe:
+			err = r.probe(ctx, &s)
+			if err == nil {
+				continue
+			}
 		default:
 			err = r.watch(ctx, &s)
 		}
@@ -178,6 +183,8 @@ type runState struct {
 	failedInStream bool   // the last attempt's watch failed after it was opened
 	stuck          int    // watches that failed in their stream at stuckAt
 	stuckAt        string // the resourceVersion they failed at
+	probe          bool   // the server was out of reach: check it is not behind the Store before watching (probe)
+	probed         bool   // a probe found it was not, and no watch has opened since
 }
 
 // refilled records a Store refilled by a list. The backoff is not reset:
@@ -186,7 +193,7 @@ type runState struct {
 // for ever. It resets by itself once no failure has come for a while.
 func (s *runState) refilled() {
 	s.needList, s.listOnce, s.latest, s.listedAt, s.stuck, s.stuckAt = false, false, false, time.Now(), 0, ""
-	s.behindSince, s.takeOlder = time.Time{}, false
+	s.behindSince, s.takeOlder, s.probe, s.probed = time.Time{}, false, false, false
 	s.relistDraw = rand.Float64()
 }
 
@@ -228,7 +235,7 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// A watch stream that ended cleanly after doing some work:
 		// resume at once from the last resourceVersion. Failures before it
 		// are no longer "in a row".
-		s.stuck, s.stuckAt = 0, ""
+		s.stuck, s.stuckAt, s.probed = 0, "", false
 		return 0
 	case errors.Is(err, errRelistDue):
 		s.needList = true
@@ -244,6 +251,16 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		r.report(err)
 	}
 	refill := s.needList // the attempt that failed was a list
+	if s.failedInStream {
+		s.probed = false // a watch opened since the last probe
+	}
+	if !refill && !s.failedInStream && !s.probed && outOfReach(err) {
+		// No answer to a watch (or to a probe): the server may be
+		// restarting, and may come back restored from a backup. Once
+		// in a run of failures: a proxy that answers lists and 503s
+		// to watches must not double the requests.
+		s.probe = true
+	}
 
 	// Cases that return choose the wait themselves; the others share the
 	// backoff (and Retry-After) below.
@@ -403,6 +420,28 @@ func (r *Reflector[T]) watch(ctx context.Context, s *runState) error {
 	defer closeOnCancel(ctx, w)()
 	r.watching()
 	return r.follow(s, w, started)
+}
+
+// probe asks, before a watch resumes after the server was out of reach, for
+// the server's newest state, one object of it, to learn its resourceVersion.
+// A server restored from a backup while it was away is behind the Store,
+// and kube-apiserver accepts a watch from a resourceVersion it has not
+// reached and sends only the events past it: the watch would miss, and
+// never tell, every change the restored server made before it got there.
+// Newest state older than the Store's (a consistent read, not a lagging
+// cache): the Store is refilled with it at once (tookOlderState reports
+// it). Otherwise the watch resumes. One small LIST per return of a server
+// that was away; the object listed is dropped.
+func (r *Reflector[T]) probe(ctx context.Context, s *runState) error {
+	meta, err := r.lw.List(ctx, ListOptions{Limit: 1}, func(T) error { return nil })
+	if err != nil {
+		return fmt.Errorf("listing %s (one object, to see whether the server is behind the cache): %w", r.opt.name, err)
+	}
+	s.probe, s.probed = false, true
+	if since := r.LastSyncResourceVersion(); olderThan(meta.ResourceVersion, since) {
+		s.needList, s.latest, s.takeOlder = true, true, true
+	}
+	return nil
 }
 
 // closeOnCancel closes w when ctx ends, so that a Next blocked in a Watcher

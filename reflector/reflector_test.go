@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -217,14 +219,16 @@ func TestGoneOnResumeRelists(t *testing.T) {
 		defer run(t, r)()
 		synctest.Wait()
 		// The first watch fails; during the backoff, the server moves on
-		// and compacts, so the resumed watch meets 410 and relists.
+		// and compacts, so the resumed watch meets 410 and relists. (A
+		// 503 may be a server restarting: before the watch, a list of
+		// one object checks it is not behind the cache.)
 		src.Delete("ns/a")
 		src.Create(pod("b"))
 		src.Compact()
 		synctest.Wait()
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		assert.EqualValues(t, 2, src.Lists.Load())
+		assert.EqualValues(t, 3, src.Lists.Load()) // list, probe, relist
 		assert.Equal(t, sourceKeys(src), store.keys())
 		assert.Contains(t, store.calls(), "replace 1@3")
 	})
@@ -540,6 +544,85 @@ func TestRestoredServerIsFollowedBack(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRestoredServerBehindAWatchCacheIsProbed: the server is out of reach
+// (refused connections) while its storage is restored from a backup, and
+// comes back behind the cache. Like kube-apiserver's watch cache, it
+// accepts a watch from a resourceVersion it has not reached and sends only
+// the events past it: resumed there, the watch would never deliver the
+// restored state, nor what the server changes until it passes the cache's
+// resourceVersion. The Reflector's probe after the outage (a list of one
+// object) finds the server behind and takes its state at once, and says so.
+func TestRestoredServerBehindAWatchCacheIsProbed(t *testing.T) {
+	refused := fmt.Errorf("dial tcp 127.0.0.1:6443: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.AcceptFutureWatches()
+				var errs []error
+				var mu sync.Mutex
+				r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](mode),
+					reflector.WithErrorHandler[*corev1.Pod](func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }))
+				backup, stop := runPastABackup(t, src, store, r)
+				defer stop()
+
+				src.FailWatch(refused, refused) // the apiserver is down meanwhile
+				src.Restore(backup)             // back to resourceVersion 2; the watch ends
+				src.Create(pod("d"))            // 3: still behind the cache's 4
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				assert.Equal(t, []string{"a@1", "b@2", "d@3"}, store.keys(), "the server's state, taken at once")
+
+				src.Create(pod("e"))
+				src.Create(pod("f"))
+				synctest.Wait()
+				assert.Equal(t, sourceKeys(src), store.keys())
+				mu.Lock()
+				defer mu.Unlock()
+				var back error
+				for _, err := range errs {
+					if errors.Is(err, reflector.ErrBackInTime) {
+						back = err
+					}
+				}
+				if assert.Error(t, back, "the step back in time is reported") {
+					assert.Contains(t, back.Error(), "out of reach")
+				}
+			})
+		})
+	}
+}
+
+// TestRestartedServerCostsOneSmallList: a server out of reach for a while
+// (refused connections, then 503s from a proxy in front of it) that comes
+// back where it was costs one list of one object, whose object is dropped,
+// and no relist: the watch resumes.
+func TestRestartedServerCostsOneSmallList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		src.Create(pod("b"))
+		r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait()
+		src.FailWatch(refused, refused, fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "no endpoints"))
+		src.CloseWatches()
+		src.Create(pod("c"))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.EqualValues(t, 2, src.Lists.Load(), "the list, and one probe")
+		replaces := 0
+		for _, c := range store.calls() {
+			if strings.HasPrefix(c, "replace") {
+				replaces++
+			}
+		}
+		assert.Equal(t, 1, replaces, "no relist: %v", store.calls())
+		assert.Equal(t, sourceKeys(src), store.keys())
+	})
 }
 
 // TestServerBehindForMinutesIsTaken: a server restored from a backup that

@@ -59,6 +59,7 @@ type Source[T reflector.Object] struct {
 
 	listErrs, watchErrs []error
 	noInitialEvents     bool
+	futureWatches       bool
 	spin                SpinGuard
 
 	// Lists and Watches count the requests served.
@@ -149,7 +150,9 @@ func (s *Source[T]) writeLocked(typ reflector.EventType, obj T) {
 	ev := event[T]{rv: s.rv, typ: typ, obj: obj, prev: prev, hasPrev: hasPrev}
 	s.history = append(s.history, ev)
 	for w := range s.watchers {
-		w.send(ev)
+		if ev.rv > w.after {
+			w.send(ev)
+		}
 	}
 }
 
@@ -281,6 +284,19 @@ func (s *Source[T]) PendingFailures() (lists, watches int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.listErrs), len(s.watchErrs)
+}
+
+// AcceptFutureWatches makes a plain watch from a resourceVersion the Source
+// has not reached be accepted, and deliver only the events past it, as
+// kube-apiserver's watch cache does (testdata/conformance/too-large-rv-watch.json
+// in internal/e2e): after a restore from a backup, the changes made before
+// the server passes that resourceVersion are never sent. By default such a
+// watch is refused as TooLarge, as kube-apiserver with --watch-cache=false
+// does.
+func (s *Source[T]) AcceptFutureWatches() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.futureWatches = true
 }
 
 // RefuseStreaming makes streaming-list watches fail with 400 Bad Request,
@@ -488,7 +504,8 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 		s.watchErrs = s.watchErrs[1:]
 		return nil, err
 	}
-	if err := s.tooLargeLocked(opts.ResourceVersion); err != nil {
+	future := s.futureWatches && !opts.SendInitialEvents
+	if err := s.tooLargeLocked(opts.ResourceVersion); err != nil && !future {
 		return nil, err
 	}
 	w := newWatcher(ctx, match)
@@ -529,6 +546,7 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 				w.send(ev)
 			}
 		}
+		w.after = from
 	}
 	s.watchers[w] = struct{}{}
 	// A timeout longer than a Duration holds (292 years) is none.
@@ -578,6 +596,7 @@ func (t *tracked[T]) Close() error {
 type watcher[T reflector.Object] struct {
 	match     func(T) bool // the objects watched; nil: all
 	bookmarks bool         // the watch allows BOOKMARK events
+	after     uint64       // only events past this resourceVersion are sent
 	timer     *time.Timer  // ends the watch at its timeoutSeconds; nil: none
 	mu        sync.Mutex
 	queue     []reflector.Event[T]

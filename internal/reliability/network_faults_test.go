@@ -287,8 +287,11 @@ func TestRow20TLS(t *testing.T) {
 		p.cut() // connections made with the old certificate go
 		wr.touch("default", "p1")
 		converge(t, s, convergeBound, w)
-		if got := lists(s); got != 1 {
-			t.Errorf("LIST requests = %d, want 1", got)
+		// The list, and one list of one object if the cut came before
+		// a watch had its answer (the Reflector's probe that a server
+		// out of reach has not come back behind the cache).
+		if got := lists(s); got < 1 || got > 2 {
+			t.Errorf("LIST requests = %d, want 1, or 2 with a probe", got)
 		}
 		for _, e := range w.errs.all() {
 			if strings.Contains(e.err.Error(), "TLS") {
