@@ -112,9 +112,18 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.etcdPort, c.peerPort, c.apiPort = ports[0], ports[1], ports[2]
 
-	etcdArgs := append([]string{
+	if err := c.StartEtcd(ctx); err != nil {
+		return err
+	}
+	return c.StartAPIServer(ctx)
+}
+
+// etcdArgs are etcd's flags: the same on every start, so that a restarted
+// etcd serves the same data dir on the same ports.
+func (c *Cluster) etcdArgs() []string {
+	return append([]string{
 		"--name=listwatch-e2e",
-		"--data-dir=" + filepath.Join(c.dir, "etcd-data"),
+		"--data-dir=" + c.etcdDataDir(),
 		"--listen-client-urls=" + c.EtcdURL(),
 		"--advertise-client-urls=" + c.EtcdURL(),
 		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(c.peerPort),
@@ -123,17 +132,6 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--unsafe-no-fsync",
 		"--log-level=warn",
 	}, c.opts.EtcdFlags...)
-	etcd, err := startProcess("etcd", filepath.Join(c.opts.Binaries, "etcd"), etcdArgs, c.etcdLog())
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.etcd = etcd
-	c.mu.Unlock()
-	if err := c.waitReady(ctx, etcd, c.EtcdURL()+"/health", ""); err != nil {
-		return fmt.Errorf("etcd did not become healthy: %w", err)
-	}
-	return c.StartAPIServer(ctx)
 }
 
 // apiserverArgs are the kube-apiserver flags: DESIGN.md's set, our PKI,
