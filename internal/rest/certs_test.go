@@ -699,9 +699,7 @@ func TestCAFileGivenAsAPipeAtStart(t *testing.T) {
 	ca := newTestCA(t, "ca")
 	srv := newRotatingServer(t, ca)
 	pipe := filepath.Join(t.TempDir(), "ca-pipe")
-	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, pipe)
 	wrote := make(chan error, 1)
 	go func() {
 		f, err := os.OpenFile(pipe, os.O_WRONLY, 0) // until the Client opens it

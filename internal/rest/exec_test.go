@@ -547,9 +547,7 @@ func TestExecPluginFailureIsHeldForAWhile(t *testing.T) {
 func TestExecPluginInvalidateDuringAFailingRunIsNotLost(t *testing.T) {
 	dir := t.TempDir()
 	fifo, starts := filepath.Join(dir, "fifo"), filepath.Join(dir, "starts")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, fifo)
 	cfg := testPlugin(t, ExecAPIVersionV1, map[string]string{
 		"LW_PLUGIN_MODE": "fail", "LW_PLUGIN_START_FILE": starts, "LW_PLUGIN_WAIT_FIFO": fifo,
 	})
