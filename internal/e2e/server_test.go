@@ -65,9 +65,17 @@ type apiRequest struct {
 }
 
 // fill reports whether r fills a cache: a LIST, or a streaming list (a
-// watch with sendInitialEvents).
+// watch with sendInitialEvents); not the Reflector's probe.
 func (r apiRequest) fill() bool {
-	return r.verb == "list" || r.query.Get("sendInitialEvents") == "true"
+	return (r.verb == "list" && !r.probe()) || r.query.Get("sendInitialEvents") == "true"
+}
+
+// probe reports whether r is the Reflector's probe after the server was
+// out of reach: a LIST of one object at the newest state (limit=1, no
+// resourceVersion), whose resourceVersion says whether the server came
+// back behind the cache. It fills nothing.
+func (r apiRequest) probe() bool {
+	return r.verb == "list" && r.query.Get("limit") == "1" && !r.query.Has("resourceVersion") && !r.query.Has("continue")
 }
 
 func (r apiRequest) String() string {
