@@ -46,16 +46,18 @@
 //     accepts a watch from a resourceVersion it has not reached and sends
 //     only the events past it. So after the server was out of reach (no
 //     answer to a watch: connections refused, reset or timed out; or 502
-//     or 503 from a proxy), the first attempt is a list of one object, the
-//     server's newest state, whose resourceVersion tells whether it came
-//     back behind the Store (etcd restored from a backup while it was
-//     down); if it did, its state is taken at once (ErrBackInTime), else
-//     the watch resumes. One small LIST per outage; client-go has no such
-//     check, and after a restore its cache stays wrong. A server restored
-//     and back before the Reflector noticed it was away, or that passes
-//     the Store's version before the probe, is not caught: restore etcd
-//     with --bump-revision and --mark-compacted, which makes it a 410 and
-//     a relist at once, or set WithRelistInterval.
+//     or 503 from a proxy) or went away (a watch ended by an HTTP/2
+//     GOAWAY, as kube-apiserver shuts down), the first attempt is a list
+//     of one object, the server's newest state, whose resourceVersion
+//     tells whether it came back behind the Store (etcd restored from a
+//     backup while it was down); if it did, its state is taken at once
+//     (ErrBackInTime), else the watch resumes. One small LIST per outage;
+//     client-go has no such check, and after a restore its cache stays
+//     wrong. A server restored and back before the Reflector noticed it
+//     was away (a stream cut with no GOAWAY, then a watch answered), or
+//     that passes the Store's version before the probe, is not caught:
+//     restore etcd with --bump-revision and --mark-compacted, which makes
+//     it a 410 and a relist at once, or set WithRelistInterval.
 //   - A watch answered 404 (the resource no longer served: its CRD
 //     deleted, or its version) is followed by a list after the backoff, as
 //     in client-go; the cache keeps what it held until a list succeeds.

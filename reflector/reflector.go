@@ -254,11 +254,12 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	if s.failedInStream {
 		s.probed = false // a watch opened since the last probe
 	}
-	if !refill && !s.failedInStream && !s.probed && outOfReach(err) {
-		// No answer to a watch (or to a probe): the server may be
-		// restarting, and may come back restored from a backup. Once
-		// in a run of failures: a proxy that answers lists and 503s
-		// to watches must not double the requests.
+	if !refill && (!s.failedInStream || goingAway(err)) && !s.probed && outOfReach(err) {
+		// No answer to a watch (or to a probe), or a stream ended by
+		// the server going away: it may be restarting, and may come
+		// back restored from a backup. Once in a run of failures: a
+		// proxy that answers lists and 503s to watches must not
+		// double the requests.
 		s.probe = true
 	}
 

@@ -595,6 +595,32 @@ func TestRestoredServerBehindAWatchCacheIsProbed(t *testing.T) {
 	}
 }
 
+// TestRestoredServerThatWentAwayIsProbed: the server shuts down (its
+// watches end with an HTTP/2 GOAWAY) and is back, restored from a backup,
+// before the Reflector's next attempt: no refused connection tells it the
+// server was away, the GOAWAY does. The probe finds it behind.
+func TestRestoredServerThatWentAwayIsProbed(t *testing.T) {
+	goaway := errors.New(`http2: server sent GOAWAY and closed the connection; LastStreamID=3, ErrCode=NO_ERROR, debug=""`)
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.AcceptFutureWatches()
+				r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](mode))
+				backup, stop := runPastABackup(t, src, store, r)
+				defer stop()
+
+				src.BreakWatches(goaway)
+				src.Restore(backup)
+				src.Create(pod("d"))
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				assert.Equal(t, sourceKeys(src), store.keys())
+			})
+		})
+	}
+}
+
 // TestRestartedServerCostsOneSmallList: a server out of reach for a while
 // (refused connections, then 503s from a proxy in front of it) that comes
 // back where it was costs one list of one object, whose object is dropped,

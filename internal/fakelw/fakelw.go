@@ -250,6 +250,17 @@ func (s *Source[T]) CloseWatches() {
 	}
 }
 
+// BreakWatches ends every open watch with err in its stream, as a server
+// that goes away does (an HTTP/2 GOAWAY, a connection reset).
+func (s *Source[T]) BreakWatches(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watchers {
+		w.end(err)
+		delete(s.watchers, w)
+	}
+}
+
 // FailList makes the next List calls fail with errs, one each. A nil
 // error in errs is skipped: it fails no call.
 func (s *Source[T]) FailList(errs ...error) {
