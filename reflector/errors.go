@@ -209,14 +209,11 @@ func outOfReach(err error) bool {
 	return !answeredBadly(err) && !errors.Is(err, errNoWatcher) && !errors.Is(err, context.Canceled)
 }
 
-// goingAway reports a watch stream ended by the server going away: an
-// HTTP/2 GOAWAY with the connection closed, which kube-apiserver sends as
-// it shuts down (the transport's error value is unexported; its text is
-// all there is). It may come back restarted, or restored from a backup,
-// before the Reflector's next attempt finds it out of reach.
-func goingAway(err error) bool {
-	return strings.Contains(err.Error(), "server sent GOAWAY")
-}
+// goingAway reports a watch stream ended by the server going away (an
+// HTTP/2 GOAWAY as kube-apiserver shuts down): it may come back restarted,
+// or restored from a backup, before the Reflector's next attempt finds it
+// out of reach.
+func goingAway(err error) bool { return rest.IsGoAway(err) }
 
 // retryablePage reports a failed LIST page worth asking for again with the
 // same continue token: the server busy or failing for now (429, 500, 502,

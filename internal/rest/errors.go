@@ -252,6 +252,9 @@ func IsRetryable(err error) bool {
 	if errors.As(err, &opErr) || errors.As(err, &dnsErr) || (errors.As(err, &netErr) && netErr.Timeout()) {
 		return true
 	}
+	if IsGoAway(err) {
+		return true
+	}
 	// The HTTP/2 transport reports a lost connection, a GOAWAY and a reset
 	// stream with unexported error values; their text is all there is.
 	msg := err.Error()
@@ -270,6 +273,14 @@ func IsRetryable(err error) bool {
 		}
 	}
 	return false
+}
+
+// IsGoAway reports a request or stream ended by the server going away: an
+// HTTP/2 GOAWAY with the connection closed, which kube-apiserver sends as
+// it shuts down. The transport's error value is unexported; its text is
+// all there is.
+func IsGoAway(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "server sent GOAWAY")
 }
 
 func asAPIError(err error) (*APIError, bool) {
