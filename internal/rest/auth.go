@@ -148,7 +148,10 @@ func closeBody(req *http.Request) {
 
 // tokenFile reads a bearer token from a file and reads it again when the
 // file changes, when the token is older than tokenFileMaxAge and after a
-// 401. It is safe for concurrent use.
+// 401. The first read, as the Client is made, takes whatever the path
+// names (a pipe from a shell's process substitution); the reads again,
+// before requests and under the lock, only a regular file
+// (readWatchedFile). It is safe for concurrent use.
 type tokenFile struct {
 	path string
 	now  func() time.Time
@@ -161,6 +164,7 @@ type tokenFile struct {
 	readAt  time.Time // zero: read before the next use
 	read    bool      // token came from the file (not from a BearerToken standing in)
 	failing bool      // the last read failed and was warned about
+	started bool      // read once: only a regular file is read again
 }
 
 func newTokenFile(path string, log *slog.Logger) *tokenFile {
@@ -179,7 +183,16 @@ func (f *tokenFile) get() (string, error) {
 		f.now().Sub(f.readAt) < tokenFileMaxAge {
 		return f.token, nil
 	}
-	data, err := os.ReadFile(f.path)
+	var data []byte
+	err := statErr
+	switch {
+	case err != nil:
+	case f.started:
+		data, err = readWatchedFile(fileStamp{info}, f.path)
+	default:
+		data, err = readFileLimited(f.path, maxKubeconfigSize)
+	}
+	f.started = true
 	token := strings.TrimSpace(string(data))
 	if err == nil && token == "" {
 		err = errors.New("the file is empty")

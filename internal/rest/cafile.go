@@ -128,7 +128,7 @@ func (f *caFileTransport) refresh(force bool) {
 	}
 	var data []byte
 	if err == nil {
-		data, err = readCAFile(stamp, f.path)
+		data, err = readWatchedFile(stamp, f.path)
 	}
 	if err == nil {
 		f.stamp = stamp // not read again until it changes, whether it loads or not
@@ -165,11 +165,14 @@ func (f *caFileTransport) refresh(force bool) {
 	old.CloseIdleConnections()
 }
 
-// readCAFile reads the CA file whose stamp is stamp, if it is a regular
-// file: a directory fails, and a named pipe or a device (/dev/zero through
-// a symlink) would block, or never end, under caFileTransport's lock that
-// every request takes.
-func readCAFile(stamp fileStamp, path string) ([]byte, error) {
+// readWatchedFile reads again a file that a Client watches (the CA file,
+// the client certificate and key, the bearer token file), whose stamp is
+// stamp, if it is a regular file of at most maxKubeconfigSize bytes: a
+// directory fails, and a named pipe or a device (/dev/zero through a
+// symlink) would block, or never end, under the lock that every request
+// takes. Only the first read, when the Client is made, takes whatever the
+// path names.
+func readWatchedFile(stamp fileStamp, path string) ([]byte, error) {
 	if !stamp.info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file (%v)", path, stamp.info.Mode().Type())
 	}

@@ -78,7 +78,9 @@ func (f *certFiles) clientCertificate(*tls.CertificateRequestInfo) (*tls.Certifi
 	return f.cert, nil
 }
 
-// refresh reads the files again if they changed since they were read.
+// refresh reads the files again if they changed since they were read, and
+// only if they are regular files (readWatchedFile): it runs before every
+// request, under the lock.
 func (f *certFiles) refresh() {
 	f.mu.Lock()
 	stamp, err := f.stamps()
@@ -86,9 +88,16 @@ func (f *certFiles) refresh() {
 		f.mu.Unlock()
 		return
 	}
+	var certPEM, keyPEM []byte
+	if err == nil {
+		certPEM, err = readWatchedFile(stamp[0], f.certFile)
+	}
+	if err == nil {
+		keyPEM, err = readWatchedFile(stamp[1], f.keyFile)
+	}
 	var cert tls.Certificate
 	if err == nil {
-		cert, err = loadClientCert(&TLSConfig{CertFile: f.certFile, KeyFile: f.keyFile})
+		cert, err = clientKeyPair(certPEM, keyPEM)
 	}
 	if err != nil {
 		// Looked at again before every request until it loads: warn

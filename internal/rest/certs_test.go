@@ -673,19 +673,56 @@ func TestCAFileThatIsNoLongerARegularFileKeepsTheClientGoing(t *testing.T) {
 		},
 	} {
 		replace()
-		done := make(chan error, 1)
-		go func() { done <- getErr(c, "/") }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("with the CA file %s: %v", name, err)
-			}
-		case <-time.After(10 * time.Second): // a deadline, not a wait
-			// Let the blocked read end, so that the test can.
-			if f, err := os.OpenFile(caFile, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				f.Close()
-			}
-			t.Fatalf("with the CA file %s: a request still waits after 10 s", name)
+		if err := answered(t, caFile, func() error { return getErr(c, "/") }); err != nil {
+			t.Errorf("with the CA file %s: %v", name, err)
+		}
+	}
+}
+
+// answered returns what request returns, failing the test if it still
+// waits after 10 s; pipe, if it is a named pipe that request may be stuck
+// reading, is then opened for writing and closed, to let the test end.
+func answered(t *testing.T, pipe string, request func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- request() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second): // a deadline, not a wait
+		if f, err := os.OpenFile(pipe, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		t.Fatalf("with %s: a request still waits after 10 s", pipe)
+		return nil
+	}
+}
+
+// Client certificate and key files that come to name a named pipe are
+// treated as the CA file is: the pair read before stays in use. They were
+// read before the request, under the lock that every request takes, and
+// one nobody writes to held every request of the Client for ever.
+func TestClientCertFileThatIsNoLongerARegularFileKeepsTheClientGoing(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	srv := newClientCertServer(t, ca) // answers with the client certificate's CN
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
+	writePair(t, ca, "node", certFile, keyFile)
+	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: ca.certPEM, CertFile: certFile, KeyFile: keyFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{keyFile, certFile} {
+		if err := os.Remove(file); err != nil {
+			t.Fatal(err)
+		}
+		mkfifo(t, file)
+		var who string
+		if err := answered(t, file, func() (err error) {
+			_, who, err = getBody(c, "/")
+			return err
+		}); err != nil || who != "node" {
+			t.Errorf("with %s a named pipe: %q, %v; want the request to go as node", filepath.Base(file), who, err)
 		}
 	}
 }

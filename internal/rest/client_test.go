@@ -306,6 +306,34 @@ func TestTokenFileUnreadableWarnsOnce(t *testing.T) {
 	}
 }
 
+// A token file that comes to name a named pipe is treated as the CA file
+// is: the token read before stays in use. It was read under the lock that
+// every request takes, and one nobody writes to held every request of the
+// Client for ever. One given as a pipe when the Client is made, as a
+// shell's process substitution gives one, is read then.
+func TestTokenFileThatIsNoLongerARegularFileKeepsTheClientGoing(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	path := filepath.Join(t.TempDir(), "token")
+	mkfifo(t, path)
+	go func() {
+		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil { // until the Client opens it
+			_, _ = f.WriteString("fr0mpipe\n")
+			f.Close()
+		}
+	}()
+	c := newClient(t, &Config{Host: srv.URL, BearerTokenFile: path, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+	for range 2 {
+		c.InvalidateCredentials() // read again before the next request
+		var body string
+		if err := answered(t, path, func() (err error) {
+			_, body, err = getBody(c, "/")
+			return err
+		}); err != nil || body != "Bearer fr0mpipe" {
+			t.Errorf("token file a named pipe: %q, %v; want the token read at the start", body, err)
+		}
+	}
+}
+
 func TestTokenFileMissingAtStart(t *testing.T) {
 	_, err := NewClient(&Config{Host: "https://127.0.0.1:1", BearerTokenFile: "/nonexistent/token"})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/token") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -38,20 +39,30 @@ func newEchoServer(t *testing.T, refuse func(auth string) bool) *httptest.Server
 // get sends a GET of path and returns the status code and body.
 func get(t *testing.T, c *Client, path string) (int, string) {
 	t.Helper()
+	code, body, err := getBody(c, path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return code, body
+}
+
+// getBody is get for a goroutine other than the test's: it returns the
+// error rather than failing the test.
+func getBody(c *Client, path string) (int, string, error) {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, c.URL(path, nil).String(), nil)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("GET %s: reading body: %v", path, err)
+		return 0, "", fmt.Errorf("reading body: %w", err)
 	}
-	return resp.StatusCode, string(body)
+	return resp.StatusCode, string(body), nil
 }
 
 func newExecClient(t *testing.T, srv *httptest.Server, exec *ExecConfig) *Client {

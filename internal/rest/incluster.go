@@ -32,7 +32,7 @@ func inClusterConfig(getenv func(string) string, dir string) (*Config, error) {
 		return nil, ErrNotInCluster
 	}
 	tokenFile := filepath.Join(dir, "token")
-	token, err := os.ReadFile(tokenFile)
+	token, err := readFileLimited(tokenFile, maxKubeconfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("in-cluster config: reading the service account token: %w", err)
 	}

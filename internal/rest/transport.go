@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,21 +127,28 @@ func newTLSConfig(t *TLSConfig, roots *x509.CertPool, exec *execPlugin, files *c
 	return c, nil
 }
 
-// loadClientCert loads the static client certificate and key. Its errors
-// never quote the key.
+// loadClientCert loads the static client certificate and key, from the
+// files whatever they are (a pipe is read once, here). Its errors never
+// quote the key.
 func loadClientCert(t *TLSConfig) (tls.Certificate, error) {
 	certPEM, keyPEM := t.CertData, t.KeyData
 	var err error
 	if len(certPEM) == 0 && t.CertFile != "" {
-		if certPEM, err = os.ReadFile(t.CertFile); err != nil {
+		if certPEM, err = readFileLimited(t.CertFile, maxKubeconfigSize); err != nil {
 			return tls.Certificate{}, fmt.Errorf("TLS: reading client certificate: %w", err)
 		}
 	}
 	if len(keyPEM) == 0 && t.KeyFile != "" {
-		if keyPEM, err = os.ReadFile(t.KeyFile); err != nil {
+		if keyPEM, err = readFileLimited(t.KeyFile, maxKubeconfigSize); err != nil {
 			return tls.Certificate{}, fmt.Errorf("TLS: reading client key: %w", err)
 		}
 	}
+	return clientKeyPair(certPEM, keyPEM)
+}
+
+// clientKeyPair parses a client certificate and its key. Its errors never
+// quote the key.
+func clientKeyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 	switch {
 	case len(certPEM) == 0:
 		return tls.Certificate{}, errors.New("TLS: a client key is set without a client certificate")
