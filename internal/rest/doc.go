@@ -50,7 +50,10 @@
 // included). Each is looked at before every request; the CA file also when
 // a handshake finds the apiserver's certificate signed by an unknown
 // authority. A file caught mid-write or removed leaves what was read
-// before in use, with one warning in the log.
+// before in use, with one warning in the log. Each is read when the Client
+// is made whatever it is (a pipe from a shell's process substitution
+// included), but read again only as a regular file of at most 16 MiB: a
+// named pipe nobody writes to would hold every request.
 //
 // Dead connections are noticed on the client: over HTTP/2 a PING is sent
 // after Config.HTTP2ReadIdleTimeout without a frame and the connection is
