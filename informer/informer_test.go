@@ -246,6 +246,23 @@ func TestHandlerAddedAfterStopIsStopped(t *testing.T) {
 	})
 }
 
+// With an empty cache too: a handler added after stop has nothing to be
+// brought up to date with, and is still never synced.
+func TestHandlerAddedAfterStopNeverSyncsWithAnEmptyCache(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inf := informer.New[*corev1.Pod](newSource())
+		stop := start(t, inf)
+		synctest.Wait()
+		require.True(t, inf.HasSynced())
+		stop()
+
+		reg := inf.AddEventHandler(newView(t))
+		synctest.Wait()
+		<-reg.Stopped()
+		assert.False(t, reg.HasSynced())
+	})
+}
+
 // The logger's handler is user code: one that blocks when a handler is
 // added (in the "listener started" record) holds up that handler alone,
 // not the others: AddEventHandler holds the informer's lock on changes

@@ -273,6 +273,30 @@ func TestAfterRunNothingBlocks(t *testing.T) {
 	})
 }
 
+// A listener added after Run has returned never syncs, even with no
+// initial notifications and the upstream synced: it never handles
+// anything, so the answer must not depend on whether there was anything
+// to handle.
+func TestListenerAddedAfterRunNeverSyncs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool { return true }))
+		stop := run(p)
+		stop()
+
+		l := p.AddListener(&recorder{}, processor.ListenerOptions{})
+		synctest.Wait()
+		if l.HasSynced() {
+			t.Error("a listener added after Run has returned reports synced")
+		}
+		<-l.Stopped()
+		select {
+		case <-l.Synced():
+			t.Error("the Synced of a listener added after Run has returned is closed")
+		default:
+		}
+	})
+}
+
 func TestInvalidInputIsHarmless(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var errs errorLog

@@ -55,7 +55,7 @@ func New[T metav1.Object](opts ...Option) *Processor[T] {
 
 // AddListener adds a Listener that calls h. If Run is going, the listener
 // starts at once; before Run, it buffers what it is given and starts with
-// Run; after Run has returned, it never starts and drops everything. A nil h,
+// Run; after Run has returned, it never starts, drops everything and never syncs. A nil h,
 // or a nil pointer in h, ignores every notification.
 //
 // The listener first gets the initial notifications, if any, and then only
@@ -87,6 +87,10 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions, initial .
 	p.mu.Unlock()
 	// Unlocked: both ask the upstream, which is user code.
 	if over {
+		// It never handles anything, so it never syncs, even with no
+		// initial notifications and the upstream synced: the same
+		// answer whatever the cache held when it was added.
+		l.syncedOnce.Do(func() { l.stoppedUnsynced.Store(true) })
 		l.stop()
 	}
 	l.checkSynced()
