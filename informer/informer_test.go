@@ -757,6 +757,26 @@ func TestListerSelectionsHoldOnlyTheirMatches(t *testing.T) {
 	})
 }
 
+// Get of a name holding a "/" finds nothing: its key must not pass for
+// the key of an object of another namespace.
+func TestListerGetOfANameWithASlash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("b", "z"))
+		inf := informer.New[*corev1.Pod](src)
+		defer start(t, inf)()
+		synctest.Wait()
+		got, ok := inf.Lister().Get("b", "z")
+		require.True(t, ok)
+		assert.Equal(t, "z", got.Name)
+		for _, nn := range [][2]string{{"", "b/z"}, {"b/", "z"}, {"", "/b/z"}} {
+			got, ok := inf.Lister().Get(nn[0], nn[1])
+			assert.False(t, ok, "Get(%q, %q)", nn[0], nn[1])
+			assert.Nil(t, got, "Get(%q, %q)", nn[0], nn[1])
+		}
+	})
+}
+
 func TestRunTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inf := informer.New[*corev1.Pod](newSource())

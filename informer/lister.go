@@ -26,8 +26,14 @@ func (l *Lister[T]) List(selector labels.Selector) []T {
 }
 
 // Get returns the cached object namespace/name (namespace "" for a
-// cluster-scoped object).
+// cluster-scoped object). A namespace or name holding a "/" names no
+// object, and finds none.
 func (l *Lister[T]) Get(namespace, name string) (T, bool) {
+	if objkey.CheckSlashes(namespace, name) != nil {
+		// Else name "b/z" of no namespace would find z of namespace b.
+		var zero T
+		return zero, false
+	}
 	return l.indexer.GetByKey(objkey.Of(namespace, name))
 }
 
