@@ -106,6 +106,9 @@ var ErrShutdown = errors.New("informer factory shut down")
 // Indexer().ByIndex(indexer.NamespaceIndex, ns) look up one namespace
 // without going through the whole cache.
 func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexInformer[T], error) {
+	if f == nil {
+		return nil, fmt.Errorf("informer factory: an informer of %v: the Factory is nil", reflect.TypeFor[T]())
+	}
 	key := factoryKey{typ: reflect.TypeFor[T](), target: canonical[T](target)}
 	switch inf, err := f.existing(key); {
 	case err != nil:
@@ -276,8 +279,13 @@ func describe(gvr schema.GroupVersionResource, t reflector.Target) string {
 
 // Start runs every informer created so far that is not running yet, each
 // on its own goroutines, until ctx ends or Shutdown. Call it again to start
-// informers created since. A nil ctx starts nothing (an error is logged).
+// informers created since. A nil ctx, or a nil Factory, starts nothing (an
+// error is logged).
 func (f *Factory) Start(ctx context.Context) {
+	if f == nil {
+		slog.Error("informer factory: Start of a nil Factory: nothing started")
+		return
+	}
 	if ctx == nil {
 		f.opt.logger.Error("informer factory: Start with a nil context: nothing started")
 		f.mu.Lock()
@@ -314,6 +322,9 @@ func (f *Factory) Start(ctx context.Context) {
 // (streaming): 403 Forbidden: ... (still retrying: context deadline
 // exceeded)`; errors.Is finds both the last error and ctx's.
 func (f *Factory) WaitForCacheSync(ctx context.Context) error {
+	if f == nil {
+		return errors.New("informer factory: WaitForCacheSync: the Factory is nil")
+	}
 	if ctx == nil {
 		return errors.New("informer factory: WaitForCacheSync: nil context")
 	}
@@ -347,8 +358,12 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 // Factory starts nothing afterwards, and For creates no new informer
 // (ErrShutdown). Since it waits for the informers' handlers,
 // error handlers and transforms, it must not be called from one of them:
-// from there, call it on a goroutine of its own (go f.Shutdown()).
+// from there, call it on a goroutine of its own (go f.Shutdown()). A nil
+// Factory has nothing to stop.
 func (f *Factory) Shutdown() {
+	if f == nil {
+		return
+	}
 	f.mu.Lock()
 	f.shutdown = true
 	for _, e := range f.order {

@@ -472,6 +472,21 @@ func TestFactoryWithNilContext(t *testing.T) {
 	f.Shutdown()
 }
 
+// A nil Factory (NewFactory's, on an error not checked) gives a clear
+// error, not a panic.
+func TestForWithANilFactory(t *testing.T) {
+	var f *informer.Factory
+	_, err := informer.For[*corev1.Pod](f, reflector.Target{})
+	assert.EqualError(t, err, "informer factory: an informer of *v1.Pod: the Factory is nil")
+	_, err = informer.ForResource(f, schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, reflector.Target{})
+	assert.ErrorContains(t, err, "the Factory is nil")
+	_, err = informer.ForMetadata(f, corev1.SchemeGroupVersion.WithResource("pods"), reflector.Target{})
+	assert.ErrorContains(t, err, "the Factory is nil")
+	f.Start(t.Context())
+	assert.ErrorContains(t, f.WaitForCacheSync(t.Context()), "the Factory is nil")
+	f.Shutdown()
+}
+
 // Shutdown closes the Factory's connections: over HTTP/2 the connection of
 // a watch just cancelled is not idle yet, and stayed open for the 90 s idle
 // timeout (a program that makes factories again and again piled them up).
