@@ -62,6 +62,10 @@
 //     deleted, or its version) is followed by a list after the backoff, as
 //     in client-go; the cache keeps what it held until a list succeeds.
 //   - An event the Store refuses is reported and skipped; the watch goes on.
+//     So is one the Watcher skips (an object of another kind), except among
+//     a streaming list's initial events: there it fails the list, which is
+//     tried again after the backoff, as a LIST page that holds one is (a
+//     list without it would have the cache delete the object).
 //   - A watch answered 403 Forbidden (a role that grants list but not
 //     watch) is followed by a list after the backoff, again and again, so
 //     the cache follows the server at the backoff's pace, as client-go's

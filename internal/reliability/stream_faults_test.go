@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/listwatch/listwatch/internal/apisim"
+	"github.com/listwatch/listwatch/internal/wire"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -244,7 +245,9 @@ func TestRow05UnknownEventType(t *testing.T) {
 
 // Row 6: an object of the wrong kind in a watch is skipped and reported;
 // the stream goes on and nothing is listed again. In a LIST it fails the
-// page, which is fetched again.
+// page, which is fetched again; in a streaming list's initial events, the
+// list, which is tried again: synced without the object, the cache would
+// lack it until it changed.
 func TestRow06WrongKind(t *testing.T) {
 	t.Parallel()
 	contentTypes(t, func(t *testing.T, ct encoding) {
@@ -265,6 +268,22 @@ func TestRow06WrongKind(t *testing.T) {
 			if got := lists(s); got != want {
 				t.Errorf("LIST requests = %d, want %d", got, want)
 			}
+		})
+		t.Run("streaming list", func(t *testing.T) {
+			s := newServer(t)
+			newWriter(t, s).createN("default", 3)
+			s.Inject(onWatch, apisim.WrongKind().After(1), 1)
+			w := startWatcher(t, s, "pods", setup{mode: watchListMode, http: withContentType(ct)})
+			if got := w.inf.Indexer().Len(); got != 3 {
+				t.Errorf("cache holds %d pods once synced, want 3", got)
+			}
+			if len(w.errs.matching(func(err error) bool { return errors.Is(err, wire.ErrWrongKind) })) == 0 {
+				t.Error("the object of the wrong kind was not reported")
+			}
+			if got := watches(s); got != 2 {
+				t.Errorf("WATCH requests = %d, want 2: the streaming list tried again", got)
+			}
+			converge(t, s, convergeBound, w)
 		})
 	})
 }
