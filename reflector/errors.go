@@ -108,6 +108,25 @@ func (e *streamingUnsupportedError) Error() string {
 
 func (e *streamingUnsupportedError) Unwrap() error { return e.err }
 
+// incompleteListError fails a streaming list one of whose initial events
+// the Watcher skipped (err, wrapping ErrSkipped). It is a failure of the
+// list, not an event skipped: errors.Is finds what err wraps, ErrSkipped
+// aside.
+type incompleteListError struct {
+	name string
+	err  error
+}
+
+func (e *incompleteListError) Error() string {
+	return "listing " + e.name + " (streaming): incomplete, so listed again: " + e.err.Error()
+}
+
+func (e *incompleteListError) Is(target error) bool {
+	return target != ErrSkipped && errors.Is(e.err, target)
+}
+
+func (e *incompleteListError) As(target any) bool { return errors.As(e.err, target) }
+
 // statusOf finds the Status a server answered with in err: from an
 // apimachinery StatusError (or anything with a Status method, as a
 // ListerWatcher of your own may return) or from the HTTP client's APIError.

@@ -391,10 +391,13 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				// instead would do so again on every attempt.
 				return r.streamingFailed(&streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark"})
 			}
-			// An event skipped (one of another kind) fails the list too:
-			// a list without the object it held would delete it from the
-			// cache, which would stay wrong until the object changed.
-			// Tried again, as a LIST page that holds one is.
+			if errors.Is(err, ErrSkipped) {
+				// An event skipped (one of another kind) fails the list:
+				// a list without the object it held would delete it from
+				// the cache, which would stay wrong until the object
+				// changed. Tried again, as a LIST page that holds one is.
+				return &incompleteListError{name: r.opt.name, err: err}
+			}
 			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)
 		}
 		switch ev.Type {
