@@ -167,7 +167,8 @@ func (f *FIFO[T]) Replace(list []T, resourceVersion string) error {
 // the FIFO queues nothing for them, so that what it and the consumer hold
 // for each stays. The Reflector calls it for the objects of a list on which
 // the transform failed (see reflector.KeepingStore): otherwise they would
-// look deleted.
+// look deleted. A kept object that a write would refuse (nil, without a
+// name, or with a "/" in its name or namespace) keeps nothing.
 func (f *FIFO[T]) ReplaceKeeping(list, keep []T, resourceVersion string) error {
 	return f.replace(list, keep)
 }
@@ -184,7 +185,9 @@ func (f *FIFO[T]) replace(list, keep []T) error {
 	}
 	var kept []string
 	for i, obj := range keep {
-		if isNil(obj) || obj.GetName() == "" {
+		// An object no write takes keeps nothing; with a "/", its key
+		// would be another object's, which would then not be deleted.
+		if isNil(obj) || obj.GetName() == "" || objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()) != nil {
 			continue
 		}
 		key, err := objkey.CallKeyFunc(f.keyFunc, obj)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listwatch/listwatch/deltafifo"
 )
@@ -291,4 +292,16 @@ func TestPanickingKnownObjectsFailTheCall(t *testing.T) {
 	require.ErrorContains(t, err, "the known objects panicked")
 	assert.Empty(t, snapshot(f))
 	assert.False(t, f.HasSynced(), "a failed Delete does not count as the first write")
+}
+
+// A kept object with a "/" in its name or namespace keeps nothing: its key
+// would be another object's ("ns/a" in namespace "" is "a" in namespace
+// "ns"), which the list lacks and which must then be deleted, as the list
+// items with one are refused (ErrInvalidObject).
+func TestReplaceKeepingIgnoresAKeptObjectWithASlash(t *testing.T) {
+	f := newFIFO(newKnown(pod("a", "1"), pod("b", "1")))
+	kept := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ns/a", ResourceVersion: "2"}}
+	require.NoError(t, f.ReplaceKeeping([]*corev1.Pod{pod("b", "2")}, []*corev1.Pod{kept}, "100"))
+	assert.Equal(t, []string{"ns/b: Replaced@2", "ns/a: Deleted!@1"}, snapshot(f),
+		"the object named ns/a is not a of namespace ns")
 }
