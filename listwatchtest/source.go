@@ -88,7 +88,8 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 // now to the second (time.Now, which a testing/synctest bubble fakes), and
 // metadata.generation 1 if its type has one (see NewSource), else 0,
 // whatever obj had; no deletionTimestamp. An object with no name
-// but a GenerateName gets a name made from it. It is an error
+// but a GenerateName gets a name made from it that no object of its
+// namespace has. It is an error
 // (apierrors.IsAlreadyExists) if an object of that namespace and name
 // exists, one (apierrors.IsInvalid) if obj has no name, or a name or
 // namespace that is not a path segment (".", "..", or with a "/" or "%"),
@@ -109,8 +110,13 @@ func (s *Source[T]) Create(obj T) (T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if obj.GetName() == "" && obj.GetGenerateName() != "" {
-		s.generated++
-		obj.SetName(obj.GetGenerateName() + strconv.FormatInt(int64(s.generated), 36))
+		// A name that is taken is made again, as kube-apiserver makes it
+		// again (RetryGenerateName): the caller gave no name to conflict.
+		for taken := true; taken; {
+			s.generated++
+			obj.SetName(obj.GetGenerateName() + strconv.FormatInt(int64(s.generated), 36))
+			_, taken = s.src.Get(objkey.Key(obj))
+		}
 	}
 	if obj.GetName() == "" {
 		return zero, apierrors.NewInvalid(s.kind, "", field.ErrorList{
@@ -463,10 +469,19 @@ func matcher[T reflector.Object](target reflector.Target, resource schema.GroupR
 type copies[T reflector.Object] struct{ lw reflector.ListerWatcher[T] }
 
 func (c copies[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
+	switch {
+	case ctx == nil:
+		return reflector.ListMeta{}, errors.New("listwatchtest: List: nil context")
+	case add == nil:
+		return reflector.ListMeta{}, errors.New("listwatchtest: List: the add function is nil")
+	}
 	return c.lw.List(ctx, opts, func(obj T) error { return add(deepCopy(obj)) })
 }
 
 func (c copies[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
+	if ctx == nil { // its Watcher's Next would panic once its queue is empty
+		return nil, errors.New("listwatchtest: Watch: nil context")
+	}
 	w, err := c.lw.Watch(ctx, opts)
 	if err != nil || isNil(w) {
 		// A nil Watcher stays nil, for the caller to see, not one that

@@ -750,3 +750,47 @@ func TestUpdateMayNotChangeTheUID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a.UID, updated.UID, "no UID: the stored one")
 }
+
+// A name made from a GenerateName that an object already has is made
+// again, as kube-apiserver makes it again (RetryGenerateName, GA in 1.32):
+// the caller chose no name, so AlreadyExists would be a name it never gave.
+func TestGenerateNameSkipsTakenNames(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	for _, name := range []string{"web-1", "web-2"} {
+		_, err := src.Create(pod("ns", name))
+		require.NoError(t, err)
+	}
+	got, err := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: "web-"}})
+	require.NoError(t, err, "a generated name that is taken is made again")
+	assert.Equal(t, "web-3", got.Name)
+	_, ok := src.Get("ns", "web-1")
+	assert.True(t, ok)
+}
+
+// A nil context or add function is an error from List and Watch, as from
+// informer.Run and deltafifo.Pop, of the Source and of its views alike: a
+// Watch given a nil context returned a Watcher whose Next panicked once
+// its queue was empty, far from the call that was wrong.
+func TestNilContextOrAddIsAnError(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	_, err := src.Create(pod("ns", "a"))
+	assert.NoError(t, err)
+	view, err := src.For(reflector.Target{Namespace: "ns"})
+	assert.NoError(t, err)
+	add := func(*corev1.Pod) error { return nil }
+	for name, lw := range map[string]reflector.ListerWatcher[*corev1.Pod]{"Source": src, "view": view} {
+		assert.NotPanics(t, func() {
+			//nolint:staticcheck // a nil context on purpose
+			_, err := lw.List(nil, reflector.ListOptions{}, add)
+			assert.ErrorContains(t, err, "nil context", "%s: List", name)
+			_, err = lw.List(context.Background(), reflector.ListOptions{}, nil)
+			assert.ErrorContains(t, err, "nil", "%s: List", name)
+			//nolint:staticcheck // a nil context on purpose
+			w, err := lw.Watch(nil, reflector.WatchOptions{ResourceVersion: src.ResourceVersion()})
+			assert.ErrorContains(t, err, "nil context", "%s: Watch", name)
+			if w != nil {
+				w.Close()
+			}
+		})
+	}
+}
