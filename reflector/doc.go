@@ -64,13 +64,21 @@
 //   - An event the Store refuses is reported and skipped; the watch goes on.
 //     So is one the Watcher skips (an object of another kind), except among
 //     a streaming list's initial events: there it fails the list, which is
-//     tried again after the backoff, as a LIST page that holds one is (a
-//     list without it would have the cache delete the object).
+//     tried again after the backoff (with LIST, in Auto mode), as a LIST
+//     page that holds one is (a list without it would have the cache
+//     delete the object).
 //   - A watch answered 403 Forbidden (a role that grants list but not
 //     watch) is followed by a list after the backoff, again and again, so
 //     the cache follows the server at the backoff's pace, as client-go's
 //     does; Auto mode lists with LIST when its streaming list, a watch, is
 //     forbidden.
+//   - In Auto mode, a streaming list that fails in any way is followed by
+//     one LIST (after the backoff), as client-go falls back: streaming
+//     lists are served by the watch cache alone, which refuses them while
+//     it lags ("too large resource version") where a LIST is served, and a
+//     proxy may break watches only. Without it the cache would stay
+//     unsynced while LIST mode syncs. The refill after a LIST that failed
+//     streams again.
 //   - A page after the first of a paged list that fails with 429, 500,
 //     502, 503, 504 or a lost connection is asked for again with the same continue
 //     token, after the backoff (or Retry-After), up to five times, so that

@@ -22,8 +22,12 @@ const (
 	// quiet before that bookmark, or ends two streaming lists in a row
 	// before it within an hour (one that ends early, as a restarting
 	// server's do, or that has not sent it 30 s past its timeoutSeconds,
-	// is followed by one LIST, and the next refill streams again). It is
-	// the default.
+	// is followed by one LIST, and the next refill streams again). A
+	// streaming list that fails otherwise (refused with 403, 429, 5xx or
+	// "too large resource version", a stream cut or spoiled) is followed by
+	// one LIST too, as client-go falls back: the watch cache that serves
+	// streaming lists may refuse them while a LIST is served. A refill
+	// after a LIST that failed streams again. It is the default.
 	Auto Mode = iota
 	// ListWatch always lists with LIST requests (see WithPageSize for when
 	// they are paged).

@@ -172,6 +172,7 @@ type runState struct {
 	needList       bool      // the Store must be refilled before watching
 	streaming      bool      // refill with a streaming list rather than LIST
 	listOnce       bool      // but refill with LIST this once
+	streamFailed   bool      // listOnce because a streaming list failed: a failed LIST streams again
 	streamCutAt    time.Time // when the last streaming list cut short was (zero after one that was not)
 	latest         bool      // ask for the server's latest state, not one at least as new as the Store's
 	behindSince    time.Time // when a refill first found the server behind the Store (zero after a refill)
@@ -193,6 +194,7 @@ type runState struct {
 // for ever. It resets by itself once no failure has come for a while.
 func (s *runState) refilled() {
 	s.needList, s.listOnce, s.latest, s.listedAt, s.stuck, s.stuckAt = false, false, false, time.Now(), 0, ""
+	s.streamFailed = false
 	s.behindSince, s.takeOlder, s.probe, s.probed = time.Time{}, false, false, false
 	s.relistDraw = rand.Float64()
 }
@@ -251,6 +253,20 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		r.report(err)
 	}
 	refill := s.needList // the attempt that failed was a list
+	switch {
+	case refill && s.streamFailed:
+		// The LIST tried after a failed streaming list failed too:
+		// stream again next time.
+		s.listOnce, s.streamFailed = false, false
+	case refill && s.streaming && !s.listOnce && r.opt.mode == Auto && !errors.As(err, &fallback) && !isForbidden(err):
+		// A streaming list is a watch, served by the watch cache only:
+		// one that failed (the cache lagging, "too large"; a proxy or
+		// a server that breaks watches) is followed by a LIST, which
+		// may be served, as client-go falls back ("making progress is
+		// better than deadlocking"). Without it the informer stays
+		// unsynced as long as watches fail, where LIST mode syncs.
+		s.listOnce, s.streamFailed = true, true
+	}
 	if s.failedInStream {
 		s.probed = false // a watch opened since the last probe
 	}
