@@ -55,8 +55,8 @@ func New[T metav1.Object](opts ...Option) *Processor[T] {
 
 // AddListener adds a Listener that calls h. If Run is going, the listener
 // starts at once; before Run, it buffers what it is given and starts with
-// Run; after Run has returned, it never starts, drops everything and never syncs. A nil h,
-// or a nil pointer in h, ignores every notification.
+// Run; after Run has returned, it never starts, drops everything and never
+// syncs. A nil h, or a nil pointer in h, ignores every notification.
 //
 // The listener first gets the initial notifications, if any, and then only
 // notifications distributed after AddListener returns. To bring a late

@@ -70,15 +70,16 @@
 //   - A watch answered 403 Forbidden (a role that grants list but not
 //     watch) is followed by a list after the backoff, again and again, so
 //     the cache follows the server at the backoff's pace, as client-go's
-//     does; Auto mode lists with LIST when its streaming list, a watch, is
-//     forbidden.
+//     does.
 //   - In Auto mode, a streaming list that fails in any way is followed by
-//     one LIST (after the backoff), as client-go falls back: streaming
+//     one LIST (at once if the streaming list, a watch, was forbidden;
+//     otherwise after the backoff), as client-go falls back: streaming
 //     lists are served by the watch cache alone, which refuses them while
 //     it lags ("too large resource version") where a LIST is served, and a
 //     proxy may break watches only. Without it the cache would stay
-//     unsynced while LIST mode syncs. The refill after a LIST that failed
-//     streams again.
+//     unsynced while LIST mode syncs. If that LIST fails too, the next
+//     refill streams again; after a forbidden one, it lists until a LIST
+//     succeeds.
 //   - A page after the first of a paged list that fails with 429, 500,
 //     502, 503, 504 or a lost connection is asked for again with the same continue
 //     token, after the backoff (or Retry-After), up to five times, so that

@@ -126,8 +126,9 @@ type Watcher[T metav1.Object] interface {
 	// could not be decoded. An error wrapping ErrSkipped means one event
 	// was skipped and Next may be called again (the Reflector does, except
 	// in a streaming list's initial events, which it then lists again);
-	// after any other error the Watcher is done. The zero Event with a nil error (what a receive
-	// from a closed channel gives) ends the watch as a failure.
+	// after any other error the Watcher is done. The zero Event with a nil
+	// error (what a receive from a closed channel gives) ends the watch as
+	// a failure.
 	Next() (Event[T], error)
 	// Close ends the stream; a blocked Next returns. Close is safe to call
 	// from another goroutine and more than once.
