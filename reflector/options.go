@@ -25,9 +25,10 @@ const (
 	// is followed by one LIST, and the next refill streams again). A
 	// streaming list that fails otherwise (refused with 403, 429, 5xx or
 	// "too large resource version", a stream cut or spoiled) is followed by
-	// one LIST too, as client-go falls back: the watch cache that serves
-	// streaming lists may refuse them while a LIST is served. A refill
-	// after a LIST that failed streams again. It is the default.
+	// a LIST too, as client-go falls back: the watch cache that serves
+	// streaming lists may refuse them while a LIST is served. If that LIST
+	// fails, the next refill streams again (after a 403, it lists until a
+	// LIST succeeds). It is the default.
 	Auto Mode = iota
 	// ListWatch always lists with LIST requests (see WithPageSize for when
 	// they are paged).
