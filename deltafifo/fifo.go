@@ -30,11 +30,18 @@ var ErrInvalidObject = objkey.ErrInvalidObject
 // Delete and Replace (the reflector) and Resync (the informer); one
 // consumer (the informer) calls Pop in a loop.
 //
-// The zero FIFO is not usable: use [New]. A FIFO is safe for concurrent use.
+// The zero FIFO is an empty, open FIFO with the default key function and
+// no known objects or transform, as New() makes. A FIFO is safe for
+// concurrent use and must not be copied after first use.
 type FIFO[T metav1.Object] struct {
 	keyFunc   func(T) string
 	known     KnownObjects[T] // may be nil
 	transform func(T) (T, error)
+
+	// readyOnce makes the channels and the map, and sets the default key
+	// function if there is none: in New, or at the first use of the zero
+	// FIFO.
+	readyOnce sync.Once
 
 	// wake holds a token when a Pop waiting for a key may find one.
 	wake chan struct{}
@@ -84,15 +91,23 @@ func New[T metav1.Object](opts ...Option[T]) *FIFO[T] {
 			opt(&c)
 		}
 	}
-	return &FIFO[T]{
-		keyFunc:   c.keyFunc,
-		known:     c.known,
-		transform: c.transform,
-		wake:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
-		synced:    make(chan struct{}),
-		items:     make(map[string][]Delta[T]),
-	}
+	f := &FIFO[T]{keyFunc: c.keyFunc, known: c.known, transform: c.transform}
+	f.ready()
+	return f
+}
+
+// ready readies f for use, once: every method that writes, waits or hands
+// out a channel calls it first, so that the zero FIFO works as New() does.
+func (f *FIFO[T]) ready() {
+	f.readyOnce.Do(func() {
+		if f.keyFunc == nil {
+			f.keyFunc = defaultKey[T]
+		}
+		f.wake = make(chan struct{}, 1)
+		f.done = make(chan struct{})
+		f.synced = make(chan struct{})
+		f.items = make(map[string][]Delta[T])
+	})
 }
 
 // Add queues an Added delta for obj.
@@ -113,6 +128,7 @@ func (f *FIFO[T]) Update(obj T) error { return f.write("Update", Updated, obj) }
 func (f *FIFO[T]) Delete(obj T) error { return f.write("Delete", Deleted, obj) }
 
 func (f *FIFO[T]) write(op string, typ DeltaType, obj T) error {
+	f.ready()
 	key, obj, err := f.prepare(obj)
 	if err != nil {
 		return fmt.Errorf("deltafifo: %s: %w", op, err)
@@ -174,6 +190,7 @@ func (f *FIFO[T]) ReplaceKeeping(list, keep []T, resourceVersion string) error {
 }
 
 func (f *FIFO[T]) replace(list, keep []T) error {
+	f.ready()
 	keys := make([]string, len(list))
 	objs := make([]T, len(list))
 	for i, obj := range list {
@@ -297,6 +314,7 @@ func (f *FIFO[T]) deleteUnlistedLocked(key string, newest Delta[T]) {
 // (the informer tells its handlers nothing of it), and the Sync must not
 // be lost with it. Without known objects Resync does nothing.
 func (f *FIFO[T]) Resync() error {
+	f.ready()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -376,6 +394,7 @@ func (f *FIFO[T]) Pop(ctx context.Context, process func(key string, deltas []Del
 // next waits for a key and takes it out of the queue, recording it as in
 // flight.
 func (f *FIFO[T]) next(ctx context.Context) (b inflightBatch[T], deltas []Delta[T], initial bool, err error) {
+	f.ready()
 	for {
 		if err := ctx.Err(); err != nil {
 			return b, nil, false, err
@@ -449,12 +468,16 @@ func (f *FIFO[T]) HasSynced() bool {
 }
 
 // Synced returns a channel that is closed when HasSynced first becomes true.
-func (f *FIFO[T]) Synced() <-chan struct{} { return f.synced }
+func (f *FIFO[T]) Synced() <-chan struct{} {
+	f.ready()
+	return f.synced
+}
 
 // Close closes the FIFO: writes fail with [ErrClosed], and Pop, once the
 // queue is drained, returns ErrClosed instead of waiting. Waiting Pops wake
 // up. Calling Close again does nothing.
 func (f *FIFO[T]) Close() {
+	f.ready()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.closed {

@@ -267,3 +267,32 @@ func TestPopWithNilContext(t *testing.T) {
 	err := deltafifo.New[*corev1.Pod]().Pop(nilCtx, func(string, []deltafifo.Delta[*corev1.Pod], bool) error { return nil })
 	assert.ErrorContains(t, err, "nil context")
 }
+
+// The zero FIFO works as New() makes it: it queues, hands out, syncs and
+// closes. It used to fail every write with a misleading "key function
+// panicked", wait in Pop until the context ended, and panic in Close.
+func TestZeroFIFOIsUsable(t *testing.T) {
+	var f fifo
+	require.NoError(t, f.Replace([]*corev1.Pod{pod("a", "1")}, "1"))
+	require.NoError(t, f.Add(pod("b", "2")))
+	require.NoError(t, f.Resync())
+	assert.Equal(t, []string{"ns/a", "ns/b"}, f.ListKeys())
+
+	var got []string
+	for range 2 {
+		require.NoError(t, f.Pop(t.Context(), func(key string, deltas []deltafifo.Delta[*corev1.Pod], _ bool) error {
+			got = append(got, key+" "+describe(deltas))
+			return nil
+		}))
+	}
+	assert.Equal(t, []string{"ns/a Replaced@1", "ns/b Added@2"}, got)
+	select {
+	case <-f.Synced():
+	default:
+		t.Fatal("Synced not closed after the first Replace's keys were popped")
+	}
+
+	f.Close()
+	assert.ErrorIs(t, f.Add(pod("c", "3")), deltafifo.ErrClosed)
+	assert.ErrorIs(t, f.Pop(t.Context(), func(string, []deltafifo.Delta[*corev1.Pod], bool) error { return nil }), deltafifo.ErrClosed)
+}
