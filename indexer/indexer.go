@@ -25,11 +25,17 @@ var ErrInvalidObject = objkey.ErrInvalidObject
 // Indexer is a thread-safe map from key to object with named secondary
 // indexes. It satisfies deltafifo.KnownObjects.
 //
-// The zero Indexer is not usable: use [New]. An Indexer is safe for
-// concurrent use; slices it returns are fresh and belong to the caller, but
-// the objects in them are shared and must not be modified.
+// The zero Indexer is an empty Indexer with no indexes and the default key
+// function, as New(nil) makes. An Indexer is safe for concurrent use and
+// must not be copied after first use; slices it returns are fresh and
+// belong to the caller, but the objects in them are shared and must not be
+// modified.
 type Indexer[T metav1.Object] struct {
 	keyFunc func(T) string
+
+	// readyOnce makes the store, and sets the default key function if
+	// there is none: in New, or at the first use of the zero Indexer.
+	readyOnce sync.Once
 
 	// No user code runs under wmu or mu. wmu orders writers' commits
 	// against Delete's compaction (compact): a write takes it, then mu, to
@@ -77,7 +83,7 @@ func WithKeyFunc[T metav1.Object](f func(T) string) Option[T] {
 
 // New returns an empty Indexer with the given indexes (nil for none).
 func New[T metav1.Object](indexers Indexers[T], opts ...Option[T]) *Indexer[T] {
-	x := &Indexer[T]{keyFunc: func(obj T) string { return MetaNamespaceKey(obj) }}
+	x := &Indexer[T]{}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(x)
@@ -86,7 +92,22 @@ func New[T metav1.Object](indexers Indexers[T], opts ...Option[T]) *Indexer[T] {
 	names, funcs := sorted(indexers)
 	x.s = newStore((&indexSet[T]{}).with(names, funcs), 0)
 	x.prep = x.s.indexes
+	x.ready()
 	return x
+}
+
+// ready readies x for use, once: every method calls it first, so that the
+// zero Indexer works as New(nil) does.
+func (x *Indexer[T]) ready() {
+	x.readyOnce.Do(func() {
+		if x.keyFunc == nil {
+			x.keyFunc = func(obj T) string { return MetaNamespaceKey(obj) }
+		}
+		if x.s == nil {
+			x.s = newStore(&indexSet[T]{}, 0)
+			x.prep = x.s.indexes
+		}
+	})
 }
 
 // Add stores obj, replacing any object with the same key. If an index
@@ -101,6 +122,7 @@ func (x *Indexer[T]) Add(obj T) error { return x.put("Add", obj) }
 func (x *Indexer[T]) Update(obj T) error { return x.put("Update", obj) }
 
 func (x *Indexer[T]) put(op string, obj T) error {
+	x.ready()
 	for {
 		w, err := x.prepare(obj)
 		if err != nil {
@@ -132,6 +154,7 @@ func (w Write[T]) Key() string { return w.key }
 // without running user code under that lock. It fails as Add would, and
 // changes nothing.
 func (x *Indexer[T]) Prepare(obj T) (Write[T], error) {
+	x.ready()
 	w, err := x.prepare(obj)
 	if err != nil {
 		return Write[T]{}, fmt.Errorf("indexer: Prepare: %w", err)
@@ -157,6 +180,7 @@ func (x *Indexer[T]) prepare(obj T) (Write[T], error) {
 // nothing if the Write is the zero Write, or if [Indexer.AddIndexers] began
 // or failed since the Write was prepared: prepare it again.
 func (x *Indexer[T]) Commit(w Write[T]) bool {
+	x.ready()
 	x.wmu.Lock()
 	defer x.wmu.Unlock()
 	x.mu.Lock()
@@ -178,6 +202,7 @@ func (x *Indexer[T]) Commit(w Write[T]) bool {
 // Delete removes the object with obj's key. Deleting an absent key is not
 // an error.
 func (x *Indexer[T]) Delete(obj T) error {
+	x.ready()
 	key, err := x.keyOf(obj)
 	if err != nil {
 		return fmt.Errorf("indexer: Delete: %w", err)
@@ -229,6 +254,7 @@ func (x *Indexer[T]) installCompacted(s *store[T], c compactedMaps[T]) {
 // error and changes nothing. Of two objects with the same key, the later
 // wins.
 func (x *Indexer[T]) Replace(list []T, resourceVersion string) error {
+	x.ready()
 	for {
 		x.mu.RLock()
 		prep, installed := x.prep, x.s.indexes
@@ -278,6 +304,7 @@ func (x *Indexer[T]) Replace(list []T, resourceVersion string) error {
 
 // Get returns the stored object with obj's key.
 func (x *Indexer[T]) Get(obj T) (T, bool) {
+	x.ready()
 	key, err := x.keyOf(obj)
 	if err != nil {
 		var zero T
@@ -288,6 +315,7 @@ func (x *Indexer[T]) Get(obj T) (T, bool) {
 
 // GetByKey returns the object stored under key.
 func (x *Indexer[T]) GetByKey(key string) (T, bool) {
+	x.ready()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	e, ok := x.s.items[key]
@@ -296,6 +324,7 @@ func (x *Indexer[T]) GetByKey(key string) (T, bool) {
 
 // List returns all stored objects, in no particular order.
 func (x *Indexer[T]) List() []T {
+	x.ready()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	out := make([]T, 0, len(x.s.items))
@@ -307,6 +336,7 @@ func (x *Indexer[T]) List() []T {
 
 // ListKeys returns the keys of all stored objects, in no particular order.
 func (x *Indexer[T]) ListKeys() []string {
+	x.ready()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	out := make([]string, 0, len(x.s.items))
@@ -318,6 +348,7 @@ func (x *Indexer[T]) ListKeys() []string {
 
 // Len returns the number of stored objects.
 func (x *Indexer[T]) Len() int {
+	x.ready()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return len(x.s.items)
@@ -327,6 +358,7 @@ func (x *Indexer[T]) Len() int {
 // named index with obj (obj itself need not be stored), each once, in no
 // particular order.
 func (x *Indexer[T]) Index(name string, obj T) ([]T, error) {
+	x.ready()
 	if isNil(obj) {
 		return nil, fmt.Errorf("indexer: Index: %w: object is nil", ErrInvalidObject)
 	}
@@ -348,6 +380,7 @@ func (x *Indexer[T]) Index(name string, obj T) ([]T, error) {
 // IndexKeys returns the keys of the stored objects that have value in the
 // named index, in no particular order.
 func (x *Indexer[T]) IndexKeys(name, value string) ([]string, error) {
+	x.ready()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	i, err := x.s.lookup(name)
@@ -365,6 +398,7 @@ func (x *Indexer[T]) IndexKeys(name, value string) ([]string, error) {
 // ByIndex returns the stored objects that have value in the named index,
 // in no particular order.
 func (x *Indexer[T]) ByIndex(name, value string) ([]T, error) {
+	x.ready()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	i, err := x.s.lookup(name)
@@ -377,6 +411,7 @@ func (x *Indexer[T]) ByIndex(name, value string) ([]T, error) {
 // ListIndexFuncValues returns the values the named index holds, in no
 // particular order; nil for an unknown index.
 func (x *Indexer[T]) ListIndexFuncValues(name string) []string {
+	x.ready()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	i, err := x.s.lookup(name)
@@ -405,6 +440,7 @@ func (x *Indexer[T]) ListIndexFuncValues(name string) []string {
 // on another object and adds nothing. Calls of AddIndexers run one at a
 // time: an index function must not call AddIndexers on the same Indexer.
 func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
+	x.ready()
 	names, funcs := sorted(indexers)
 	for i, name := range names {
 		if funcs[i] == nil {

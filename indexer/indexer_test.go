@@ -38,6 +38,28 @@ func TestIndexerCRUD(t *testing.T) {
 	assert.Equal(t, 1, x.Len())
 }
 
+// The zero Indexer works as New(nil) makes it: reads find nothing, writes
+// store, and indexes can be added. Each of its methods used to panic.
+func TestZeroIndexerIsUsable(t *testing.T) {
+	var x podIndexer
+	assert.Zero(t, x.Len())
+	assert.Empty(t, x.List())
+	_, ok := x.GetByKey("ns/a")
+	assert.False(t, ok)
+	_, err := x.ByIndex("node", "n1")
+	assert.Error(t, err, "no index named node yet")
+
+	require.NoError(t, x.Add(pod("ns", "a", "1", "n1")))
+	require.NoError(t, x.AddIndexers(indexer.Indexers[*corev1.Pod]{"node": byNode}))
+	require.NoError(t, x.Replace([]*corev1.Pod{pod("ns", "a", "2", "n1"), pod("ns", "b", "1", "n2")}, "2"))
+	assert.Equal(t, []string{"ns/a@2", "ns/b@1"}, dump(t, &x))
+	inN1, err := x.ByIndex("node", "n1")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/a"}, sortedKeys(inN1))
+	require.NoError(t, x.Delete(pod("ns", "a", "", "")))
+	assert.Equal(t, []string{"ns/b"}, x.ListKeys())
+}
+
 func TestSplitMetaNamespaceKey(t *testing.T) {
 	for _, obj := range []metav1.Object{pod("ns", "a", "", ""), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}} {
 		ns, name, err := indexer.SplitMetaNamespaceKey(indexer.MetaNamespaceKey(obj))
