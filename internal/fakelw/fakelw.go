@@ -560,6 +560,14 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 		w.after = from
 	}
 	s.watchers[w] = struct{}{}
+	// A watch whose context ends is over, as a server's is once the
+	// request is gone: it takes no more events, closed or not.
+	w.unwatch = context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		delete(s.watchers, w)
+		s.mu.Unlock()
+		w.end(ctx.Err())
+	})
 	// A timeout longer than a Duration holds (292 years) is none.
 	if opts.TimeoutSeconds > 0 && opts.TimeoutSeconds <= math.MaxInt64/int64(time.Second) {
 		w.timer = time.AfterFunc(time.Duration(opts.TimeoutSeconds)*time.Second, func() { s.timeOut(w) })
@@ -597,6 +605,7 @@ type tracked[T reflector.Object] struct {
 }
 
 func (t *tracked[T]) Close() error {
+	t.unwatch()
 	t.s.mu.Lock()
 	delete(t.s.watchers, t.watcher)
 	t.s.mu.Unlock()
@@ -609,6 +618,7 @@ type watcher[T reflector.Object] struct {
 	bookmarks bool         // the watch allows BOOKMARK events
 	after     uint64       // only events past this resourceVersion are sent
 	timer     *time.Timer  // ends the watch at its timeoutSeconds; nil: none
+	unwatch   func() bool  // stops ending the watch when its context ends
 	mu        sync.Mutex
 	queue     []reflector.Event[T]
 	err       error         // what Next returns once the queue is empty

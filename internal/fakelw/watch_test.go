@@ -1,6 +1,7 @@
 package fakelw_test
 
 import (
+	"context"
 	"io"
 	"math"
 	"testing"
@@ -120,5 +121,24 @@ func TestWatchEndsAtItsTimeout(t *testing.T) {
 		assert.Equal(t, "ADDED ns/c@3 web", next(t, forever), "no timeout: no end")
 		assert.Equal(t, "ADDED ns/b@2 web", next(t, huge))
 		assert.Equal(t, "ADDED ns/c@3 web", next(t, huge), "a timeout past 292 years: no end")
+	})
+}
+
+// A watch whose context ended is over, closed or not: it queues nothing
+// more (it used to keep every later change, for as long as the Source
+// lived).
+func TestWatchWhoseContextEndedTakesNoMoreEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+		src.Create(labeled("ns", "a", "web")) // 1
+		ctx, cancel := context.WithCancel(t.Context())
+		w, err := src.Watch(ctx, reflector.WatchOptions{ResourceVersion: "1"})
+		require.NoError(t, err)
+		cancel()
+		synctest.Wait()
+		src.Create(labeled("ns", "b", "web")) // 2
+		_, err = w.Next()
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.NoError(t, w.Close())
 	})
 }
