@@ -253,12 +253,15 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		r.report(err)
 	}
 	refill := s.needList // the attempt that failed was a list
+	// The attempt that failed was a streaming list (in WatchList mode, or
+	// Auto not falling back this once), not a LIST.
+	streamed := refill && s.streaming && !s.listOnce
 	switch {
 	case refill && s.streamFailed:
 		// The LIST tried after a failed streaming list failed too:
 		// stream again next time.
 		s.listOnce, s.streamFailed = false, false
-	case refill && s.streaming && !s.listOnce && r.opt.mode == Auto && !errors.As(err, &fallback) && !isForbidden(err):
+	case streamed && r.opt.mode == Auto && !errors.As(err, &fallback) && !isForbidden(err):
 		// A streaming list is a watch, served by the watch cache only:
 		// one that failed (the cache lagging, "too large"; a proxy or
 		// a server that breaks watches) is followed by a LIST, which
@@ -299,7 +302,7 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 			"resource", r.opt.name, "reason", fallback.reason)
 		s.streaming = false
 		return 0
-	case isForbidden(err) && refill && s.streaming && !s.listOnce && r.opt.mode == Auto:
+	case isForbidden(err) && streamed && r.opt.mode == Auto:
 		// The streaming list is a watch, which a role that grants list
 		// only forbids: LIST this once, as client-go falls back to.
 		s.listOnce = true

@@ -1942,6 +1942,28 @@ func TestForbiddenWatchListsAgain(t *testing.T) {
 	}
 }
 
+// In Auto mode, a LIST that follows a failed streaming list and is
+// forbidden is a failed LIST like any other: the next refill streams again,
+// after the backoff. It used to be taken for a forbidden streaming list:
+// sent again at once, then LISTs until one succeeded.
+func TestForbiddenListAfterAFailedStreamingListStreamsAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		src.FailWatch(fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "busy"))
+		forbidden := fakelw.Status(http.StatusForbidden, metav1.StatusReasonForbidden, "cannot list pods")
+		src.FailList(forbidden, forbidden, forbidden)
+		r := reflector.New[*corev1.Pod](src, store)
+		defer run(t, r)()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"a@1"}, store.keys(), "synced by the second streaming list")
+		assert.EqualValues(t, 1, src.Lists.Load(), "one LIST, then a streaming list")
+		lists, _ := src.PendingFailures()
+		assert.Equal(t, 2, lists)
+	})
+}
+
 // A watch answered 404 (the resource is no longer served: its CRD
 // deleted, its version no longer served) is followed by a list after the
 // backoff, as in client-go, not by a watch from the old resourceVersion,
