@@ -318,9 +318,9 @@ func (f *Factory) Start(ctx context.Context) {
 // stopped (Shutdown, or the end of Start's context). If ctx ends first, or
 // an informer stopped before it synced, it returns an error that names
 // each informer not synced and the last error it met, such as
-// `caches not synced: pods in "default": listing pods in "default"
-// (streaming): 403 Forbidden: ... (still retrying: context deadline
-// exceeded)`; errors.Is finds both the last error and ctx's.
+// `caches not synced: pods in "default": listing pods in "default": 403
+// Forbidden: ... (still retrying: context deadline exceeded)`; errors.Is
+// finds both the last error and ctx's.
 func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	if f == nil {
 		return errors.New("informer factory: WaitForCacheSync: the Factory is nil")

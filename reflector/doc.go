@@ -23,7 +23,7 @@
 //     off with jitter (honouring Retry-After, plus up to half of it at
 //     random so that informers turned away together come back apart, up
 //     to the backoff's maximum; a Retry-After at or past the maximum
-//     waits two thirds to all of it, spread the same way)
+//     waits two thirds to all of the maximum, spread the same way)
 //     and resume without relisting; a watch that moved the cache forward
 //     before it broke resumes after the backoff's first wait. A watch that
 //     fails twice in a row in its stream at the same resourceVersion, on
@@ -71,15 +71,18 @@
 //     watch) is followed by a list after the backoff, again and again, so
 //     the cache follows the server at the backoff's pace, as client-go's
 //     does.
-//   - In Auto mode, a streaming list that fails in any way is followed by
-//     one LIST (at once if the streaming list, a watch, was forbidden;
-//     otherwise after the backoff), as client-go falls back: streaming
-//     lists are served by the watch cache alone, which refuses them while
-//     it lags ("too large resource version") where a LIST is served, and a
-//     proxy may break watches only. Without it the cache would stay
-//     unsynced while LIST mode syncs. If that LIST fails too, the next
-//     refill streams again; after a forbidden one, it lists until a LIST
-//     succeeds.
+//   - In Auto mode, a streaming list that fails is followed by a LIST, as
+//     client-go falls back: streaming lists are served by the watch cache
+//     alone, which refuses them while it lags ("too large resource
+//     version") where a LIST is served, and a proxy may break watches
+//     only. Without it the cache would stay unsynced while LIST mode
+//     syncs. After one that was forbidden (a watch) or ended before its
+//     end bookmark, the LIST comes at once, and LISTs follow until one
+//     succeeds; after one that failed otherwise, the LIST comes after the
+//     backoff, and if it fails too, the next refill streams again. A
+//     server that does not serve streaming lists (it refuses the request,
+//     or sends what a streaming list does not; see Auto) is listed with
+//     LIST then WATCH from then on.
 //   - A page after the first of a paged list that fails with 429, 500,
 //     502, 503, 504 or a lost connection is asked for again with the same continue
 //     token, after the backoff (or Retry-After), up to five times, so that
@@ -114,5 +117,6 @@
 //
 // The Reflector's loop is one goroutine: Run. Every error it meets is passed
 // to the error handler (WithErrorHandler) before it recovers, so a caller can
-// report why a cache is not syncing.
+// report why a cache is not syncing; in Auto mode, a server refusing the
+// streaming list is logged instead.
 package reflector

@@ -43,7 +43,8 @@ type KeepingStore[T metav1.Object] interface {
 // mode (Auto) first asks Watch for a streaming list (SendInitialEvents);
 // a ListerWatcher that ignores that option must be run in ListWatch mode
 // (WithMode), or the Reflector waits for the initial-events-end bookmark
-// for as long as the stream stays open.
+// until the stream ends, or for the timeoutSeconds it asked for and 30 s
+// more (5 to 10 minutes by default), and then lists with LIST.
 type ListerWatcher[T metav1.Object] interface {
 	// List fetches one page. Each item is handed to add as soon as it is
 	// decoded, one add at a time (add runs the transform), and before List

@@ -17,18 +17,19 @@ type Mode int
 const (
 	// Auto uses a streaming list when the server serves them and falls back
 	// to LIST then WATCH, for the rest of the Reflector's life, when it
-	// does not: when it refuses the request, sends a MODIFIED, DELETED or
-	// unannotated BOOKMARK event before the initial-events-end bookmark, goes
-	// quiet before that bookmark, or ends two streaming lists in a row
-	// before it within an hour (one that ends early, as a restarting
+	// does not: when it refuses the request (400, 405, 406, 422 or 501),
+	// sends a MODIFIED, DELETED or unannotated BOOKMARK event before the
+	// initial-events-end bookmark, sends that bookmark without a
+	// resourceVersion, goes quiet before it, or ends two streaming lists in
+	// a row before it within an hour (one that ends early, as a restarting
 	// server's do, or that has not sent it 30 s past its timeoutSeconds,
-	// is followed by one LIST, and the next refill streams again). A
-	// streaming list that fails otherwise (refused with 403, 429, 5xx or
-	// "too large resource version", a stream cut or spoiled) is followed by
-	// a LIST too, as client-go falls back: the watch cache that serves
-	// streaming lists may refuse them while a LIST is served. If that LIST
-	// fails, the next refill streams again (after a 403, it lists until a
-	// LIST succeeds). It is the default.
+	// is followed at once by LISTs until one succeeds, and the next refill
+	// streams again). A streaming list that fails otherwise (refused with
+	// 403, 429, 5xx or "too large resource version", a stream cut or
+	// spoiled) is followed by a LIST too, as client-go falls back: the
+	// watch cache that serves streaming lists may refuse them while a LIST
+	// is served. If that LIST fails, the next refill streams again (after a
+	// 403, it lists until a LIST succeeds). It is the default.
 	Auto Mode = iota
 	// ListWatch always lists with LIST requests (see WithPageSize for when
 	// they are paged).
