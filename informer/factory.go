@@ -34,7 +34,6 @@ type Factory struct {
 	informers map[factoryKey]*entry
 	order     []*entry // in creation order, for stable error messages
 	shutdown  bool
-	nilStart  bool // Start was called with a nil context
 	wg        sync.WaitGroup
 }
 
@@ -51,6 +50,7 @@ type runner interface {
 type entry struct {
 	informer runner
 	cancel   context.CancelFunc // set once started
+	nilStart bool               // a Start with a nil context did not start it
 }
 
 type factoryKey struct {
@@ -289,7 +289,11 @@ func (f *Factory) Start(ctx context.Context) {
 	if ctx == nil {
 		f.opt.logger.Error("informer factory: Start with a nil context: nothing started")
 		f.mu.Lock()
-		f.nilStart = true // WaitForCacheSync names what it did not start
+		for _, e := range f.order {
+			if e.cancel == nil {
+				e.nilStart = true // WaitForCacheSync names what it did not start
+			}
+		}
 		f.mu.Unlock()
 		return
 	}
@@ -335,7 +339,7 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 		switch {
 		case e.cancel != nil:
 			started = append(started, e)
-		case f.nilStart:
+		case e.nilStart:
 			errs = append(errs, fmt.Errorf("%s: not started: Start was given a nil context", e.informer.Name()))
 		}
 	}

@@ -469,6 +469,16 @@ func TestFactoryWithNilContext(t *testing.T) {
 	assert.ErrorContains(t, f.WaitForCacheSync(nilCtx), "nil context")
 	assert.ErrorContains(t, f.WaitForCacheSync(t.Context()), "not started: Start was given a nil context",
 		"an informer the refused Start did not start is not synced")
+
+	// An informer created after the refused Start was never started: it is
+	// not waited for (as after any Start), nor blamed on the nil context.
+	f2, err := informer.NewFactory(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	f2.Start(nilCtx)
+	_, err = informer.For[*corev1.Pod](f2, reflector.Target{})
+	require.NoError(t, err)
+	assert.NoError(t, f2.WaitForCacheSync(t.Context()))
+	f2.Shutdown()
 	f.Shutdown()
 }
 
