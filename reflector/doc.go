@@ -68,9 +68,10 @@
 //     page that holds one is (a list without it would have the cache
 //     delete the object).
 //   - A watch answered 403 Forbidden (a role that grants list but not
-//     watch) is followed by a list after the backoff, again and again, so
-//     the cache follows the server at the backoff's pace, as client-go's
-//     does.
+//     watch) or 405 Method Not Allowed (a resource that can be listed but
+//     not watched, as an aggregated API's may be) is followed by a list
+//     after the backoff, again and again, so the cache follows the server
+//     at the backoff's pace, as client-go's does.
 //   - In Auto mode, a streaming list that fails is followed by a LIST, as
 //     client-go falls back: streaming lists are served by the watch cache
 //     alone, which refuses them while it lags ("too large resource

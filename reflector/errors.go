@@ -86,10 +86,10 @@ var (
 // streamingUnsupportedError says the server cannot serve streaming lists;
 // the Reflector falls back to LIST then WATCH. A stream that merely ended
 // early (ended) may be a server restarting: the Reflector lists with LIST
-// that once, and gives up on streaming only if the next streaming list
-// ends early too, within streamCutMemory of the first. When the server
-// refused the request, err is its answer (a 400 for a bad selector, say,
-// which apimachinery's errors helpers can still tell).
+// until a LIST succeeds, then streams again, and gives up on streaming only
+// if the next streaming list ends early too, within streamCutMemory of the
+// first. When the server refused the request, err is its answer (a 400 for a
+// bad selector, say, which apimachinery's errors helpers can still tell).
 type streamingUnsupportedError struct {
 	reason string
 	ended  bool
@@ -154,6 +154,14 @@ func isExpired(err error) bool {
 func isForbidden(err error) bool {
 	s, ok := statusOf(err)
 	return ok && (s.Code == http.StatusForbidden || s.Reason == metav1.StatusReasonForbidden)
+}
+
+// isMethodNotAllowed reports a 405: the resource does not serve the verb
+// asked for, as a resource that can be listed but not watched (an
+// aggregated API's, such as metrics.k8s.io's) answers every watch.
+func isMethodNotAllowed(err error) bool {
+	s, ok := statusOf(err)
+	return ok && (s.Code == http.StatusMethodNotAllowed || s.Reason == metav1.StatusReasonMethodNotAllowed)
 }
 
 // isNotFound reports a 404: the resource (or its namespace's collection)

@@ -20,7 +20,7 @@ type runState struct {
 	streaming      bool      // refill with a streaming list rather than LIST
 	listOnce       bool      // but refill with LIST this once
 	streamFailed   bool      // listOnce because a streaming list failed: a failed LIST streams again
-	streamCutAt    time.Time // when the last streaming list cut short was (zero after one that was not)
+	streamCutAt    time.Time // when the last streaming list cut short was (zero after a whole one)
 	latest         bool      // ask for the server's latest state, not one at least as new as the Store's
 	behindSince    time.Time // when a refill first found the server behind the Store (zero after a refill)
 	takeOlder      bool      // the server has been behind for behindPatience: its latest state is taken, older as it is
@@ -154,11 +154,13 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// only forbids: LIST this once, as client-go falls back to.
 		s.listOnce = true
 		return 0
-	case isForbidden(err) && !refill:
-		// Watching is forbidden where listing was not: list again after
-		// the backoff, and again, so that the cache follows the server
-		// as closely as the backoff lets it (as client-go's does), rather
-		// than stay with the first list for good.
+	case (isForbidden(err) || isMethodNotAllowed(err)) && !refill:
+		// Watching is forbidden where listing was not (or a probe, a
+		// LIST, was forbidden), or the resource is not watchable at all
+		// (405): list again after the backoff, and again, so that the
+		// cache follows the server as closely as the backoff lets it (as
+		// client-go's does), rather than stay with the first list for
+		// good.
 		s.needList = true
 		return s.backoff.next(now)
 	case isNotFound(err) && !refill:

@@ -1942,6 +1942,39 @@ func TestForbiddenWatchListsAgain(t *testing.T) {
 	}
 }
 
+// A resource that can be listed but not watched (405 Method Not Allowed
+// on every watch, as an aggregated API such as metrics.k8s.io answers):
+// the cache follows the server by listing again after each refused
+// watch, as after a forbidden one and as client-go's does. It used to
+// ask for the same watch again and again, and kept its first list for
+// good.
+func TestWatchNotAllowedListsAgain(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.Auto, reflector.ListWatch} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				notAllowed := make([]error, 1000)
+				for i := range notAllowed {
+					notAllowed[i] = fakelw.Status(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
+						"the server does not allow this method on the requested resource")
+				}
+				src.FailWatch(notAllowed...) // Auto: the streaming list too, which falls back to LIST
+				r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](mode))
+				defer run(t, r)()
+				synctest.Wait()
+				assert.Equal(t, []string{"a@1"}, store.keys(), "synced by LIST")
+
+				src.Create(pod("b"))
+				time.Sleep(time.Minute) // past the backoff's ceiling
+				synctest.Wait()
+				assert.Equal(t, sourceKeys(src), store.keys())
+				assert.LessOrEqual(t, src.Lists.Load(), int64(10), "lists as often as the backoff lets it, no more")
+			})
+		})
+	}
+}
+
 // In Auto mode, a LIST that follows a failed streaming list and is
 // forbidden is a failed LIST like any other: the next refill streams again,
 // after the backoff. It used to be taken for a forbidden streaming list:
