@@ -73,8 +73,8 @@
 //     after the backoff, again and again, so the cache follows the server
 //     at the backoff's pace, as client-go's does. (kube-apiserver's one
 //     such resource, componentstatuses, sends objects without a
-//     resourceVersion, which no Store can take: they are rejected,
-//     ErrRejected, where client-go caches them.)
+//     resourceVersion, which the Reflector rejects (ErrRejected), where
+//     client-go caches them.)
 //   - In Auto mode, a streaming list that fails is followed by a LIST, as
 //     client-go falls back: streaming lists are served by the watch cache
 //     alone, which refuses them while it lags ("too large resource
