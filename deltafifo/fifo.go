@@ -94,8 +94,8 @@ func New[T metav1.Object](opts ...Option[T]) *FIFO[T] {
 	return f
 }
 
-// ready readies f for use, once: every method that writes, waits or hands
-// out a channel calls it first, so that the zero FIFO works as New() does.
+// ready readies f for use, once: every method calls it first, so that the
+// zero FIFO works as New() does.
 func (f *FIFO[T]) ready() {
 	f.readyOnce.Do(func() {
 		if f.keyFunc == nil {
@@ -171,6 +171,7 @@ func (f *FIFO[T]) readKnown(read func()) (err error) {
 // returned). It is also true once an Add, Update or Delete came before any
 // Replace: there is then no initial list to wait for.
 func (f *FIFO[T]) HasSynced() bool {
+	f.ready()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.populated && f.initialPending == 0
@@ -197,6 +198,7 @@ func (f *FIFO[T]) Close() {
 
 // Len returns the number of queued keys.
 func (f *FIFO[T]) Len() int {
+	f.ready()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.queue.len()
@@ -204,6 +206,7 @@ func (f *FIFO[T]) Len() int {
 
 // ListKeys returns the queued keys in the order Pop will hand them out.
 func (f *FIFO[T]) ListKeys() []string {
+	f.ready()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.queue.live()...)
@@ -212,6 +215,7 @@ func (f *FIFO[T]) ListKeys() []string {
 // GetByKey returns a copy of the deltas queued for key, oldest first, for
 // inspection; ok is false if key is not queued.
 func (f *FIFO[T]) GetByKey(key string) (deltas []Delta[T], ok bool) {
+	f.ready()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d, ok := f.items[key]
