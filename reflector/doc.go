@@ -72,9 +72,10 @@
 //     not watched, as an aggregated API's may be) is followed by a list
 //     after the backoff, again and again, so the cache follows the server
 //     at the backoff's pace, as client-go's does. (kube-apiserver's one
-//     such resource, componentstatuses, sends objects without a
-//     resourceVersion, which the Reflector rejects (ErrRejected), where
-//     client-go caches them.)
+//     such resource, componentstatuses, answers its LIST without a
+//     resourceVersion, and its objects carry none: that list fails (see
+//     below) and is tried again, so an informer of it never syncs, where
+//     client-go's caches the objects.)
 //   - In Auto mode, a streaming list that fails is followed by a LIST, as
 //     client-go falls back: streaming lists are served by the watch cache
 //     alone, which refuses them while it lags ("too large resource
