@@ -1907,71 +1907,46 @@ func TestRefillTellsAKeepingStoreWhatItLeftOut(t *testing.T) {
 	}
 }
 
-// A role that may list but not watch (403 on every watch): the cache syncs
-// with LIST (Auto falls back to it from the streaming list, which is a
-// watch) and follows the server by listing again after each forbidden
-// watch, as client-go's does, rather than never sync or keep the first
-// list for good.
-func TestForbiddenWatchListsAgain(t *testing.T) {
-	for _, mode := range []reflector.Mode{reflector.Auto, reflector.ListWatch} {
-		t.Run(fmt.Sprint(mode), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				src, store := newSource(), newRecorder()
-				src.Create(pod("a"))
-				forbidden := make([]error, 1000)
-				for i := range forbidden {
-					forbidden[i] = fakelw.Status(http.StatusForbidden, metav1.StatusReasonForbidden, "cannot watch pods")
-				}
-				src.FailWatch(forbidden...)
-				var log errorLog
-				r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](mode),
-					reflector.WithErrorHandler[*corev1.Pod](log.add))
-				defer run(t, r)()
-				synctest.Wait()
-				assert.Equal(t, []string{"a@1"}, store.keys(), "synced by LIST")
-
-				src.Create(pod("b"))
-				time.Sleep(time.Minute) // past the backoff's ceiling
-				synctest.Wait()
-				assert.Equal(t, sourceKeys(src), store.keys())
-				assert.LessOrEqual(t, src.Lists.Load(), int64(10), "lists as often as the backoff lets it, no more")
-				require.NotEmpty(t, log.all())
-				assert.ErrorContains(t, log.all()[0], "cannot watch pods")
-			})
-		})
+// A watch refused on every attempt, where the list is served: 403 (a role
+// that may list but not watch) or 405 (a resource that can be listed but
+// not watched, as kube-apiserver's componentstatuses and some aggregated
+// APIs). The cache syncs with LIST (Auto falls back to it from the
+// streaming list, which is a watch) and follows the server by listing
+// again after each refused watch, as client-go's does, rather than never
+// sync or keep the first list for good (as it did after a 405).
+func TestRefusedWatchListsAgain(t *testing.T) {
+	refusals := map[string]error{
+		"403": fakelw.Status(http.StatusForbidden, metav1.StatusReasonForbidden, "cannot watch pods"),
+		"405": fakelw.Status(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "watch is not supported on resources of kind \"pods\""),
 	}
-}
+	for name, refusal := range refusals {
+		for _, mode := range []reflector.Mode{reflector.Auto, reflector.ListWatch} {
+			t.Run(fmt.Sprint(name, "/", mode), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					src, store := newSource(), newRecorder()
+					src.Create(pod("a"))
+					refused := make([]error, 1000)
+					for i := range refused {
+						refused[i] = refusal
+					}
+					src.FailWatch(refused...)
+					var log errorLog
+					r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](mode),
+						reflector.WithErrorHandler[*corev1.Pod](log.add))
+					defer run(t, r)()
+					synctest.Wait()
+					assert.Equal(t, []string{"a@1"}, store.keys(), "synced by LIST")
 
-// A resource that can be listed but not watched (405 Method Not Allowed
-// on every watch, as an aggregated API such as metrics.k8s.io answers):
-// the cache follows the server by listing again after each refused
-// watch, as after a forbidden one and as client-go's does. It used to
-// ask for the same watch again and again, and kept its first list for
-// good.
-func TestWatchNotAllowedListsAgain(t *testing.T) {
-	for _, mode := range []reflector.Mode{reflector.Auto, reflector.ListWatch} {
-		t.Run(fmt.Sprint(mode), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				src, store := newSource(), newRecorder()
-				src.Create(pod("a"))
-				notAllowed := make([]error, 1000)
-				for i := range notAllowed {
-					notAllowed[i] = fakelw.Status(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
-						"the server does not allow this method on the requested resource")
-				}
-				src.FailWatch(notAllowed...) // Auto: the streaming list too, which falls back to LIST
-				r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](mode))
-				defer run(t, r)()
-				synctest.Wait()
-				assert.Equal(t, []string{"a@1"}, store.keys(), "synced by LIST")
-
-				src.Create(pod("b"))
-				time.Sleep(time.Minute) // past the backoff's ceiling
-				synctest.Wait()
-				assert.Equal(t, sourceKeys(src), store.keys())
-				assert.LessOrEqual(t, src.Lists.Load(), int64(10), "lists as often as the backoff lets it, no more")
+					src.Create(pod("b"))
+					time.Sleep(time.Minute) // past the backoff's ceiling
+					synctest.Wait()
+					assert.Equal(t, sourceKeys(src), store.keys())
+					assert.LessOrEqual(t, src.Lists.Load(), int64(10), "lists as often as the backoff lets it, no more")
+					require.NotEmpty(t, log.all())
+					assert.ErrorContains(t, log.all()[len(log.all())-1], refusal.Error())
+				})
 			})
-		})
+		}
 	}
 }
 
