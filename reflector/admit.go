@@ -16,10 +16,12 @@ import (
 
 // admit checks that an object from the server can be cached, applies the
 // transform, and then (WithSharing) shares its parts with the objects
-// before it. An object without a name or a resourceVersion, or with a "/"
-// in its name or namespace, is rejected (ErrRejected, and no rv); otherwise rv is its resourceVersion, which the
-// transform keeps, also when the transform fails.
-func (r *Reflector[T]) admit(obj T) (_ T, rv string, _ error) {
+// before it. An object without a name, or with a "/" in its name or
+// namespace, is rejected (ErrRejected, and no rv), and so is one without a
+// resourceVersion unless unversioned (the item of a list that has none
+// either: see list); otherwise rv is its resourceVersion, which the
+// transform keeps, also when the transform fails (ErrSkipped).
+func (r *Reflector[T]) admit(obj T, unversioned bool) (_ T, rv string, _ error) {
 	var zero T
 	if any(obj) == nil || isNilPointer(obj) {
 		return zero, "", fmt.Errorf("%w: no object", ErrRejected)
@@ -30,7 +32,7 @@ func (r *Reflector[T]) admit(obj T) (_ T, rv string, _ error) {
 	if err := objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()); err != nil {
 		return zero, "", fmt.Errorf("%w: %w", ErrRejected, err)
 	}
-	if rv = obj.GetResourceVersion(); rv == "" {
+	if rv = obj.GetResourceVersion(); rv == "" && !unversioned {
 		return zero, "", fmt.Errorf("%w: %s has no metadata.resourceVersion", ErrRejected, objkey.Key(obj))
 	}
 	if r.opt.transform != nil {

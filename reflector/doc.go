@@ -71,11 +71,16 @@
 //     watch) or 405 Method Not Allowed (a resource that can be listed but
 //     not watched, as an aggregated API's may be) is followed by a list
 //     after the backoff, again and again, so the cache follows the server
-//     at the backoff's pace, as client-go's does. (kube-apiserver's one
-//     such resource, componentstatuses, answers its LIST without a
-//     resourceVersion, and its objects carry none: that list fails (see
-//     below) and is tried again, so an informer of it never syncs, where
-//     client-go's caches the objects.)
+//     at the backoff's pace, as client-go's does.
+//   - A LIST answered without a resourceVersion (kube-apiserver's
+//     componentstatuses, which it does not watch either) is stored, with
+//     its items, which have none either, and is not watched: a watch from
+//     no resourceVersion starts at the server's newest state and would
+//     miss what was deleted in between. The resource is listed again
+//     every 30 s instead (the backoff's cap, or WithRelistInterval's
+//     interval), without an error; client-go's informer lists it as often,
+//     after each watch fails. In a list with a resourceVersion, an item
+//     without one is rejected, as in a watch.
 //   - In Auto mode, a streaming list that fails is followed by a LIST, as
 //     client-go falls back: streaming lists are served by the watch cache
 //     alone, which refuses them while it lags ("too large resource
@@ -96,11 +101,10 @@
 //     without pages, once, as client-go's pager does. A relist at the
 //     Store's resourceVersion is one answer from the start (unless
 //     WithPageSize), which kube-apiserver serves from its watch cache.
-//   - A list that cannot be resumed from, or would never end, fails and is
-//     tried again after the backoff: one without a resourceVersion, a page
-//     that gives back the continue token it was asked with, or one that
-//     begins with the object an earlier page of the list began with (a
-//     server that ignores continue tokens). A streaming list whose end
+//   - A list that would never end fails and is tried again after the
+//     backoff: one with a page that gives back the continue token it was
+//     asked with, or one that begins with the object an earlier page of
+//     the list began with (a server that ignores continue tokens). A streaming list whose end
 //     bookmark has no resourceVersion is not usable: Auto mode lists with
 //     LIST instead. One that has not sent that bookmark 30 s after the
 //     timeoutSeconds it asked for (a server that ignores both) is cut as

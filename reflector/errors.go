@@ -20,8 +20,9 @@ import (
 var ErrSkipped = errors.New("skipped")
 
 // ErrRejected marks an object that cannot be cached — one without a name or
-// a resourceVersion, or with a "/" in its name or namespace (its key would be
-// another object's). It is skipped and the resourceVersion does not advance.
+// a resourceVersion (unless it comes in a list that has none either), or with
+// a "/" in its name or namespace (its key would be another object's). It is
+// skipped and the resourceVersion does not advance.
 var ErrRejected = errors.New("object rejected")
 
 // ErrBackInTime marks the report of a refill that took the cache back in
@@ -48,9 +49,10 @@ var (
 	// errZeroEvent: a Watcher's Next returned an Event without a type and
 	// no error.
 	errZeroEvent = errors.New("the Watcher returned an event without a type (a zero Event) and no error")
-	// errNoListRV: a LIST answered without a resourceVersion, from which
-	// no watch could resume without a gap.
-	errNoListRV = errors.New("the list has no resourceVersion")
+	// errUnversioned: the Store was refilled by a list without a
+	// resourceVersion, from which no watch can start without a gap: it is
+	// listed again on a timer (unversionedInterval). Not reported.
+	errUnversioned = errors.New("the list has no resourceVersion to watch from")
 	// errRepeatedContinue: a LIST page gave back the continue token it
 	// was asked with, which would page for ever.
 	errRepeatedContinue = errors.New("the list page gave back its own continue token")

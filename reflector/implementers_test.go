@@ -192,14 +192,29 @@ func TestRepeatedContinueTokenFailsTheList(t *testing.T) {
 	})
 }
 
-// A list without a resourceVersion fails: no watch could resume from it
-// without a gap. It used to be taken, and LastSyncResourceVersion stayed
-// empty in a synced Reflector.
-func TestListWithoutResourceVersionFails(t *testing.T) {
+// A list without a resourceVersion is of a resource that is listed but not
+// watched (kube-apiserver's componentstatuses), whose objects have none
+// either: they are cached, and, as a watch from "" would start at the
+// server's newest state and miss what was deleted in between, the resource
+// is listed again every 30 s (the backoff's cap), with consistent reads,
+// without an error. A list with a resourceVersion again is watched from it.
+// Such a list used to fail, and the informer never synced.
+func TestListWithoutResourceVersionIsListedOnATimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		names, listRV := []string{"a", "b"}, ""
+		var asked []reflector.ListOptions
 		lw := &ownLW{
-			list: func(_ context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
-				return reflector.ListMeta{}, add(withRV(pod("a"), "1"))
+			list: func(_ context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				asked = append(asked, opts)
+				for _, n := range names {
+					if err := add(withRV(pod(n), listRV)); err != nil {
+						return reflector.ListMeta{}, err
+					}
+				}
+				return reflector.ListMeta{ResourceVersion: listRV}, nil
 			},
 			watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
 				return newCloseOnly(), nil
@@ -209,10 +224,90 @@ func TestListWithoutResourceVersionFails(t *testing.T) {
 		r, store := ownReflector(lw, &errs, reflector.ListWatch)
 		defer run(t, r)()
 		synctest.Wait()
-		assert.Empty(t, store.calls())
-		assert.Zero(t, lw.watches.Load())
-		assert.ErrorContains(t, r.LastError(), "the list has no resourceVersion")
+		assert.Equal(t, []string{"replace 2@"}, store.calls())
+		assert.Equal(t, []string{"a@", "b@"}, store.keys())
+		assert.Empty(t, r.LastSyncResourceVersion())
+
+		mu.Lock()
+		names = []string{"a", "c"}
+		mu.Unlock()
+		time.Sleep(29 * time.Second)
+		synctest.Wait()
+		assert.Len(t, store.calls(), 1, "listed again before 30 s")
+		time.Sleep(5 * time.Second) // past 33 s: 30 s and up to a tenth more
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 2@", "replace 2@"}, store.calls())
+		assert.Equal(t, []string{"a@", "c@"}, store.keys(), "b deleted, c created")
+		assert.Zero(t, lw.watches.Load(), "nothing to watch from")
+		assert.Empty(t, errs.all())
+		assert.NoError(t, r.LastError())
+
+		mu.Lock()
+		listRV = "7"
+		mu.Unlock()
+		time.Sleep(34 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 2@", "replace 2@", "replace 2@7"}, store.calls())
+		assert.Equal(t, int64(1), lw.watches.Load(), "watched from the list's resourceVersion")
+		assert.Equal(t, "7", r.LastSyncResourceVersion())
+		mu.Lock()
+		defer mu.Unlock()
+		for i, opts := range asked {
+			assert.Empty(t, opts.ResourceVersion, "list %d: a consistent read", i)
+		}
 	})
+}
+
+// In a list with a resourceVersion, an item without one is rejected, as in
+// a watch, and the rest of the list cached; in a list without one, it is
+// cached, also when its page was asked for again.
+func TestListItemsWithoutResourceVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name, listRV string
+		want         []string
+		rejected     int
+	}{
+		{"the list has one", "5", []string{"a@5", "c@5"}, 1},
+		{"the list has none", "", []string{"a@5", "b@", "c@5"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				second := 0
+				lw := &ownLW{
+					list: func(_ context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+						if opts.Continue == "" {
+							return reflector.ListMeta{ResourceVersion: tc.listRV, Continue: "next"}, add(withRV(pod("a"), "5"))
+						}
+						if err := add(pod("b")); err != nil {
+							return reflector.ListMeta{}, err
+						}
+						if second++; second == 1 { // the page fails after b: asked for again
+							return reflector.ListMeta{}, apierrors.NewServiceUnavailable("busy")
+						}
+						return reflector.ListMeta{}, add(withRV(pod("c"), "5"))
+					},
+					watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+						return newCloseOnly(), nil
+					},
+				}
+				var errs errorLog
+				r, store := ownReflector(lw, &errs, reflector.ListWatch)
+				defer run(t, r)()
+				time.Sleep(5 * time.Second) // past the page's backoff
+				synctest.Wait()
+				assert.Equal(t, []string{fmt.Sprintf("replace %d@%s", len(tc.want), tc.listRV)}, store.calls())
+				assert.Equal(t, tc.want, store.keys())
+				rejected := 0
+				for _, err := range errs.all() {
+					if errors.Is(err, reflector.ErrRejected) {
+						rejected++
+						assert.ErrorContains(t, err, "ns/b has no metadata.resourceVersion")
+					}
+				}
+				assert.Equal(t, tc.rejected, rejected)
+			})
+		})
+	}
 }
 
 // An add made after List returned is refused and reported: the object

@@ -173,6 +173,15 @@ func WithMinWatchTimeout[T metav1.Object](d time.Duration) Option[T] {
 	return func(o *options[T]) { o.minWatchTimeout = min(max(d, time.Second), 24*time.Hour) }
 }
 
+// unversionedEvery is how often a resource whose list has no
+// resourceVersion is listed (see unversionedInterval).
+func (o *options[T]) unversionedEvery() time.Duration {
+	if o.relistInterval > 0 {
+		return o.relistInterval
+	}
+	return o.backoffMax
+}
+
 // WithRelistInterval makes the Reflector relist every d even when the watch
 // is healthy, which repairs a cache after events that a faulty server lost
 // silently. Each relist falls between d and 1.1 d after the last (drawn at
@@ -180,7 +189,9 @@ func WithMinWatchTimeout[T metav1.Object](d time.Duration) Option[T] {
 // relist delivers only real changes downstream, so its cost is
 // one list per interval (a streaming list in the Auto and WatchList modes)
 // and a watch opened again. The default, 0, never relists on a timer;
-// intervals below one second are raised to one second.
+// intervals below one second are raised to one second. It is also how
+// often a resource whose list has no resourceVersion (one that is listed,
+// not watched) is listed; without it, every 30 s (WithBackoff's cap).
 func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 	return func(o *options[T]) {
 		o.relistInterval = 0

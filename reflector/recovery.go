@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -33,6 +34,8 @@ type runState struct {
 	stuckAt        string // the resourceVersion they failed at
 	probe          bool   // the server was out of reach: check it is not behind the Store before watching (probe)
 	probed         bool   // a probe found it was not, and no watch has opened since
+	// toldUnversioned: a list without a resourceVersion was logged (once a Run)
+	toldUnversioned bool
 }
 
 // refilled records a Store refilled by a list. The backoff is not reset:
@@ -55,6 +58,19 @@ func (s *runState) serverBehind(now time.Time) bool {
 		s.behindSince = now
 	}
 	return now.Sub(s.behindSince) >= behindPatience
+}
+
+// unversionedInterval is how long after a list without a resourceVersion
+// the next list comes: WithRelistInterval's interval if given, else the
+// backoff's cap (30 s by default; client-go's informer, whose every watch
+// of such a resource fails, lists it after each, at its backoff's pace),
+// up to a tenth later, drawn at each refill.
+func (r *Reflector[T]) unversionedInterval(s *runState) time.Duration {
+	d := r.opt.unversionedEvery()
+	if late := time.Duration(s.relistDraw * float64(d/10)); late < math.MaxInt64-d {
+		d += late
+	}
+	return d
 }
 
 // behindPatience is how long the Reflector waits for a server that is
@@ -89,6 +105,9 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	case errors.Is(err, errRelistDue):
 		s.needList = true
 		return 0
+	case errors.Is(err, errUnversioned):
+		s.needList = true
+		return r.unversionedInterval(s)
 	}
 	// In Auto mode, a server that refuses the streaming list (a 400 or a
 	// 422 for sendInitialEvents) is not an error to report: the Reflector

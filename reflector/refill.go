@@ -87,9 +87,6 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 			return fmt.Errorf("listing %s: %w: %s", r.opt.name, errRepeatedPage, page.first)
 		}
 		if opts.Continue == "" { // the first page
-			if meta.ResourceVersion == "" {
-				return fmt.Errorf("listing %s: %w", r.opt.name, errNoListRV)
-			}
 			listRV = meta.ResourceVersion
 		}
 		switch {
@@ -104,6 +101,7 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 		}
 		break
 	}
+	collected.settle(listRV)
 
 	back := olderThan(listRV, since)
 	if back && !s.takeOlder {
@@ -120,6 +118,11 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	if back {
 		r.tookOlderState(s, listRV, since)
 	}
+	if listRV == "" && !s.toldUnversioned {
+		s.toldUnversioned = true
+		r.opt.logger.Info("the list has no resourceVersion to watch from: listed again every interval instead",
+			"resource", r.opt.name, "interval", r.opt.unversionedEvery())
+	}
 	return nil
 }
 
@@ -127,9 +130,12 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 // time: what was admitted, and what the transform failed on.
 type listed[T metav1.Object] struct {
 	r       *Reflector[T]
-	mu      sync.Mutex // guards items, leftOut and the pages' over and first
+	mu      sync.Mutex // guards items, leftOut, unversioned and the pages' over and first
 	items   []T
 	leftOut []T // the transform failed on them: the Store keeps its own
+	// unversioned holds the items without a resourceVersion, as they came,
+	// until the list's own is known (settle).
+	unversioned []T
 	// firsts holds the key of the first item of each page so far. No two
 	// pages of one list begin with the same object, unless the server
 	// pages wrong: a page would then repeat for ever.
@@ -141,24 +147,26 @@ type listed[T metav1.Object] struct {
 // waits for those under way, and an add made after that is refused and
 // reported (it would be lost from the cache without a word).
 type listPage[T metav1.Object] struct {
-	l                *listed[T]
-	over             bool           // end was called
-	underWay         sync.WaitGroup // adds begun before over
-	first            string         // the key of the page's first item with a name
-	nItems, nLeftOut int            // the lengths of l.items and l.leftOut before the page
+	l        *listed[T]
+	over     bool           // end was called
+	underWay sync.WaitGroup // adds begun before over
+	first    string         // the key of the page's first item with a name
+	// the lengths of l.items, l.leftOut and l.unversioned before the page
+	nItems, nLeftOut, nUnversioned int
 }
 
 func (l *listed[T]) page() *listPage[T] {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return &listPage[T]{l: l, nItems: len(l.items), nLeftOut: len(l.leftOut)}
+	return &listPage[T]{l: l, nItems: len(l.items), nLeftOut: len(l.leftOut), nUnversioned: len(l.unversioned)}
 }
 
 // reset forgets what was collected, for a list started again.
 func (l *listed[T]) reset() {
 	clear(l.items)
 	clear(l.leftOut)
-	l.items, l.leftOut, l.firsts = l.items[:0], l.leftOut[:0], nil
+	clear(l.unversioned)
+	l.items, l.leftOut, l.unversioned, l.firsts = l.items[:0], l.leftOut[:0], l.unversioned[:0], nil
 }
 
 // add admits one item (ListerWatcher.List's add).
@@ -171,13 +179,27 @@ func (p *listPage[T]) add(obj T) error {
 		r.report(err)
 		return err
 	}
-	p.underWay.Add(1)
-	if p.first == "" && any(obj) != nil && !isNilPointer(obj) && obj.GetName() != "" {
+	valid := any(obj) != nil && !isNilPointer(obj)
+	if p.first == "" && valid && obj.GetName() != "" {
 		p.first = objkey.Of(obj.GetNamespace(), obj.GetName())
 	}
+	if valid && obj.GetResourceVersion() == "" {
+		// Cached or rejected once the list's resourceVersion is known.
+		l.unversioned = append(l.unversioned, obj)
+		l.mu.Unlock()
+		return nil
+	}
+	p.underWay.Add(1)
 	l.mu.Unlock()
 	defer p.underWay.Done()
-	obj, kept, err := r.admitListed(obj)
+	l.admit(obj, false)
+	return nil // a skipped item does not stop the rest of the page
+}
+
+// admit admits one item into items, or leftOut, or reports it skipped.
+func (l *listed[T]) admit(obj T, unversioned bool) {
+	r := l.r
+	obj, kept, err := r.admitListed(obj, unversioned)
 	if err != nil {
 		r.report(fmt.Errorf("listing %s: %w", r.opt.name, err))
 	}
@@ -189,7 +211,20 @@ func (p *listPage[T]) add(obj T) error {
 		l.leftOut = append(l.leftOut, obj)
 	}
 	l.mu.Unlock()
-	return nil // a skipped item does not stop the rest of the page
+}
+
+// settle admits the items that have no resourceVersion, once the list's is
+// known. A list without one is of a resource that is listed but not watched
+// (kube-apiserver's componentstatuses), whose objects have none either: they
+// are cached. In a list with one, such an item is rejected, as in a watch.
+func (l *listed[T]) settle(listRV string) {
+	l.mu.Lock()
+	held := l.unversioned
+	l.unversioned = nil
+	l.mu.Unlock()
+	for _, obj := range held {
+		l.admit(obj, listRV == "")
+	}
 }
 
 // end closes the page: adds under way are waited for, later ones refused.
@@ -206,7 +241,8 @@ func (p *listPage[T]) discard() {
 	l := p.l
 	clear(l.items[p.nItems:])
 	clear(l.leftOut[p.nLeftOut:])
-	l.items, l.leftOut = l.items[:p.nItems], l.leftOut[:p.nLeftOut]
+	clear(l.unversioned[p.nUnversioned:])
+	l.items, l.leftOut, l.unversioned = l.items[:p.nItems], l.leftOut[:p.nLeftOut], l.unversioned[:p.nUnversioned]
 }
 
 // repeated reports whether an ended page began with the object an earlier
@@ -402,7 +438,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 		}
 		switch ev.Type {
 		case Added:
-			obj, kept, err := r.admitListed(ev.Object)
+			obj, kept, err := r.admitListed(ev.Object, false)
 			if err != nil {
 				r.report(fmt.Errorf("listing %s (streaming): %w", r.opt.name, err))
 				if kept {
@@ -419,7 +455,8 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			if rv == "" {
 				// Nothing to watch on from: a watch from "" starts at the
 				// server's newest state, and what changed in between
-				// would be lost (a LIST without one fails likewise).
+				// would be lost (a LIST without one is listed again on
+				// a timer instead: see list).
 				return r.streamingFailed(&streamingUnsupportedError{reason: "the initial-events-end bookmark has no resourceVersion"})
 			}
 			back := olderThan(rv, since)
@@ -463,16 +500,16 @@ func (r *Reflector[T]) streamingFailed(e *streamingUnsupportedError) error {
 // from the cache. A transform that renamed the object in place before it
 // failed (or returned it renamed) has its namespace and name put back on
 // the discarded object, whose key is all the Store uses.
-func (r *Reflector[T]) admitListed(obj T) (_ T, kept bool, _ error) {
+func (r *Reflector[T]) admitListed(obj T, unversioned bool) (_ T, kept bool, _ error) {
 	var namespace, name string
 	if any(obj) != nil && !isNilPointer(obj) {
 		namespace, name = obj.GetNamespace(), obj.GetName()
 	}
-	out, rv, err := r.admit(obj)
+	out, _, err := r.admit(obj, unversioned)
 	if err == nil {
 		return out, false, nil
 	}
-	if rv == "" { // admit gives a resourceVersion only for a transform's failure
+	if !errors.Is(err, ErrSkipped) { // rejected, not a transform's failure
 		return out, false, err
 	}
 	if obj.GetNamespace() != namespace || obj.GetName() != name {

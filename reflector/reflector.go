@@ -148,6 +148,12 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 			if err == nil {
 				continue
 			}
+		case r.LastSyncResourceVersion() == "":
+			// The Store was refilled by a list without a resourceVersion
+			// (a resource that is listed, not watched): a watch from ""
+			// would start at the server's newest state and miss what
+			// was deleted in between. List again on a timer instead.
+			err = errUnversioned
 		default:
 			err = r.watch(ctx, &s)
 		}

@@ -151,7 +151,7 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 		return nil
 	}
 
-	obj, rv, err := r.admit(ev.Object)
+	obj, rv, err := r.admit(ev.Object, false)
 	last := r.LastSyncResourceVersion()
 	if err != nil {
 		r.report(fmt.Errorf("watching %s: %s event: %w", r.opt.name, ev.Type, err))

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/internal/e2e/cluster"
@@ -78,6 +79,38 @@ func TestListOnlyRole(t *testing.T) {
 				}
 			}
 			assert.Positive(t, forbidden, "the forbidden watches are reported")
+		})
+	}
+}
+
+// TestListOnlyResource: componentstatuses, which kube-apiserver lists but
+// does not watch (405, the streaming list too), and lists without a
+// resourceVersion, on the list and on its objects. The informer syncs with
+// LIST in both modes, caches the objects as they are, and lists again on a
+// timer rather than watch from nothing; nothing is reported. It used to
+// never sync, where client-go's caches them.
+func TestListOnlyResource(t *testing.T) {
+	cfg := &reflector.Config{Host: shared.URL(), BearerToken: shared.AdminToken(), TLS: reflector.TLSConfig{CAData: shared.CAPEM()}}
+	for name, mode := range map[string]reflector.Mode{"auto": reflector.Auto, "list-watch": reflector.ListWatch} {
+		t.Run(name, func(t *testing.T) {
+			f, err := informer.NewFactory(cfg, informer.WithListMode(mode))
+			require.NoError(t, err)
+			statuses, err := informer.For[*corev1.ComponentStatus](f, reflector.Target{})
+			require.NoError(t, err)
+			errs := &errorLog{}
+			require.NoError(t, statuses.SetWatchErrorHandler(errs.add))
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			f.Start(ctx)
+			defer f.Shutdown()
+			require.NoError(t, f.WaitForCacheSync(ctx))
+			etcd, ok := statuses.Lister().Get("", "etcd-0")
+			require.True(t, ok, "etcd-0 cached; the cache holds %d objects", len(statuses.Lister().List(labels.Everything())))
+			assert.Empty(t, etcd.ResourceVersion)
+			assert.NotEmpty(t, etcd.Conditions)
+			assert.Empty(t, statuses.LastSyncResourceVersion())
+			assert.NoError(t, statuses.LastError())
+			assert.Empty(t, errs.since(time.Time{}), "nothing to report")
 		})
 	}
 }
