@@ -10,9 +10,11 @@
 //
 // Three rules make the handlers' view exact:
 //
-//   - A relist that finds an object unchanged (same resourceVersion) tells
-//     no handler anything; resync periods are the explicit way to get
-//     objects again.
+//   - A relist that finds an object unchanged (same resourceVersion; the
+//     same content, for the objects of a resource that has no
+//     resourceVersions, such as componentstatuses, which is listed on a
+//     timer rather than watched) tells no handler anything; resync periods
+//     are the explicit way to get objects again.
 //   - An object deleted and created again under the same name while the
 //     informer was not watching (its UID changed) is delivered as a delete
 //     and then an add, not as an update.

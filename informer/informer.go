@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -316,7 +317,7 @@ func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w 
 		s.processor.Distribute(processor.Notification[T]{
 			Kind: processor.Add, Key: key, New: obj, IsInInitialList: isInInitialList,
 		}, false)
-	case d.Type == deltafifo.Replaced && old.GetResourceVersion() == obj.GetResourceVersion():
+	case d.Type == deltafifo.Replaced && unchanged(old, obj):
 		// A relist found the object unchanged: nothing to tell.
 	default:
 		s.processor.Distribute(processor.Notification[T]{
@@ -324,6 +325,18 @@ func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w 
 		}, d.Type == deltafifo.Sync)
 	}
 	return true, nil
+}
+
+// unchanged reports whether a relisted object is the one cached: it has the
+// same resourceVersion, or, for a resource whose objects have none (one
+// that is listed on a timer, not watched: componentstatuses), the same
+// content.
+func unchanged(old, cur metav1.Object) bool {
+	rv := old.GetResourceVersion()
+	if rv != cur.GetResourceVersion() {
+		return false
+	}
+	return rv != "" || equality.Semantic.DeepEqual(old, cur)
 }
 
 // recreated reports whether cur is a different object than old under the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -22,8 +23,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/indexer"
 	"github.com/listwatch/listwatch/informer"
@@ -448,6 +451,72 @@ func TestRelistDeliversOnlyRealChanges(t *testing.T) {
 		assert.Len(t, calls, 6, "five adds and one update, no no-change updates: %v", calls)
 		assert.Equal(t, "update p3@4->6", calls[5])
 	})
+}
+
+// A resource whose list has no resourceVersion (componentstatuses) is
+// listed again every 30 s, not watched: a relist tells the handlers what
+// changed, found by content as there is no resourceVersion to go by, and
+// nothing else.
+func TestUnversionedRelistDeliversOnlyRealChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &unversionedLW{phases: map[string]corev1.PodPhase{"a": corev1.PodPending, "b": corev1.PodPending}}
+		inf := informer.New[*corev1.Pod](lw, informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)))
+		v := newView(t)
+		inf.AddEventHandler(v)
+		defer start(t, inf)()
+		synctest.Wait()
+		require.True(t, inf.HasSynced())
+		assert.Len(t, v.calls(), 2)
+
+		time.Sleep(34 * time.Second) // a relist: 30 s and up to a tenth more
+		synctest.Wait()
+		assert.EqualValues(t, 2, lw.lists.Load())
+		assert.Len(t, v.calls(), 2, "nothing changed, nothing to tell")
+
+		lw.set("a", corev1.PodRunning)
+		lw.set("c", corev1.PodPending)
+		time.Sleep(34 * time.Second)
+		synctest.Wait()
+		assert.EqualValues(t, 3, lw.lists.Load())
+		assert.Equal(t, []string{"update a@->", "add c@ initial=false"}, v.calls()[2:])
+		got, ok := inf.Indexer().GetByKey("ns/a")
+		require.True(t, ok)
+		assert.Equal(t, corev1.PodRunning, got.Status.Phase)
+		assert.Zero(t, lw.watches.Load())
+	})
+}
+
+// unversionedLW lists pods without resourceVersions, as kube-apiserver lists
+// componentstatuses, and cannot watch them.
+type unversionedLW struct {
+	mu             sync.Mutex
+	phases         map[string]corev1.PodPhase
+	lists, watches atomic.Int64
+}
+
+func (l *unversionedLW) set(name string, phase corev1.PodPhase) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.phases[name] = phase
+}
+
+func (l *unversionedLW) List(_ context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	l.lists.Add(1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, name := range slices.Sorted(maps.Keys(l.phases)) {
+		p := pod("ns", name)
+		p.Status.Phase = l.phases[name]
+		if err := add(p); err != nil {
+			return reflector.ListMeta{}, err
+		}
+	}
+	return reflector.ListMeta{}, nil
+}
+
+func (l *unversionedLW) Watch(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.watches.Add(1)
+	return nil, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods"}, "watch")
 }
 
 func TestRecreatedWhileAwayIsDeleteThenAdd(t *testing.T) {
