@@ -86,31 +86,49 @@ func TestListOnlyRole(t *testing.T) {
 // TestListOnlyResource: componentstatuses, which kube-apiserver lists but
 // does not watch (405, the streaming list too), and lists without a
 // resourceVersion, on the list and on its objects. The informer syncs with
-// LIST in both modes, caches the objects as they are, and lists again on a
-// timer rather than watch from nothing; nothing is reported. It used to
-// never sync, where client-go's caches them.
+// LIST in both modes, typed, unstructured and metadata-only, caches the
+// objects as they are, and lists again on a timer rather than watch from
+// nothing; nothing is reported. It used to never sync, where client-go's
+// caches them.
 func TestListOnlyResource(t *testing.T) {
 	cfg := &reflector.Config{Host: shared.URL(), BearerToken: shared.AdminToken(), TLS: reflector.TLSConfig{CAData: shared.CAPEM()}}
+	gvr := corev1.SchemeGroupVersion.WithResource("componentstatuses")
 	for name, mode := range map[string]reflector.Mode{"auto": reflector.Auto, "list-watch": reflector.ListWatch} {
 		t.Run(name, func(t *testing.T) {
 			f, err := informer.NewFactory(cfg, informer.WithListMode(mode))
 			require.NoError(t, err)
-			statuses, err := informer.For[*corev1.ComponentStatus](f, reflector.Target{})
+			typed, err := informer.For[*corev1.ComponentStatus](f, reflector.Target{})
+			require.NoError(t, err)
+			unstructured, err := informer.ForResource(f, gvr, reflector.Target{})
+			require.NoError(t, err)
+			metadata, err := informer.ForMetadata(f, gvr, reflector.Target{})
 			require.NoError(t, err)
 			errs := &errorLog{}
-			require.NoError(t, statuses.SetWatchErrorHandler(errs.add))
+			for _, inf := range []interface{ SetWatchErrorHandler(func(error)) error }{typed, unstructured, metadata} {
+				require.NoError(t, inf.SetWatchErrorHandler(errs.add))
+			}
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			f.Start(ctx)
 			defer f.Shutdown()
 			require.NoError(t, f.WaitForCacheSync(ctx))
-			etcd, ok := statuses.Lister().Get("", "etcd-0")
-			require.True(t, ok, "etcd-0 cached; the cache holds %d objects", len(statuses.Lister().List(labels.Everything())))
-			assert.Empty(t, etcd.ResourceVersion)
+			etcd := cachedListOnly(t, typed, "typed")
 			assert.NotEmpty(t, etcd.Conditions)
-			assert.Empty(t, statuses.LastSyncResourceVersion())
-			assert.NoError(t, statuses.LastError())
+			cachedListOnly(t, unstructured, "unstructured")
+			cachedListOnly(t, metadata, "metadata")
 			assert.Empty(t, errs.since(time.Time{}), "nothing to report")
 		})
 	}
+}
+
+// cachedListOnly checks that inf, an informer of componentstatuses, holds
+// etcd-0 without a resourceVersion, and has nothing to watch from.
+func cachedListOnly[T reflector.Object](t *testing.T, inf *informer.SharedIndexInformer[T], form string) T {
+	t.Helper()
+	etcd, ok := inf.Lister().Get("", "etcd-0")
+	require.True(t, ok, "%s: etcd-0 cached; the cache holds %d objects", form, len(inf.Lister().List(labels.Everything())))
+	assert.Empty(t, etcd.GetResourceVersion(), form)
+	assert.Empty(t, inf.LastSyncResourceVersion(), form)
+	assert.NoError(t, inf.LastError(), form)
+	return etcd
 }
