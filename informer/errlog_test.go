@@ -376,6 +376,47 @@ func TestRejectedObjectIsNotAListWatchFailure(t *testing.T) {
 	})
 }
 
+// A resource that is listed but not watched (componentstatuses) ends a run
+// of failures with a list stored, as other resources do with a watch
+// accepted: a failure an hour later is a new run, logged as a warning, not
+// an error of a run that seems to have lasted the hour.
+func TestUnversionedListEndsARunOfFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logCapture
+		lw := &unversionedLW{phases: map[string]corev1.PodPhase{"a": corev1.PodPending}}
+		lw.fail.Store(1)
+		inf := informer.New[*corev1.Pod](lw, informer.WithLogger[*corev1.Pod](slog.New(&logs)),
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go inf.Run(ctx)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if !inf.HasSynced() {
+			t.Fatal("not synced after the failed list and the backoff")
+		}
+		if n := logs.withMessage(slog.LevelWarn, "informer: list/watch failing; retrying with backoff"); n != 1 {
+			t.Errorf("%d warnings of the failing list, want 1", n)
+		}
+		if n := logs.withMessage(slog.LevelInfo, "informer: watching again"); n != 1 {
+			t.Errorf("%d records of the end of the failures, want 1", n)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		lw.fail.Store(lw.lists.Load() + 1) // the next list fails
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := logs.count(slog.LevelError); n != 0 {
+			t.Errorf("%d errors logged for one failed list an hour after the last", n)
+		}
+		if n := logs.withMessage(slog.LevelWarn, "informer: list/watch failing; retrying with backoff"); n != 2 {
+			t.Errorf("%d warnings of a failing list, want 2", n)
+		}
+		cancel()
+		synctest.Wait()
+	})
+}
+
 // rejectingLW's first watch sends, first, a pod without a resourceVersion.
 type rejectingLW struct {
 	reflector.ListerWatcher[*corev1.Pod]

@@ -487,10 +487,11 @@ func TestUnversionedRelistDeliversOnlyRealChanges(t *testing.T) {
 }
 
 // unversionedLW lists pods without resourceVersions, as kube-apiserver lists
-// componentstatuses, and cannot watch them.
+// componentstatuses, and cannot watch them. Its first fail lists fail.
 type unversionedLW struct {
 	mu             sync.Mutex
 	phases         map[string]corev1.PodPhase
+	fail           atomic.Int64
 	lists, watches atomic.Int64
 }
 
@@ -501,7 +502,9 @@ func (l *unversionedLW) set(name string, phase corev1.PodPhase) {
 }
 
 func (l *unversionedLW) List(_ context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
-	l.lists.Add(1)
+	if l.lists.Add(1) <= l.fail.Load() {
+		return reflector.ListMeta{}, apierrors.NewServiceUnavailable("busy")
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(l.phases)) {

@@ -392,7 +392,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	}
 	defer w.Close()
 	defer closeOnCancel(ctx, w)()
-	r.watching()
+	r.following()
 	// A ListerWatcher of one's own that ignores SendInitialEvents never
 	// sends the bookmark: after a while, LastError says what is awaited
 	// (WaitForCacheSync quotes it).

@@ -152,7 +152,9 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 			// The Store was refilled by a list without a resourceVersion
 			// (a resource that is listed, not watched): a watch from ""
 			// would start at the server's newest state and miss what
-			// was deleted in between. List again on a timer instead.
+			// was deleted in between. List again on a timer instead:
+			// each list stored is what a watch accepted is to others.
+			r.following()
 			err = errUnversioned
 		default:
 			err = r.watch(ctx, &s)
@@ -189,9 +191,11 @@ func (r *Reflector[T]) advance(rv string) {
 	r.mu.Unlock()
 }
 
-// watching records a watch the server accepted: the error that led to it,
-// if any, is over.
-func (r *Reflector[T]) watching() {
+// following records that the cache follows the server again: the server
+// accepted a watch, or, for a resource that is listed but not watched
+// (errUnversioned), a list was stored. The error that led to it, if any,
+// is over.
+func (r *Reflector[T]) following() {
 	r.mu.Lock()
 	failed := r.failedSinceWatch
 	r.lastError, r.failedSinceWatch = nil, false

@@ -36,7 +36,7 @@ func (r *Reflector[T]) watch(ctx context.Context, s *runState) error {
 	}
 	defer w.Close()
 	defer closeOnCancel(ctx, w)()
-	r.watching()
+	r.following()
 	return r.follow(s, w, started)
 }
 
