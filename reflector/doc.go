@@ -103,15 +103,15 @@
 //     WithPageSize), which kube-apiserver serves from its watch cache.
 //   - A list that would never end fails and is tried again after the
 //     backoff: one with a page that gives back the continue token it was
-//     asked with, or one that begins with the object an earlier page of
-//     the list began with (a server that ignores continue tokens). A streaming list whose end
-//     bookmark has no resourceVersion is not usable: Auto mode lists with
-//     LIST instead. One that has not sent that bookmark 30 s after the
-//     timeoutSeconds it asked for (a server that ignores both) is cut as
-//     one that ended early (client-go waits for the server); the initial
-//     events it holds meanwhile are at most one per object, and one more
-//     for an object the transform fails on (a server that sends an object
-//     again takes no more memory).
+//     asked with, or one that begins with the object an earlier page of the
+//     list began with (a server that ignores continue tokens). A streaming
+//     list whose end bookmark has no resourceVersion is not usable: Auto
+//     mode lists with LIST instead. One that has not sent that bookmark 30 s
+//     after the timeoutSeconds it asked for (a server that ignores both) is
+//     cut as one that ended early (client-go waits for the server); the
+//     initial events it holds meanwhile are at most one per object, and one
+//     more for an object the transform fails on (a server that sends an
+//     object again takes no more memory).
 //
 // With streaming lists (Auto mode, the default, or WatchList) the initial
 // state arrives as ADDED events on a watch that ends its initial part with

@@ -127,7 +127,8 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 }
 
 // listed collects the items of a paged LIST, one page (one List call) at a
-// time: what was admitted, and what the transform failed on.
+// time: what was admitted, what the transform failed on, and, until the
+// list's resourceVersion is known, the items that have none.
 type listed[T metav1.Object] struct {
 	r       *Reflector[T]
 	mu      sync.Mutex // guards items, leftOut, unversioned and the pages' over and first
