@@ -33,7 +33,7 @@ func (r *Reflector[T]) admit(obj T, unversioned bool) (_ T, rv string, _ error) 
 		return zero, "", fmt.Errorf("%w: %w", ErrRejected, err)
 	}
 	if rv = obj.GetResourceVersion(); rv == "" && !unversioned {
-		return zero, "", fmt.Errorf("%w: %s has no metadata.resourceVersion", ErrRejected, objkey.Key(obj))
+		return zero, "", fmt.Errorf("%w: %s has %w", ErrRejected, objkey.Key(obj), errNoResourceVersion)
 	}
 	if r.opt.transform != nil {
 		id := identityOf(obj) // before f, which may change obj

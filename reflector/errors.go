@@ -49,6 +49,8 @@ var (
 	// errZeroEvent: a Watcher's Next returned an Event without a type and
 	// no error.
 	errZeroEvent = errors.New("the Watcher returned an event without a type (a zero Event) and no error")
+	// errNoResourceVersion: an object without one, where one is needed.
+	errNoResourceVersion = errors.New("no metadata.resourceVersion")
 	// errUnversioned: the Store was refilled by a list without a
 	// resourceVersion, from which no watch can start without a gap: it is
 	// listed again on a timer (unversionedInterval). Not reported.

@@ -23,7 +23,8 @@ type Store[T metav1.Object] interface {
 }
 
 // A KeepingStore is a Store that can be told which objects a refill left
-// out because the transform failed on them (WithTransform): ReplaceKeeping
+// out because the transform failed on them (WithTransform), or because
+// they came without a resourceVersion in a list that has one: ReplaceKeeping
 // is Replace, except that the Store keeps what it holds for the objects in
 // keep (only their keys count), which Replace would take for deleted.
 // deltafifo.FIFO is one. A Store that is not gets Replace without those

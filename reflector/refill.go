@@ -495,22 +495,26 @@ func (r *Reflector[T]) streamingFailed(e *streamingUnsupportedError) error {
 }
 
 // admitListed admits one object of a refill, as admit does a watched one.
-// An object the transform failed on is returned with kept set: the Store is
-// to keep what it holds for it (replace). Skipping it would make it look
-// deleted: a transform that fails for a moment would delete a live object
-// from the cache. A transform that renamed the object in place before it
-// failed (or returned it renamed) has its namespace and name put back on
-// the discarded object, whose key is all the Store uses.
+// An object the transform failed on, or rejected for want of a
+// resourceVersion only, is returned with kept set: the Store is to keep
+// what it holds for it (replace). It exists, and skipping it would make it
+// look deleted: a transform that fails for a moment, or an object spoiled
+// on its way, would delete a live object from the cache. A transform that
+// renamed the object in place before it failed (or returned it renamed)
+// has its namespace and name put back on the discarded object, whose key
+// is all the Store uses.
 func (r *Reflector[T]) admitListed(obj T, unversioned bool) (_ T, kept bool, _ error) {
 	var namespace, name string
 	if any(obj) != nil && !isNilPointer(obj) {
 		namespace, name = obj.GetNamespace(), obj.GetName()
 	}
 	out, _, err := r.admit(obj, unversioned)
-	if err == nil {
+	switch {
+	case err == nil:
 		return out, false, nil
-	}
-	if !errors.Is(err, ErrSkipped) { // rejected, not a transform's failure
+	case errors.Is(err, errNoResourceVersion):
+		return obj, true, err
+	case !errors.Is(err, ErrSkipped): // rejected, not a transform's failure
 		return out, false, err
 	}
 	if obj.GetNamespace() != namespace || obj.GetName() != name {
@@ -520,8 +524,8 @@ func (r *Reflector[T]) admitListed(obj T, unversioned bool) (_ T, kept bool, _ e
 	return obj, true, err
 }
 
-// replace hands a refill to the Store: list, and the objects the transform
-// failed on, which a KeepingStore keeps as it has them.
+// replace hands a refill to the Store: list, and the objects it left out
+// but are there (admitListed), which a KeepingStore keeps as it has them.
 func (r *Reflector[T]) replace(list, leftOut []T, rv string) error {
 	if ks, ok := r.store.(KeepingStore[T]); ok && len(leftOut) > 0 {
 		return ks.ReplaceKeeping(list, leftOut, rv)

@@ -1907,6 +1907,80 @@ func TestRefillTellsAKeepingStoreWhatItLeftOut(t *testing.T) {
 	}
 }
 
+// An object that comes without a resourceVersion in a refill that has one
+// (spoiled on its way) is rejected and reported, and reaches a KeepingStore
+// as kept: the cache keeps what it had for it rather than take it for
+// deleted, in a LIST and in a streaming list alike.
+func TestRefillKeepsAnObjectWithoutResourceVersion(t *testing.T) {
+	for _, mode := range []reflector.Mode{reflector.ListWatch, reflector.WatchList} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), keeper{newRecorder()}
+				src.Create(pod("a"))
+				src.Create(pod("b"))
+				lw := &rvStripper{Source: src}
+				var errs errorLog
+				r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](mode),
+					reflector.WithErrorHandler[*corev1.Pod](errs.add))
+				defer run(t, r)()
+				synctest.Wait()
+				require.Equal(t, []string{"a@1", "b@2"}, store.keys())
+
+				lw.on.Store(true)
+				src.CloseWatches()
+				src.Update(pod("a"))
+				src.Compact() // the watch cannot resume: a relist
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				calls := store.calls()
+				assert.Equal(t, "replace 1@3 keeping [b]", calls[len(calls)-1])
+				assert.Equal(t, []string{"a@3", "b@2"}, store.keys())
+				assert.Equal(t, 1, errorsContaining(errs.all(), "ns/b has no metadata.resourceVersion"))
+			})
+		})
+	}
+}
+
+// rvStripper is a Source whose lists (a LIST's items, a streaming list's
+// ADDED events) hold b without its resourceVersion while on is set.
+type rvStripper struct {
+	*fakelw.Source[*corev1.Pod]
+	on atomic.Bool
+}
+
+func (s *rvStripper) strip(p *corev1.Pod) *corev1.Pod {
+	if s.on.Load() && p.Name == "b" {
+		p = p.DeepCopy()
+		p.ResourceVersion = ""
+	}
+	return p
+}
+
+func (s *rvStripper) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	return s.Source.List(ctx, opts, func(p *corev1.Pod) error { return add(s.strip(p)) })
+}
+
+func (s *rvStripper) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	w, err := s.Source.Watch(ctx, opts)
+	if err != nil || !opts.SendInitialEvents {
+		return w, err
+	}
+	return strippingWatcher{w, s}, nil
+}
+
+type strippingWatcher struct {
+	reflector.Watcher[*corev1.Pod]
+	s *rvStripper
+}
+
+func (w strippingWatcher) Next() (reflector.Event[*corev1.Pod], error) {
+	ev, err := w.Watcher.Next()
+	if err == nil && ev.Type == reflector.Added {
+		ev.Object = w.s.strip(ev.Object)
+	}
+	return ev, err
+}
+
 // A watch refused on every attempt, where the list is served: 403 (a role
 // that may list but not watch) or 405 (a resource that can be listed but
 // not watched, as kube-apiserver's componentstatuses and some aggregated

@@ -228,10 +228,12 @@ func allFaults() []chaosFault {
 
 // lossyFaults lose an event for good: only a relist repairs what they do.
 // The spoiled objects go to plain watches only: in a list (or the initial
-// events of a streaming list) an object skipped for its metadata is missing
-// from the state the list replaces the cache with, so handlers are told it
-// was deleted, and get it back at the same resourceVersion with the next
-// good list (row 7) — a repeat the (O) check would rightly flag.
+// events of a streaming list) an object skipped for its name or metadata is
+// missing from the state the list replaces the cache with, so handlers are
+// told it was deleted, and get it back at the same resourceVersion with the
+// next good list (row 7) — a repeat the (O) check would rightly flag. (One
+// that lost only its resourceVersion is kept as the cache held it: the
+// cache stays at the version before, which may be older than the list's.)
 func lossyFaults() []chaosFault {
 	mutation := func(row int, name string, f apisim.Fault) chaosFault {
 		return chaosFault{row, name, func(c *chaos) string {

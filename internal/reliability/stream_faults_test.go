@@ -298,16 +298,19 @@ func TestRow06WrongKind(t *testing.T) {
 // Row 7: an object without a name, without metadata, or without a
 // resourceVersion cannot be cached: it is rejected and reported, and the
 // resourceVersion does not advance past it. In a LIST, the item is skipped
-// and the rest of the list kept.
+// and the rest of the list kept; in a relist, the cache keeps what it held
+// for an item that has a name but no resourceVersion, rather than take it
+// for deleted.
 func TestRow07ObjectsThatCannotBeCached(t *testing.T) {
 	t.Parallel()
 	for _, f := range []struct {
 		name  string
 		fault apisim.Fault
+		kept  bool // a relist keeps what the cache held for it
 	}{
-		{"no name", apisim.MissingName()},
-		{"no metadata", apisim.MissingMetadata()},
-		{"no resourceVersion", apisim.EmptyResourceVersion()},
+		{"no name", apisim.MissingName(), false},
+		{"no metadata", apisim.MissingMetadata(), false},
+		{"no resourceVersion", apisim.EmptyResourceVersion(), true},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
@@ -328,6 +331,32 @@ func TestRow07ObjectsThatCannotBeCached(t *testing.T) {
 					converge(t, s, convergeBound, w)
 					if got := lists(s); got != 1 {
 						t.Errorf("LIST requests = %d, want 1", got)
+					}
+				})
+				t.Run("relist", func(t *testing.T) {
+					s := newServer(t)
+					wr := newWriter(t, s)
+					wr.createN("default", 3)
+					w := startWatcher(t, s, "pods", setup{http: withContentType(ct)})
+					wr.touch("default", "p2")
+					converge(t, s, convergeBound, w) // the watch is open: the faults below are for the next
+					s.Inject(onList, f.fault.After(1), 1)
+					s.Inject(onWatch, apisim.ErrorEvent(410, "Expired"), 1)
+					s.Restart() // the watch ends; the next gets 410: a relist
+					// The watch after the relist: the relist is in the FIFO.
+					eventually(t, convergeBound, "a relist", func() bool { return lists(s) == 2 && watches(s) == 3 })
+					want, deletes := 2, 1 // p1, spoiled, is taken for deleted
+					if f.kept {
+						want, deletes = 3, 0
+					}
+					eventually(t, convergeBound, "the relist applied", func() bool {
+						_, _, told, _ := w.recs[0].counts()
+						return w.inf.Indexer().Len() == want && told == deletes
+					})
+					wr.touch("default", "p1")
+					converge(t, s, convergeBound, w)
+					if _, _, told, _ := w.recs[0].counts(); told != deletes {
+						t.Errorf("%d deletes told to the handler, want %d", told, deletes)
 					}
 				})
 			})
