@@ -1,0 +1,148 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/deltafifo"
+	"github.com/listwatch/listwatch/indexer"
+	"github.com/listwatch/listwatch/processor"
+)
+
+// How the informer's loop applies one key's Deltas, popped from the FIFO:
+// each updates the cache, and the handlers are told what changed, by the
+// rules of doc.go (a relist that changed nothing is silent; a new UID under
+// the same name is a delete and an add).
+
+// handleDeltas applies one key's deltas to the indexer, in order, and tells
+// the handlers about each change. The old state of an object comes from the
+// indexer, so it is the state the handlers were last told about.
+func (s *SharedIndexInformer[T]) handleDeltas(key string, deltas []deltafifo.Delta[T], isInInitialList bool) error {
+	var errs []error
+	for _, d := range deltas {
+		if err := s.applyDelta(key, d, isInInitialList); err != nil {
+			errs = append(errs, fmt.Errorf("applying %s of %s: %w", d.Type, key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// applyDelta applies one delta. What runs user code (the index functions,
+// and the mutation detector's DeepCopyObject) runs first; then, under
+// blockDeltas, the indexer changes and the handlers are told, together.
+// The mutation detector remembers only what the indexer took.
+func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], isInInitialList bool) error {
+	if d.Type == deltafifo.Deleted {
+		s.blockDeltas.Lock()
+		defer s.blockDeltas.Unlock()
+		return s.applyDelete(key, d)
+	}
+	// Added, Updated, Replaced or Sync. The copy comes first, before the
+	// index functions can see (and change) the object.
+	var c *copied[T]
+	if s.mutations != nil {
+		c = s.mutations.copyOf(key, d.Object)
+	}
+	for {
+		w, err := s.indexer.Prepare(d.Object)
+		if err != nil {
+			return err
+		}
+		s.blockDeltas.Lock()
+		stored, err := s.applyState(key, d, w, c, isInInitialList)
+		s.blockDeltas.Unlock()
+		if stored {
+			return err
+		}
+		// AddIndexers ran meanwhile: prepare again
+	}
+}
+
+// applyDelete removes a deleted object and tells the handlers.
+// blockDeltas is held.
+func (s *SharedIndexInformer[T]) applyDelete(key string, d deltafifo.Delta[T]) error {
+	last, cached := s.indexer.GetByKey(key)
+	if !cached {
+		// The handlers were never told of it (its Add failed to apply) or
+		// were told of its delete already.
+		return nil
+	}
+	obj := d.Object
+	if d.FinalStateUnknown {
+		// Inferred by a relist, with the newest state the FIFO had: one
+		// that failed to apply was never told to the handlers. They get
+		// the last state they were told of.
+		obj = last
+	}
+	if err := s.indexer.Delete(obj); err != nil {
+		return err
+	}
+	if s.mutations != nil {
+		s.mutations.forget(key)
+	}
+	s.processor.Distribute(processor.Notification[T]{
+		Kind: processor.Delete, Key: key, Old: obj, FinalStateUnknown: d.FinalStateUnknown,
+	}, false)
+	return nil
+}
+
+// applyState stores a new state of an object, prepared as w (and copied as
+// c for the mutation detector), and tells the handlers. It reports false,
+// having stored nothing new, if w must be prepared again. blockDeltas is
+// held.
+func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w indexer.Write[T], c *copied[T], isInInitialList bool) (stored bool, _ error) {
+	obj := d.Object
+	old, exists := s.indexer.GetByKey(key)
+	if exists && recreated(old, obj) {
+		// Deleted and created again while we were not watching: the
+		// handlers see the old object go and the new one come.
+		if err := s.indexer.Delete(old); err != nil {
+			return true, err
+		}
+		s.processor.Distribute(processor.Notification[T]{
+			Kind: processor.Delete, Key: key, Old: old, FinalStateUnknown: true,
+		}, false)
+		exists = false
+	}
+	if !s.indexer.Commit(w) {
+		return false, nil
+	}
+	if s.mutations != nil {
+		s.mutations.remember(c)
+	}
+	switch {
+	case !exists:
+		s.processor.Distribute(processor.Notification[T]{
+			Kind: processor.Add, Key: key, New: obj, IsInInitialList: isInInitialList,
+		}, false)
+	case d.Type == deltafifo.Replaced && unchanged(old, obj):
+		// A relist found the object unchanged: nothing to tell.
+	default:
+		s.processor.Distribute(processor.Notification[T]{
+			Kind: processor.Update, Key: key, Old: old, New: obj,
+		}, d.Type == deltafifo.Sync)
+	}
+	return true, nil
+}
+
+// unchanged reports whether a relisted object is the one cached: it has the
+// same resourceVersion, or, for a resource whose objects have none (one
+// that is listed on a timer, not watched: componentstatuses), the same
+// content.
+func unchanged(old, cur metav1.Object) bool {
+	rv := old.GetResourceVersion()
+	if rv != cur.GetResourceVersion() {
+		return false
+	}
+	return rv != "" || equality.Semantic.DeepEqual(old, cur)
+}
+
+// recreated reports whether cur is a different object than old under the
+// same name: its UID changed.
+func recreated(old, cur metav1.Object) bool {
+	a, b := old.GetUID(), cur.GetUID()
+	return a != "" && b != "" && a != b
+}
