@@ -388,7 +388,8 @@ func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(error)) error {
 }
 
 // LastSyncResourceVersion returns the resourceVersion the cache was last
-// synced to, or "" before the first list.
+// synced to, or "" before the first list (and for a resource whose lists
+// have none, such as componentstatuses).
 func (s *SharedIndexInformer[T]) LastSyncResourceVersion() string {
 	if r := s.runningReflector(); r != nil {
 		return r.LastSyncResourceVersion()

@@ -70,7 +70,9 @@ type partForgetter interface {
 // synced to: that of the last list it took, or of the last event or
 // bookmark after that list. It is "" until the first list is taken, and set
 // just before the Store is given a list (and taken back if the Store
-// refuses it), so an informer that has synced always reports one.
+// refuses it), so an informer that has synced always reports one, unless
+// the list had none (a resource that is listed, not watched, as
+// componentstatuses: see the package doc).
 func (r *Reflector[T]) LastSyncResourceVersion() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
