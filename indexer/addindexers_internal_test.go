@@ -188,8 +188,7 @@ func TestAddIndexersFailingChangesNothing(t *testing.T) {
 			}()
 			<-entered
 			require.NoError(t, x.Add(teamPod("c", "green")), "a write stored while AddIndexers computes")
-			err := x.Add(teamPod("d", "fail"))
-			require.ErrorContains(t, err, "no team", "a write the added index function fails on")
+			require.NoError(t, x.Add(teamPod("d", "fail")), "a write the added index function fails on is stored all the same")
 			pending, err := x.Prepare(teamPod("e", "blue"))
 			require.NoError(t, err)
 			close(released)
@@ -206,7 +205,7 @@ func TestAddIndexersFailingChangesNothing(t *testing.T) {
 			require.ErrorIs(t, err, ErrUnknownIndex)
 			assert.False(t, x.Commit(pending), "a Write prepared with the withdrawn index")
 			checkInvariants(t, x.s)
-			assert.ElementsMatch(t, []string{"ns/a", "ns/b", "ns/c"}, x.ListKeys())
+			assert.ElementsMatch(t, []string{"ns/a", "ns/b", "ns/c", "ns/d"}, x.ListKeys())
 
 			n := calls.Load()
 			require.NoError(t, x.Add(teamPod("d", "fail")), "the withdrawn function is not run")
@@ -220,4 +219,69 @@ func TestAddIndexersFailingChangesNothing(t *testing.T) {
 			checkInvariants(t, x.s)
 		})
 	}
+}
+
+// A write stored while AddIndexers computes, whose object an added index
+// function fails on, is stored all the same (a change the informer applies
+// does not depend on indexes that may never be added), and AddIndexers
+// fails on it as on an object stored before, unless the key was written
+// again or deleted before it installs.
+func TestAddIndexersFailsOnAWriteMadeMeanwhile(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		then  func(x *Indexer[*corev1.Pod]) error // after d is stored failing
+		fails bool
+	}{
+		{"stored", func(*Indexer[*corev1.Pod]) error { return nil }, true},
+		{"written again", func(x *Indexer[*corev1.Pod]) error { return x.Update(teamPod("d", "blue")) }, false},
+		{"deleted", func(x *Indexer[*corev1.Pod]) error { return x.Delete(teamPod("d", "")) }, false},
+		{"replaced with it", func(x *Indexer[*corev1.Pod]) error {
+			return x.Replace([]*corev1.Pod{teamPod("a", "red"), teamPod("d", "fail")}, "")
+		}, true},
+		{"replaced without it", func(x *Indexer[*corev1.Pod]) error {
+			return x.Replace([]*corev1.Pod{teamPod("a", "red")}, "")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := New(Indexers[*corev1.Pod]{NamespaceIndex: NamespaceIndexFunc[*corev1.Pod]})
+			require.NoError(t, x.Add(teamPod("a", "red")))
+			before := x.s.indexes
+			release, _ := gatedAddIndexers(t, x, nil)
+			require.NoError(t, x.Add(teamPod("d", "fail")))
+			require.NoError(t, tc.then(x))
+			err := release()
+			checkInvariants(t, x.s)
+			if !tc.fails {
+				require.NoError(t, err)
+				assert.Equal(t, []string{"ns/a"}, teamKeys(t, x, "red"))
+				return
+			}
+			require.ErrorContains(t, err, `indexer: AddIndexers: index "team" of ns/d: no team`)
+			assert.Same(t, before, x.s.indexes, "the indexes are as they were")
+			assert.Nil(t, x.pending)
+			got, ok := x.GetByKey("ns/d")
+			require.True(t, ok, "the write is kept")
+			assert.Equal(t, "fail", got.Labels["team"])
+		})
+	}
+}
+
+// A Write prepared while AddIndexers computes, whose object an added index
+// function fails on, is refused by Commit once AddIndexers has installed
+// its indexes (it failed on nothing stored): prepared again, it fails on
+// them, as a write made after would.
+func TestWriteFailingAnAddedIndexAfterItIsInstalled(t *testing.T) {
+	x := New(Indexers[*corev1.Pod]{NamespaceIndex: NamespaceIndexFunc[*corev1.Pod]})
+	require.NoError(t, x.Add(teamPod("a", "red")))
+	release, _ := gatedAddIndexers(t, x, nil)
+	w, err := x.Prepare(teamPod("d", "fail"))
+	require.NoError(t, err)
+	require.NoError(t, release())
+	assert.False(t, x.Commit(w), "prepared before the install")
+	_, err = x.Prepare(teamPod("d", "fail"))
+	require.ErrorContains(t, err, "no team")
+	require.ErrorContains(t, x.Add(teamPod("d", "fail")), "no team")
+	_, ok := x.GetByKey("ns/d")
+	assert.False(t, ok)
+	checkInvariants(t, x.s)
 }

@@ -99,9 +99,9 @@ func (x *Indexer[T]) ready() {
 }
 
 // Add stores obj, replacing any object with the same key. If an index
-// function fails, Add returns the error and changes nothing. The index
-// functions of an AddIndexers under way are among them (see
-// [Indexer.AddIndexers]).
+// function fails, Add returns the error and changes nothing. An index
+// function of an AddIndexers under way that fails does not fail the write:
+// AddIndexers fails instead (see [Indexer.AddIndexers]).
 func (x *Indexer[T]) Add(obj T) error { return x.put("Add", obj) }
 
 // Update is the same as [Indexer.Add]: it stores obj, replacing any object
@@ -130,6 +130,10 @@ type Write[T metav1.Object] struct {
 	obj     T
 	indexes *indexSet[T] // the index functions values came from
 	values  [][]string
+	// addErr is the error of an index function of an AddIndexers under
+	// way (pending), whose values are then nil: stored, the write makes
+	// that AddIndexers fail.
+	addErr error
 }
 
 // Key returns the key the object will be stored under.
@@ -155,12 +159,20 @@ func (x *Indexer[T]) prepare(obj T) (Write[T], error) {
 	if err != nil {
 		return Write[T]{}, err
 	}
-	indexes := x.prepSet()
-	values, err := indexes.indexValues(key, obj)
+	indexes, n := x.prepSet()
+	values, err := indexes.valuesOf(0, n, key, obj)
 	if err != nil {
 		return Write[T]{}, err
 	}
-	return Write[T]{key: key, obj: obj, indexes: indexes, values: values}, nil
+	w := Write[T]{key: key, obj: obj, indexes: indexes, values: values}
+	if all := len(indexes.funcs); n < all {
+		added, err := indexes.valuesOf(n, all, key, obj)
+		if err != nil {
+			added, w.addErr = make([][]string, all-n), err
+		}
+		w.values = append(values[:n:n], added...)
+	}
+	return w, nil
 }
 
 // Commit stores a prepared write's object, replacing any object with the
@@ -177,11 +189,18 @@ func (x *Indexer[T]) Commit(w Write[T]) bool {
 		return false
 	}
 	values := w.values
-	if p := x.pending; p != nil {
-		// Prepared with the pending indexes: their values wait aside.
+	switch p := x.pending; {
+	case p != nil:
+		// Prepared with the pending indexes: their values wait aside,
+		// or what one of their functions failed with.
 		n := len(x.s.indexes.funcs)
-		p.values[w.key] = values[n:]
+		p.set(w.key, values[n:], w.addErr)
 		values = values[:n:n]
+	case w.addErr != nil:
+		// The AddIndexers whose function failed on it installed its
+		// indexes meanwhile (the write came after the snapshot it
+		// indexed): prepared again, the write fails on them.
+		return false
 	}
 	x.s.put(w.key, w.obj, values)
 	return true
@@ -200,7 +219,7 @@ func (x *Indexer[T]) Delete(obj T) error {
 	x.mu.Lock()
 	x.s.remove(key)
 	if x.pending != nil {
-		delete(x.pending.values, key)
+		x.pending.forget(key)
 	}
 	shrunk := x.s.shrunk()
 	x.mu.Unlock()
@@ -247,25 +266,23 @@ func (x *Indexer[T]) Replace(list []T, resourceVersion string) error {
 		x.mu.RLock()
 		prep, installed := x.prep, x.s.indexes
 		x.mu.RUnlock()
-		n := len(installed.funcs)
+		n, all := len(installed.funcs), len(prep.funcs)
 		fresh := newStore(installed, len(list))
-		// The values of the indexes an AddIndexers under way added.
-		var aside map[string][][]string
-		if prep != installed {
-			aside = make(map[string][][]string, len(list))
-		}
+		// The values of the indexes an AddIndexers under way added, and
+		// what their functions failed with.
+		var aside pendingIndexes[T]
 		for i, obj := range list {
 			key, err := x.keyOf(obj)
 			if err != nil {
 				return fmt.Errorf("indexer: Replace: list item %d: %w", i, err)
 			}
-			values, err := prep.indexValues(key, obj)
+			values, err := prep.valuesOf(0, n, key, obj)
 			if err != nil {
 				return fmt.Errorf("indexer: Replace: list item %d: %w", i, err)
 			}
-			if aside != nil {
-				aside[key] = values[n:]
-				values = values[:n:n]
+			if n < all {
+				added, err := prep.valuesOf(n, all, key, obj)
+				aside.set(key, added, err)
 			}
 			fresh.put(key, obj, values)
 		}
@@ -275,11 +292,18 @@ func (x *Indexer[T]) Replace(list []T, resourceVersion string) error {
 		if done {
 			switch {
 			case x.pending != nil: // the AddIndexers prep came from is under way
-				x.pending.values = aside
-			case aside != nil: // it installed its indexes meanwhile
-				fresh.addIndexes(prep, aside, nil)
+				x.pending.values, x.pending.failed = aside.values, aside.failed
+			case len(aside.failed) > 0:
+				// It installed its indexes meanwhile, and one of their
+				// functions fails on an item: built again, the list
+				// fails on it.
+				done = false
+			case n < all: // it installed its indexes meanwhile
+				fresh.addIndexes(prep, aside.values, nil)
 			}
-			x.s = fresh
+			if done {
+				x.s = fresh
+			}
 		}
 		x.mu.Unlock()
 		x.wmu.Unlock()
@@ -420,11 +444,13 @@ func (x *Indexer[T]) installed() *indexSet[T] {
 	return x.s.indexes
 }
 
-// prepSet returns the index set to prepare a write with (prep).
-func (x *Indexer[T]) prepSet() *indexSet[T] {
+// prepSet returns the index set to prepare a write with (prep), and how
+// many of its indexes are installed: the rest are an AddIndexers' under
+// way.
+func (x *Indexer[T]) prepSet() (_ *indexSet[T], installed int) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return x.prep
+	return x.prep, len(x.s.indexes.funcs)
 }
 
 // keyOf validates obj and computes its key.

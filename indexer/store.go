@@ -65,17 +65,23 @@ func newStore[T metav1.Object](indexes *indexSet[T], sizeHint int) *store[T] {
 // indexValues computes obj's values for every index. It only reads the
 // immutable index set, so it may run without the lock.
 func (x *indexSet[T]) indexValues(key string, obj T) ([][]string, error) {
-	if len(x.funcs) == 0 {
+	return x.valuesOf(0, len(x.funcs), key, obj)
+}
+
+// valuesOf computes obj's values for the indexes from up to to, as
+// indexValues does for all.
+func (x *indexSet[T]) valuesOf(from, to int, key string, obj T) ([][]string, error) {
+	if from == to {
 		return nil, nil
 	}
-	values := make([][]string, len(x.funcs))
+	values := make([][]string, to-from)
 	total := 0
-	for i := range x.funcs {
+	for i := from; i < to; i++ {
 		v, err := x.valuesFor(i, key, obj)
 		if err != nil {
 			return nil, err
 		}
-		values[i] = v
+		values[i-from] = v
 		total += len(v)
 	}
 	// The slices are the index functions': copied, in one array, so that

@@ -2,6 +2,7 @@ package informer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -137,4 +138,51 @@ func testAddIndexersDoesNotHoldTheInformer(t *testing.T, addHandler bool) {
 	case <-time.After(guard):
 		t.Error("Run did not return once cancelled")
 	}
+}
+
+// A change that comes while AddIndexers computes, whose object an added
+// index function fails on, is applied and told to the handlers all the
+// same, and AddIndexers fails on it. The change used to fail to apply, and
+// was lost from the cache until the object changed again, also when
+// AddIndexers failed and added nothing.
+func TestAddIndexersFailingOnAChangeKeepsTheChange(t *testing.T) {
+	src := newSource()
+	src.Create(pod("ns", "a"))
+	inf := informer.New[*corev1.Pod](src)
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- inf.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	select {
+	case <-inf.Synced():
+	case <-time.After(guard):
+		t.Fatal("never synced")
+	}
+	told := make(chan string, 10) // the team label of each update told
+	inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{UpdateFunc: func(_, p *corev1.Pod) { told <- p.Labels["team"] }})
+	team := func(p *corev1.Pod) ([]string, error) {
+		if p.Labels["team"] == "none" {
+			return nil, errors.New("no team")
+		}
+		if cached, ok := inf.Indexer().GetByKey("ns/a"); ok && cached == p {
+			// AddIndexers computes the cached object: change it meanwhile.
+			changed := pod("ns", "a")
+			changed.Labels = map[string]string{"team": "none"}
+			src.Update(changed)
+			select {
+			case got := <-told:
+				assert.Equal(t, "none", got)
+			case <-time.After(guard):
+				t.Error("the change an added index function fails on was not applied")
+			}
+		}
+		return []string{p.Labels["team"]}, nil
+	}
+	err := inf.AddIndexers(indexer.Indexers[*corev1.Pod]{"team": team})
+	require.ErrorContains(t, err, `index "team" of ns/a: no team`)
+	cached, ok := inf.Indexer().GetByKey("ns/a")
+	require.True(t, ok)
+	assert.Equal(t, "none", cached.Labels["team"], "the change is cached")
+	_, err = inf.Indexer().IndexKeys("team", "")
+	assert.ErrorIs(t, err, indexer.ErrUnknownIndex, "nothing added")
 }
