@@ -76,9 +76,9 @@
 //     componentstatuses, which it does not watch either) is stored, with
 //     its items, which have none either, and is not watched: a watch from
 //     no resourceVersion starts at the server's newest state and would
-//     miss what was deleted in between. The resource is listed again
-//     every 30 s instead (the backoff's cap, or WithRelistInterval's
-//     interval), without an error; client-go's informer lists it as often,
+//     miss what was deleted in between. The resource is listed again,
+//     with LIST in Auto mode too, every 30 s instead (the backoff's cap,
+//     or WithRelistInterval's interval), without an error; client-go's informer lists it as often,
 //     after each watch fails. In a list with a resourceVersion, an item
 //     without one is rejected, as in a watch.
 //   - In Auto mode, a streaming list that fails is followed by a LIST, as

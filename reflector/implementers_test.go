@@ -722,3 +722,31 @@ func (k *keepCounter) ReplaceKeeping(list, keep []*corev1.Pod, rv string) error 
 	k.kept.Store(int64(len(keep)))
 	return k.Replace(list, rv)
 }
+
+// In Auto mode, a resource whose LIST has no resourceVersion, and whose
+// watch a role forbids (one that grants list only), is listed every 30 s
+// without an error after the first: a streaming list, a watch, cannot give
+// it a state to watch from, and each one tried again is a 403 reported,
+// then a recovery, every 30 s.
+func TestUnversionedListIsNotStreamedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &ownLW{
+			list: func(_ context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+				return reflector.ListMeta{}, add(pod("a"))
+			},
+			watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+				return nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("list only"))
+			},
+		}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.Auto)
+		defer run(t, r)()
+		synctest.Wait()
+		require.Equal(t, []string{"replace 1@"}, store.calls())
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		assert.GreaterOrEqual(t, lw.lists.Load(), int64(4), "listed every 30 s")
+		assert.Equal(t, int64(1), lw.watches.Load(), "one streaming list, forbidden")
+		assert.Len(t, errs.all(), 1, "one 403, not one every 30 s")
+	})
+}

@@ -106,7 +106,11 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		s.needList = true
 		return 0
 	case errors.Is(err, errUnversioned):
-		s.needList = true
+		// With LIST again, in Auto mode too: a streaming list (a watch)
+		// cannot give such a resource a state to watch from, and one the
+		// server refuses (a role that grants list only: 403) would be
+		// reported, and then recovered from, at every interval.
+		s.needList, s.listOnce = true, true
 		return r.unversionedInterval(s)
 	}
 	// In Auto mode, a server that refuses the streaming list (a 400 or a
