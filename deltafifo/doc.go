@@ -29,8 +29,9 @@
 //     consumer knows, or the queue holds, that the list lacks. That delete
 //     carries the newest state of the object we had, typed: there is no
 //     tombstone wrapper to type-assert. ReplaceKeeping is Replace for a
-//     list some objects were left out of (the transform failed on them):
-//     their keys get nothing, so what the consumer holds for them stays.
+//     list some objects were left out of (the transform failed on them, or
+//     they came without a resourceVersion): their keys get nothing, so what
+//     the consumer holds for them stays.
 //   - Resync queues a Sync delta for every known key that is neither queued
 //     nor being processed, or whose newest delta there is a Replaced (which
 //     a consumer may drop when it changes nothing).

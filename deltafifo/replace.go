@@ -40,8 +40,9 @@ func (f *FIFO[T]) Replace(list []T, resourceVersion string) error {
 // out of: keep holds those objects, of which only the keys are used, and
 // the FIFO queues nothing for them, so that what it and the consumer hold
 // for each stays. The Reflector calls it for the objects of a list on which
-// the transform failed (see reflector.KeepingStore): otherwise they would
-// look deleted. A kept object that a write would refuse (nil, without a
+// the transform failed, or that came without a resourceVersion in a list
+// that has one (see reflector.KeepingStore): otherwise they would look
+// deleted. A kept object that a write would refuse (nil, without a
 // name, or with a "/" in its name or namespace) keeps nothing.
 func (f *FIFO[T]) ReplaceKeeping(list, keep []T, resourceVersion string) error {
 	return f.replace(list, keep)

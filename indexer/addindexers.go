@@ -72,10 +72,11 @@ func (p *pendingIndexes[T]) failure() error {
 // installed (so, as for any index function, waiting in one for a write to
 // the Indexer may wait for itself). A write whose object an added index
 // function fails on is stored all the same, and makes AddIndexers fail
-// with that error, unless the key is written again or deleted before
-// AddIndexers installs the indexes: the write does not depend on indexes
-// that may never be added. Calls of AddIndexers run one at a time: an
-// index function must not call AddIndexers on the same Indexer.
+// with that error, unless the key is written again, deleted or left out of
+// a Replace before AddIndexers installs the indexes: the write does not
+// depend on indexes that may never be added. Calls of AddIndexers run one
+// at a time: an index function must not call AddIndexers on the same
+// Indexer.
 func (x *Indexer[T]) AddIndexers(indexers Indexers[T]) error {
 	x.ready()
 	names, funcs := sorted(indexers)

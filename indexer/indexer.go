@@ -101,7 +101,9 @@ func (x *Indexer[T]) ready() {
 // Add stores obj, replacing any object with the same key. If an index
 // function fails, Add returns the error and changes nothing. An index
 // function of an AddIndexers under way that fails does not fail the write:
-// AddIndexers fails instead (see [Indexer.AddIndexers]).
+// AddIndexers fails instead (see [Indexer.AddIndexers]), unless it has
+// installed its indexes before the write is stored, which then fails on
+// them.
 func (x *Indexer[T]) Add(obj T) error { return x.put("Add", obj) }
 
 // Update is the same as [Indexer.Add]: it stores obj, replacing any object
@@ -178,7 +180,8 @@ func (x *Indexer[T]) prepare(obj T) (Write[T], error) {
 // Commit stores a prepared write's object, replacing any object with the
 // same key, as Add does; it runs no user code. It reports false and stores
 // nothing if the Write is the zero Write, or if [Indexer.AddIndexers] began
-// or failed since the Write was prepared: prepare it again.
+// or failed since the Write was prepared, or installed indexes one of whose
+// functions failed on the Write's object: prepare it again.
 func (x *Indexer[T]) Commit(w Write[T]) bool {
 	x.ready()
 	x.wmu.Lock()
@@ -258,8 +261,9 @@ func (x *Indexer[T]) installCompacted(s *store[T], c compactedMaps[T]) {
 // is not used. The new contents and indexes are built without the lock and
 // swapped in at once: readers see the old contents or the new, never a mix.
 // If an object is invalid or an index function fails, Replace returns the
-// error and changes nothing. Of two objects with the same key, the later
-// wins.
+// error and changes nothing; an index function of an AddIndexers under way
+// that fails makes AddIndexers fail instead, as for Add. Of two objects
+// with the same key, the later wins.
 func (x *Indexer[T]) Replace(list []T, resourceVersion string) error {
 	x.ready()
 	for {

@@ -21,7 +21,8 @@ import (
 // one record per failureLogEvery for that kind while the run lasts, with
 // how many failures there were and for how long, at Error once the run has
 // lasted failureEscalateAfter; and its end, at Info, when the server
-// accepts a watch again. A reflector retries every 15 to 30 s at its
+// accepts a watch again (for a resource that is listed, not watched, when
+// a list is stored). A reflector retries every 15 to 30 s at its
 // backoff's maximum: logging each retry makes about 2.7 warnings a minute
 // per informer, 8,000 an hour for a Factory of 50 while the apiserver is
 // down, each saying the same thing. Kinds are remembered apart, so that
@@ -113,7 +114,8 @@ func (s *SharedIndexInformer[T]) logSkipped(err error) {
 	s.logger.Warn("informer: an object was skipped", "resource", s.name, "err", err)
 }
 
-// recovered is called when the server accepts a watch after failures.
+// recovered is called when the server accepts a watch after failures (or
+// a list is stored, for a resource that is listed, not watched).
 func (s *SharedIndexInformer[T]) recovered() {
 	f := &s.failures
 	now := time.Now()
@@ -122,7 +124,7 @@ func (s *SharedIndexInformer[T]) recovered() {
 	f.failures, f.since, f.logged, f.suppressed = 0, time.Time{}, nil, 0
 	f.mu.Unlock()
 	if logged {
-		s.logger.Info("informer: watching again", "resource", s.name,
+		s.logger.Info("informer: list/watch recovered", "resource", s.name,
 			"failures", failures, "after", now.Sub(since).Round(time.Second).String())
 	}
 }

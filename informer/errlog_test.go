@@ -82,7 +82,7 @@ func TestFailuresAreLoggedOncePerKindAndTheirEnd(t *testing.T) {
 				if logs.count(slog.LevelError) == 0 {
 					t.Error("an hour of failures logged no error")
 				}
-				if got := logs.withMessage(slog.LevelInfo, "informer: watching again"); got != n {
+				if got := logs.withMessage(slog.LevelInfo, "informer: list/watch recovered"); got != n {
 					t.Errorf("%d of %d informers logged that they watch again", got, n)
 				}
 				if most := calls.most(start.Add(10 * time.Minute)); most > n/5 {
@@ -340,7 +340,7 @@ func (l alternatingLW) Watch(ctx context.Context, o reflector.WatchOptions) (ref
 // its name: ErrRejected, not ErrSkipped) is skipped while the watch goes
 // on. It is an object skipped, a warning of its own: not a "list/watch
 // failing; retrying with backoff" that nothing retries, followed by a
-// "watching again" when the next watch opens, and not the start of a run
+// "list/watch recovered" when the next watch opens, and not the start of a run
 // that makes a routine 410 later an Error.
 func TestRejectedObjectIsNotAListWatchFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -398,7 +398,7 @@ func TestUnversionedListEndsARunOfFailures(t *testing.T) {
 		if n := logs.withMessage(slog.LevelWarn, "informer: list/watch failing; retrying with backoff"); n != 1 {
 			t.Errorf("%d warnings of the failing list, want 1", n)
 		}
-		if n := logs.withMessage(slog.LevelInfo, "informer: watching again"); n != 1 {
+		if n := logs.withMessage(slog.LevelInfo, "informer: list/watch recovered"); n != 1 {
 			t.Errorf("%d records of the end of the failures, want 1", n)
 		}
 		time.Sleep(time.Hour)

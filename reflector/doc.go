@@ -76,11 +76,13 @@
 //     componentstatuses, which it does not watch either) is stored, with
 //     its items, which have none either, and is not watched: a watch from
 //     no resourceVersion starts at the server's newest state and would
-//     miss what was deleted in between. The resource is listed again,
-//     with LIST in Auto mode too, every 30 s instead (the backoff's cap,
-//     or WithRelistInterval's interval), without an error; client-go's informer lists it as often,
-//     after each watch fails. In a list with a resourceVersion, an item
-//     without one is rejected, as in a watch.
+//     miss what was deleted in between. The resource is listed again with
+//     LIST (in Auto mode too) every 30 s instead (the backoff's cap, or
+//     WithRelistInterval's interval; at least a second), without an error;
+//     client-go's informer lists it as often, after each watch fails. In a
+//     list with a resourceVersion, an item without one is rejected and
+//     reported, as in a watch, and a KeepingStore keeps what it held for
+//     it, as for an object the transform fails on.
 //   - In Auto mode, a streaming list that fails is followed by a LIST, as
 //     client-go falls back: streaming lists are served by the watch cache
 //     alone, which refuses them while it lags ("too large resource
@@ -110,8 +112,9 @@
 //     after the timeoutSeconds it asked for (a server that ignores both) is
 //     cut as one that ended early (client-go waits for the server); the
 //     initial events it holds meanwhile are at most one per object, and one
-//     more for an object the transform fails on (a server that sends an
-//     object again takes no more memory).
+//     more for an object the transform fails on or that has no
+//     resourceVersion (a server that sends an object again takes no more
+//     memory).
 //
 // With streaming lists (Auto mode, the default, or WatchList) the initial
 // state arrives as ADDED events on a watch that ends its initial part with

@@ -22,7 +22,9 @@ var ErrSkipped = errors.New("skipped")
 // ErrRejected marks an object that cannot be cached — one without a name or
 // a resourceVersion (unless it comes in a list that has none either), or with
 // a "/" in its name or namespace (its key would be another object's). It is
-// skipped and the resourceVersion does not advance.
+// skipped and the resourceVersion does not advance. In a refill, an object
+// rejected only for want of a resourceVersion is handed to a KeepingStore
+// as kept.
 var ErrRejected = errors.New("object rejected")
 
 // ErrBackInTime marks the report of a refill that took the cache back in

@@ -258,6 +258,23 @@ func TestListWithoutResourceVersionIsListedOnATimer(t *testing.T) {
 	})
 }
 
+// The interval of a resource listed without a resourceVersion is at least a
+// second, as WithRelistInterval's is, even with a backoff capped far below.
+func TestUnversionedIntervalIsAtLeastASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &ownLW{list: func(_ context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+			return reflector.ListMeta{}, add(pod("a"))
+		}}
+		r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithBackoff[*corev1.Pod](time.Millisecond, time.Millisecond))
+		defer run(t, r)()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		assert.LessOrEqual(t, lw.lists.Load(), int64(11), "lists in 10 s")
+		assert.GreaterOrEqual(t, lw.lists.Load(), int64(9), "lists in 10 s")
+	})
+}
+
 // In a list with a resourceVersion, an item without one is rejected, as in
 // a watch, and the rest of the list cached; in a list without one, it is
 // cached, also when its page was asked for again.

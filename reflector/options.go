@@ -175,12 +175,13 @@ func WithMinWatchTimeout[T metav1.Object](d time.Duration) Option[T] {
 }
 
 // unversionedEvery is how often a resource whose list has no
-// resourceVersion is listed (see unversionedInterval).
+// resourceVersion is listed (see unversionedInterval): at least a second,
+// as WithBackoff allows a cap of a millisecond.
 func (o *options[T]) unversionedEvery() time.Duration {
 	if o.relistInterval > 0 {
 		return o.relistInterval
 	}
-	return o.backoffMax
+	return max(o.backoffMax, time.Second)
 }
 
 // WithRelistInterval makes the Reflector relist every d even when the watch
@@ -192,7 +193,8 @@ func (o *options[T]) unversionedEvery() time.Duration {
 // and a watch opened again. The default, 0, never relists on a timer;
 // intervals below one second are raised to one second. It is also how
 // often a resource whose list has no resourceVersion (one that is listed,
-// not watched) is listed; without it, every 30 s (WithBackoff's cap).
+// not watched) is listed; without it, every 30 s (WithBackoff's cap, or a
+// second if that is less).
 func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 	return func(o *options[T]) {
 		o.relistInterval = 0

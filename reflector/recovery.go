@@ -62,7 +62,7 @@ func (s *runState) serverBehind(now time.Time) bool {
 
 // unversionedInterval is how long after a list without a resourceVersion
 // the next list comes: WithRelistInterval's interval if given, else the
-// backoff's cap (30 s by default; client-go's informer, whose every watch
+// backoff's cap, at least a second (30 s by default; client-go's informer, whose every watch
 // of such a resource fails, lists it after each, at its backoff's pace),
 // up to a tenth later, drawn at each refill.
 func (r *Reflector[T]) unversionedInterval(s *runState) time.Duration {

@@ -132,7 +132,7 @@ type listed[T metav1.Object] struct {
 	r       *Reflector[T]
 	mu      sync.Mutex // guards items, leftOut, unversioned and the pages' over and first
 	items   []T
-	leftOut []T // the transform failed on them: the Store keeps its own
+	leftOut []T // the transform failed on them, or they have no resourceVersion: the Store keeps its own
 	// unversioned holds the items without a resourceVersion, as they came,
 	// until the list's own is known (settle).
 	unversioned []T

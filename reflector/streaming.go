@@ -184,8 +184,8 @@ func (r *Reflector[T]) noteAwaitedBookmark() (stop func()) {
 const initialEventsGrace = 30 * time.Second
 
 // initialEvents collects the initial events of a streaming list: the
-// objects to store, and those the transform failed on, which the Store
-// keeps as it has them (replace). Each holds one object per key: a key sent
+// objects to store, and those the transform failed on or that came without
+// a resourceVersion, which the Store keeps as it has them (replace). Each holds one object per key: a key sent
 // twice (no apiserver does) keeps the object of the greater resourceVersion
 // (the later one if they do not compare, as the DeltaFIFO's Replace
 // chooses), so that what is held is bounded by the objects the server has.
