@@ -285,3 +285,31 @@ func TestWriteFailingAnAddedIndexAfterItIsInstalled(t *testing.T) {
 	assert.False(t, ok)
 	checkInvariants(t, x.s)
 }
+
+// A Replace that computes while AddIndexers installs its indexes, with an
+// item an added index function fails on, is built again with them
+// installed, and fails on that item, as a Replace made after would: it does
+// not store the item without the installed index's values.
+func TestReplaceFailingAnAddedIndexInstalledMeanwhile(t *testing.T) {
+	x := New(Indexers[*corev1.Pod]{NamespaceIndex: NamespaceIndexFunc[*corev1.Pod]})
+	require.NoError(t, x.Add(teamPod("a", "red")))
+	failing := teamPod("d", "fail")
+	replaceEntered, replaceReleased := make(chan struct{}), make(chan struct{})
+	var held atomic.Bool
+	release, _ := gatedAddIndexers(t, x, func(p *corev1.Pod) {
+		if p == failing && held.CompareAndSwap(false, true) {
+			close(replaceEntered)
+			<-replaceReleased
+		}
+	})
+	replaced := make(chan error, 1)
+	go func() { replaced <- x.Replace([]*corev1.Pod{teamPod("a", "blue"), failing}, "") }()
+	<-replaceEntered // Replace computes with the indexes AddIndexers publishes
+	require.NoError(t, release(), "AddIndexers installs: nothing stored fails")
+	close(replaceReleased)
+	err := <-replaced
+	require.ErrorContains(t, err, `indexer: Replace: list item 1: index "team" of ns/d: no team`)
+	assert.Equal(t, []string{"ns/a"}, x.ListKeys(), "nothing replaced")
+	assert.Equal(t, []string{"ns/a"}, teamKeys(t, x, "red"))
+	checkInvariants(t, x.s)
+}
