@@ -62,9 +62,9 @@ func (s *runState) serverBehind(now time.Time) bool {
 
 // unversionedInterval is how long after a list without a resourceVersion
 // the next list comes: WithRelistInterval's interval if given, else the
-// backoff's cap, at least a second (30 s by default; client-go's informer, whose every watch
-// of such a resource fails, lists it after each, at its backoff's pace),
-// up to a tenth later, drawn at each refill.
+// backoff's cap, at least a second (30 s by default; client-go's informer,
+// whose every watch of such a resource fails, lists it after each, at its
+// backoff's pace), up to a tenth later, drawn at each refill.
 func (r *Reflector[T]) unversionedInterval(s *runState) time.Duration {
 	d := r.opt.unversionedEvery()
 	if late := time.Duration(s.relistDraw * float64(d/10)); late < math.MaxInt64-d {

@@ -13,10 +13,9 @@ import (
 
 // The two ways Run refills the Store, after which it watches: a paged LIST
 // (here), or a streaming list (a watch that sends the current state first:
-// streaming.go). Both
-// hand the Store the whole state in one Replace, and neither takes a state
-// older than the Store's, unless the server has been behind the Store for
-// behindPatience (ErrBackInTime).
+// streaming.go). Both hand the Store the whole state in one Replace, and
+// neither takes a state older than the Store's, unless the server has been
+// behind the Store for behindPatience (ErrBackInTime).
 
 // list refills the Store with a LIST: every page is decoded item by item
 // into one slice, which replaces the Store's contents in one call.
@@ -216,7 +215,8 @@ func (l *listed[T]) admit(obj T, unversioned bool) {
 // settle admits the items that have no resourceVersion, once the list's is
 // known. A list without one is of a resource that is listed but not watched
 // (kube-apiserver's componentstatuses), whose objects have none either: they
-// are cached. In a list with one, such an item is rejected, as in a watch.
+// are cached. In a list with one, such an item is rejected, as in a watch,
+// and kept (admitListed).
 func (l *listed[T]) settle(listRV string) {
 	l.mu.Lock()
 	held := l.unversioned
