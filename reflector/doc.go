@@ -79,8 +79,8 @@
 //     miss what was deleted in between. The resource is listed again with
 //     LIST (in Auto mode too) every 30 s instead (the backoff's cap, or
 //     WithRelistInterval's interval; at least a second), without an error;
-//     client-go's informer lists it as often, after each watch fails. In a
-//     list with a resourceVersion, an item without one is rejected and
+//     client-go's informer lists it after each watch fails, at its
+//     backoff's pace. In a list with a resourceVersion, an item without one is rejected and
 //     reported, as in a watch, and a KeepingStore keeps what it held for
 //     it, as for an object the transform fails on.
 //   - In Auto mode, a streaming list that fails is followed by a LIST, as
