@@ -103,8 +103,9 @@ func TestBlockedHandlerDelaysNoOtherListener(t *testing.T) {
 func TestBlockedLoggerDelaysNoOtherListener(t *testing.T) {
 	release, entered := make(gate), make(chan struct{})
 	var blocking atomic.Bool
-	logger := slog.New(blockingLog{block: func() {
-		if blocking.CompareAndSwap(true, false) { // the first record from here on
+	logger := slog.New(blockingLog{block: func(msg string) {
+		// The next listener to start, from here on: the second.
+		if msg == "processor: listener started" && blocking.CompareAndSwap(true, false) {
 			close(entered)
 			release.wait()
 		}
@@ -117,6 +118,17 @@ func TestBlockedLoggerDelaysNoOtherListener(t *testing.T) {
 	stop := run(p)
 	defer stop()
 	defer release.open() // last in, first out: before stop, on every path
+	// The first listener has started (and logged so) once it handled one:
+	// the record that blocks below can only be the second's.
+	p.Distribute(addOf("first", "1", false), false)
+	select {
+	case name := <-seen:
+		if name != "first" {
+			t.Fatalf("the first listener got %q, want first", name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first listener got nothing in 10s")
+	}
 
 	blocking.Store(true)
 	go p.AddListener(processor.HandlerFuncs[*corev1.Pod]{}, processor.ListenerOptions{})
@@ -132,13 +144,13 @@ func TestBlockedLoggerDelaysNoOtherListener(t *testing.T) {
 	}
 }
 
-// blockingLog is a slog.Handler that calls block for every record.
-type blockingLog struct{ block func() }
+// blockingLog is a slog.Handler that calls block with every message.
+type blockingLog struct{ block func(msg string) }
 
-func (h blockingLog) Enabled(context.Context, slog.Level) bool  { return true }
-func (h blockingLog) Handle(context.Context, slog.Record) error { h.block(); return nil }
-func (h blockingLog) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h blockingLog) WithGroup(string) slog.Handler             { return h }
+func (h blockingLog) Enabled(context.Context, slog.Level) bool      { return true }
+func (h blockingLog) Handle(_ context.Context, r slog.Record) error { h.block(r.Message); return nil }
+func (h blockingLog) WithAttrs([]slog.Attr) slog.Handler            { return h }
+func (h blockingLog) WithGroup(string) slog.Handler                 { return h }
 
 func TestPanickingHandlerIsReportedAndGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
