@@ -118,30 +118,28 @@ func TestBlockedLoggerDelaysNoOtherListener(t *testing.T) {
 	stop := run(p)
 	defer stop()
 	defer release.open() // last in, first out: before stop, on every path
+	// expect fails the test unless the first listener gets want in 10 s.
+	expect := func(want, while string) {
+		t.Helper()
+		select {
+		case name := <-seen:
+			if name != want {
+				t.Fatalf("the first listener got %q, want %s", name, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the first listener got nothing in 10s%s", while)
+		}
+	}
 	// The first listener has started (and logged so) once it handled one:
 	// the record that blocks below can only be the second's.
 	p.Distribute(addOf("first", "1", false), false)
-	select {
-	case name := <-seen:
-		if name != "first" {
-			t.Fatalf("the first listener got %q, want first", name)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first listener got nothing in 10s")
-	}
+	expect("first", "")
 
 	blocking.Store(true)
 	go p.AddListener(processor.HandlerFuncs[*corev1.Pod]{}, processor.ListenerOptions{})
 	<-entered // the logger is blocked in the second listener's start
 	go p.Distribute(addOf("a", "1", false), false)
-	select {
-	case name := <-seen:
-		if name != "a" {
-			t.Fatalf("the first listener got %q, want a", name)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first listener got nothing in 10s while the logger blocked a listener's start")
-	}
+	expect("a", " while the logger blocked a listener's start")
 }
 
 // blockingLog is a slog.Handler that calls block with every message.
