@@ -1210,6 +1210,75 @@ func TestStreamingEndBookmarkWithoutResourceVersionFallsBack(t *testing.T) {
 	})
 }
 
+// A streaming list whose initial events take a while, and whose stream
+// then ends (its timeoutSeconds ran out) with nothing after the end
+// bookmark, was open as long as any watch: it did not "end at once", which
+// would be reported and backed off from. The next watch comes at once.
+func TestStreamingListEndingAfterItsBookmarkIsNoEmptyWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		end := withRV(&corev1.Pod{}, "10")
+		end.Annotations = map[string]string{reflector.InitialEventsEndAnnotation: "true"}
+		lw := &slowStreamingList{script: []func() (reflector.Event[*corev1.Pod], error){
+			func() (reflector.Event[*corev1.Pod], error) {
+				time.Sleep(2 * time.Second) // a large list, being read
+				return reflector.Event[*corev1.Pod]{Type: reflector.Added, Object: withRV(pod("a"), "3")}, nil
+			},
+			func() (reflector.Event[*corev1.Pod], error) {
+				return reflector.Event[*corev1.Pod]{Type: reflector.Bookmark, Object: end}, nil
+			},
+			func() (reflector.Event[*corev1.Pod], error) { return reflector.Event[*corev1.Pod]{}, errEOF },
+		}}
+		var errs errorLog
+		r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithMode[*corev1.Pod](reflector.WatchList),
+			reflector.WithErrorHandler[*corev1.Pod](errs.add))
+		start := time.Now()
+		defer run(t, r)()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Empty(t, errs.all())
+		require.Len(t, lw.watches, 2)
+		assert.Equal(t, 2*time.Second, lw.watches[1].Sub(start), "the watch after the stream's end is asked for at once")
+		assert.Equal(t, "10", lw.opts[1].ResourceVersion)
+		assert.False(t, lw.opts[1].SendInitialEvents)
+	})
+}
+
+// slowStreamingList serves one streaming list that runs script, event by
+// event; later watches stay open without events.
+type slowStreamingList struct {
+	mu      sync.Mutex
+	script  []func() (reflector.Event[*corev1.Pod], error)
+	watches []time.Time
+	opts    []reflector.WatchOptions
+}
+
+func (l *slowStreamingList) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	return reflector.ListMeta{}, errors.New("not listed in WatchList mode")
+}
+
+func (l *slowStreamingList) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watches, l.opts = append(l.watches, time.Now()), append(l.opts, opts)
+	if len(l.watches) == 1 {
+		return &scriptedWatcher{script: l.script}, nil
+	}
+	return &chanWatcher{ctx: ctx, stop: make(chan struct{})}, nil
+}
+
+type scriptedWatcher struct{ script []func() (reflector.Event[*corev1.Pod], error) }
+
+func (w *scriptedWatcher) Next() (reflector.Event[*corev1.Pod], error) {
+	if len(w.script) == 0 {
+		return reflector.Event[*corev1.Pod]{}, errEOF
+	}
+	next := w.script[0]
+	w.script = w.script[1:]
+	return next()
+}
+
+func (w *scriptedWatcher) Close() error { return nil }
+
 // scripted is a ListerWatcher whose lists return no items at the RVs in
 // listRVs (default "10"), and whose first watch delivers events, then stays
 // open; later watches stay open without events. With emptyWatches, every

@@ -26,6 +26,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 		from = ""
 	}
 	timeout := r.watchTimeout()
+	started := time.Now()
 	w, err := r.lw.Watch(ctx, WatchOptions{
 		ResourceVersion:      from,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
@@ -130,7 +131,9 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			}
 			s.refilled()
 			s.streamCutAt = time.Time{}
-			return r.follow(s, w, time.Now())
+			// The watch goes on in the same stream, opened at started:
+			// one that ends soon after a long list did not end at once.
+			return r.follow(s, w, started)
 		case Error:
 			return fmt.Errorf("listing %s (streaming): %w", r.opt.name, statusError(ev.Status))
 		default:
