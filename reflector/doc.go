@@ -58,6 +58,12 @@
 //     that passes the Store's version before the probe, is not caught:
 //     restore etcd with --bump-revision and --mark-compacted, which makes
 //     it a 410 and a relist at once, or set WithRelistInterval.
+//   - A resourceVersion the server calls invalid when a watch or a list
+//     names it (kube-apiserver's answer, 500 or 400, to one that is not a
+//     number, which only a broken server or proxy sends, in the last
+//     event of a watch) is left behind: the Reflector lists the server's
+//     latest state and watches on from there. client-go asks from it
+//     again for ever.
 //   - A watch answered 404 (the resource no longer served: its CRD
 //     deleted, or its version) is followed by a list after the backoff, as
 //     in client-go; the cache keeps what it held until a list succeeds.

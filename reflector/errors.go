@@ -198,6 +198,27 @@ func isTooLargeResourceVersion(err error) bool {
 
 const tooLargeMessage = "Too large resource version"
 
+// refusesResourceVersion reports a server that calls the resourceVersion
+// a request named invalid: kube-apiserver answers one that is not a
+// decimal number with a 400 (LIST) or a 500 (WATCH, streaming lists
+// included) whose message holds the field error `resourceVersion: Invalid
+// value: "abc"`. The Store holds such a resourceVersion only if a broken
+// server or proxy sent it, in the last event before a watch ended: no
+// watch from it and no list at least as new as it will ever be served.
+func refusesResourceVersion(err error) bool {
+	s, ok := statusOf(err)
+	if !ok {
+		return false
+	}
+	switch s.Code {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusInternalServerError:
+		return strings.Contains(s.Message, invalidRVMessage)
+	}
+	return false
+}
+
+const invalidRVMessage = "resourceVersion: Invalid value"
+
 // refusesStreaming reports an answer to a streaming-list watch that says
 // the server does not serve them (as opposed to a transient failure).
 func refusesStreaming(err error) bool {

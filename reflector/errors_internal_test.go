@@ -29,3 +29,22 @@ func TestRetryablePage(t *testing.T) {
 		assert.Equal(t, want, retryablePage(err), "%v", err)
 	}
 }
+
+// Which refusals say the resourceVersion named is invalid: kube-apiserver's
+// answers to a LIST (400) and a WATCH (500) from "abc", as the e2e suite
+// recorded them; not other 400s, 422s or 500s, nor "too large".
+func TestRefusesResourceVersion(t *testing.T) {
+	const field = `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`
+	internal := apierrors.NewInternalError(errors.New(field))
+	internal.ErrStatus.Message, internal.ErrStatus.Reason = field, "" // as kube-apiserver sends it
+	for err, want := range map[error]bool{
+		apierrors.NewBadRequest("invalid resource version: " + field): true,
+		internal: true,
+		apierrors.NewInternalError(errors.New("etcdserver: leader changed")):        false,
+		apierrors.NewBadRequest("fieldSelector metadata.name doesn't match"):        false,
+		apierrors.NewTimeoutError("Too large resource version: 20, current: 10", 1): false,
+		errors.New(field): false,
+	} {
+		assert.Equal(t, want, refusesResourceVersion(err), "%v", err)
+	}
+}

@@ -194,6 +194,13 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// and trust every server to answer that with 410.
 		s.needList = true
 		return r.backoffFor(s, err)
+	case refusesResourceVersion(err) && r.LastSyncResourceVersion() != "" && !s.latest:
+		// The server calls the Store's resourceVersion invalid (not a
+		// number, to kube-apiserver): no watch from it, and no list at
+		// least as new, will be served. Nothing can be older than a
+		// resourceVersion the server never had: ask for its latest state.
+		s.needList, s.latest = true, true
+		return r.backoffFor(s, err)
 	case isExpired(err) && refill:
 		// A list at least as new as the Store refused with 410: the
 		// server compacted the Store's resourceVersion away, so it is

@@ -1243,6 +1243,65 @@ func TestStreamingListEndingAfterItsBookmarkIsNoEmptyWatch(t *testing.T) {
 	})
 }
 
+// A streaming list that names a resourceVersion the server calls invalid
+// (a broken server's, the Store's since its last list) and is answered
+// 400 is not a server that serves no streaming lists: in WatchList mode,
+// which never falls back, it would be asked again from there for ever.
+// The Reflector asks for the server's latest state instead.
+func TestStreamingListFromAnInvalidResourceVersionTakesTheLatest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &invalidRVServer{}
+		var errs errorLog
+		r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithMode[*corev1.Pod](reflector.WatchList),
+			reflector.WithRelistInterval[*corev1.Pod](10*time.Second), reflector.WithErrorHandler[*corev1.Pod](errs.add))
+		defer run(t, r)()
+		time.Sleep(15 * time.Second) // one relist: from "abc", refused
+		synctest.Wait()
+		assert.Equal(t, []string{"", "abc", ""}, lw.froms())
+		assert.Equal(t, "12", r.LastSyncResourceVersion())
+		assert.Equal(t, 1, errorsContaining(errs.all(), `listing pods (streaming): 400 BadRequest: invalid resource version`), "%v", errs.all())
+	})
+}
+
+// invalidRVServer serves streaming lists that end at "abc" the first time
+// and at "12" after, and stay open; it refuses one from "abc" as
+// kube-apiserver refuses a LIST from it.
+type invalidRVServer struct {
+	mu    sync.Mutex
+	opts  []reflector.WatchOptions
+	lists int
+}
+
+func (l *invalidRVServer) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	return reflector.ListMeta{}, errors.New("not listed in WatchList mode")
+}
+
+func (l *invalidRVServer) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opts = append(l.opts, opts)
+	if opts.ResourceVersion == "abc" {
+		return nil, fakelw.Status(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			`invalid resource version: resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`)
+	}
+	end := withRV(&corev1.Pod{}, "abc")
+	if l.lists++; l.lists > 1 {
+		end.ResourceVersion = "12"
+	}
+	end.Annotations = map[string]string{reflector.InitialEventsEndAnnotation: "true"}
+	return &chanWatcher{ctx: ctx, events: []reflector.Event[*corev1.Pod]{{Type: reflector.Bookmark, Object: end}}, stop: make(chan struct{})}, nil
+}
+
+func (l *invalidRVServer) froms() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, o := range l.opts {
+		out = append(out, o.ResourceVersion)
+	}
+	return out
+}
+
 // slowStreamingList serves one streaming list that runs script, event by
 // event; later watches stay open without events.
 type slowStreamingList struct {
@@ -1266,7 +1325,9 @@ func (l *slowStreamingList) Watch(ctx context.Context, opts reflector.WatchOptio
 	return &chanWatcher{ctx: ctx, stop: make(chan struct{})}, nil
 }
 
-type scriptedWatcher struct{ script []func() (reflector.Event[*corev1.Pod], error) }
+type scriptedWatcher struct {
+	script []func() (reflector.Event[*corev1.Pod], error)
+}
 
 func (w *scriptedWatcher) Next() (reflector.Event[*corev1.Pod], error) {
 	if len(w.script) == 0 {

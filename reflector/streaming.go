@@ -35,7 +35,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 		TimeoutSeconds:       timeout,
 	})
 	if err != nil {
-		if refusesStreaming(err) {
+		if refusesStreaming(err) && !refusesResourceVersion(err) {
 			return r.streamingFailed(&streamingUnsupportedError{reason: err.Error(), err: err})
 		}
 		return fmt.Errorf("listing %s (streaming): %w", r.opt.name, err)

@@ -65,6 +65,7 @@ const (
 	mutEmptyRV
 	mutDecreasingRV
 	mutDuplicateRV
+	mutInvalidRV
 	mutLarge
 )
 
@@ -117,6 +118,8 @@ func (k faultKind) String() string {
 		return "decreasing-resource-version"
 	case mutDuplicateRV:
 		return "duplicate-resource-version"
+	case mutInvalidRV:
+		return "invalid-resource-version"
 	case mutLarge:
 		return "large-object"
 	}
@@ -167,6 +170,11 @@ func DecreasingResourceVersion() Fault { return Fault{kind: mutDecreasingRV} }
 // DuplicateResourceVersion sends the next object with the previous event's
 // resourceVersion (or the watch's starting RV).
 func DuplicateResourceVersion() Fault { return Fault{kind: mutDuplicateRV} }
+
+// InvalidResourceVersion sends the next object with a resourceVersion
+// that is not a number, which the server itself refuses when a client
+// names it: a LIST with it gets a 400, a WATCH from it a 500.
+func InvalidResourceVersion() Fault { return Fault{kind: mutInvalidRV} }
 
 // LargeObject pads the next object with an annotation
 // ("apisim.listwatch.dev/padding") until its JSON is at least size bytes.

@@ -100,6 +100,11 @@ func TestFaultsOnWatchStreams(t *testing.T) {
 			assert.Equal(t, "2", w.next(t).rv(t))
 			assert.Equal(t, "2", w.next(t).rv(t))
 		}},
+		{"invalid resourceVersion", apisim.InvalidResourceVersion().After(1), func(t *testing.T, w *stream) {
+			assert.Equal(t, "1", w.next(t).rv(t))
+			assert.Equal(t, "not-a-number", w.next(t).rv(t))
+			assert.Equal(t, "3", w.next(t).rv(t))
+		}},
 		{"large object", apisim.LargeObject(200_000), func(t *testing.T, w *stream) {
 			e := w.next(t)
 			assert.GreaterOrEqual(t, len(e.Object), 200_000)

@@ -51,6 +51,8 @@ func (st *stream) encodeFor(c *collection, v *version, f format) encoded {
 		md["resourceVersion"] = strconv.FormatUint(max(st.lastRV, 1)-1, 10)
 	case mutDuplicateRV:
 		md["resourceVersion"] = strconv.FormatUint(st.lastRV, 10)
+	case mutInvalidRV:
+		md["resourceVersion"] = "not-a-number"
 	case mutLarge:
 		if pad := st.fault.size - len(src); pad > 0 {
 			ann, _ := md["annotations"].(map[string]any)

@@ -134,6 +134,8 @@ func TestConformanceInvalidListParameters(t *testing.T) {
 		{"continue with resourceVersionMatch", "limit=1&continue=" + url.QueryEscape(token) + "&resourceVersionMatch=NotOlderThan"},
 		{"continue that is not a token", "limit=1&continue=garbage"},
 		{"resourceVersion that is not a number", "resourceVersion=abc"},
+		{"watch from a resourceVersion that is not a number", "watch=true&resourceVersion=abc&timeoutSeconds=1"},
+		{"streaming list at least as new as a resourceVersion that is not a number", "watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersion=abc&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"},
 		{"negative limit", "limit=-1"},
 		{"watch with resourceVersionMatch=Exact", "watch=true&resourceVersion=" + listRV + "&resourceVersionMatch=Exact"},
 		{"watch with resourceVersionMatch=NotOlderThan without sendInitialEvents", "watch=true&resourceVersion=" + listRV + "&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"},

@@ -399,6 +399,62 @@ func TestRow08DecreasingOrDuplicateResourceVersion(t *testing.T) {
 	}
 }
 
+// Row 8, continued: an event whose resourceVersion is not a number (from a
+// broken server or proxy), the last its watch sends. kube-apiserver
+// refuses a watch from it (500) and a list at least as new as it (400),
+// so resuming, or relisting from where the cache is, would never succeed:
+// the client lists the server's latest state and watches from there,
+// reporting the refusal once.
+func TestRow08ResourceVersionThatIsNotANumber(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		mode    listMode
+		refl    reflector.Option[*corev1.Pod]
+		refusal string // the status the refused request got
+		lists   int    // LIST requests after the broken event; -1: not counted
+	}{
+		// The watch ends by its timeout; the next, from the broken
+		// resourceVersion, is refused.
+		{"list-watch", listThenWatch, reflector.WithMinWatchTimeout[*corev1.Pod](time.Second), "500", 1},
+		{"auto", autoMode, reflector.WithMinWatchTimeout[*corev1.Pod](time.Second), "500", 0},
+		{"watch-list", watchListMode, reflector.WithMinWatchTimeout[*corev1.Pod](time.Second), "500", 0},
+		// A relist falls due first: the LIST at least as new as the
+		// broken resourceVersion is refused.
+		{"relist", listThenWatch, reflector.WithRelistInterval[*corev1.Pod](1500 * time.Millisecond), "400", -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			// Without bookmarks, nothing but the next event moves the
+			// resourceVersion past the broken one.
+			s := newServer(t, apisim.WithBookmarkInterval(0))
+			wr := newWriter(t, s)
+			wr.createN("default", 3)
+			w := startWatcher(t, s, "pods", setup{mode: c.mode, refl: []reflector.Option[*corev1.Pod]{c.refl}})
+			s.Inject(onWatch, apisim.InvalidResourceVersion(), 1)
+			opened := watches(s)
+			eventually(t, convergeBound, "the next watch, which breaks its first event", func() bool { return watches(s) > opened })
+			listed := lists(s)
+			wr.create("default", "broken")
+			refused := func(err error) bool {
+				return strings.Contains(err.Error(), c.refusal) && strings.Contains(err.Error(), `resourceVersion: Invalid value: "not-a-number"`)
+			}
+			eventually(t, convergeBound, "a request from the broken resourceVersion to be refused", func() bool {
+				return len(w.errs.matching(refused)) > 0
+			})
+			wr.create("default", "after")
+			wr.touch("default", "broken")
+			converge(t, s, convergeBound, w)
+			if got := lists(s) - listed; c.lists >= 0 && got != c.lists {
+				t.Errorf("LIST requests after the broken event = %d, want %d", got, c.lists)
+			}
+			if got := w.errs.all(); len(got) != 1 {
+				t.Errorf("want the refused request reported once, and nothing else; got %v", w.errs)
+			}
+		})
+	}
+}
+
 // Row 9a: a watch event or a list item over the size limit fails that
 // stream without reading past the limit; the watch is resumed, the list
 // fetched again.
