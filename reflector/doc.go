@@ -24,7 +24,8 @@
 //     random so that informers turned away together come back apart, up
 //     to the backoff's maximum; a Retry-After at or past the maximum
 //     waits two thirds to all of the maximum, spread the same way)
-//     and resume without relisting; a watch that moved the cache forward
+//     and resume without relisting (unless the server refuses the
+//     resourceVersion itself: below); a watch that moved the cache forward
 //     before it broke resumes after the backoff's first wait. A watch that
 //     fails twice in a row in its stream at the same resourceVersion, on
 //     what the server sent (an event it cannot decode, an ERROR event), is

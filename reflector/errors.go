@@ -201,10 +201,12 @@ const tooLargeMessage = "Too large resource version"
 // refusesResourceVersion reports a server that calls the resourceVersion
 // a request named invalid: kube-apiserver answers one that is not a
 // decimal number with a 400 (LIST) or a 500 (WATCH, streaming lists
-// included) whose message holds the field error `resourceVersion: Invalid
-// value: "abc"`. The Store holds such a resourceVersion only if a broken
-// server or proxy sent it, in the last event before a watch ended: no
-// watch from it and no list at least as new as it will ever be served.
+// included) whose message is, or ends with, the field error
+// `resourceVersion: Invalid value: "abc"` (not `metadata.resourceVersion`,
+// an object's). The Store holds such a resourceVersion only if a broken
+// server or proxy sent it (in a list, a bookmark, or the last event before
+// a watch ended): no watch from it and no list at least as new as it will
+// ever be served.
 func refusesResourceVersion(err error) bool {
 	s, ok := statusOf(err)
 	if !ok {
@@ -212,7 +214,7 @@ func refusesResourceVersion(err error) bool {
 	}
 	switch s.Code {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusInternalServerError:
-		return strings.Contains(s.Message, invalidRVMessage)
+		return strings.HasPrefix(s.Message, invalidRVMessage) || strings.Contains(s.Message, ": "+invalidRVMessage)
 	}
 	return false
 }

@@ -40,9 +40,10 @@ func TestRefusesResourceVersion(t *testing.T) {
 	for err, want := range map[error]bool{
 		apierrors.NewBadRequest("invalid resource version: " + field): true,
 		internal: true,
-		apierrors.NewInternalError(errors.New("etcdserver: leader changed")):        false,
-		apierrors.NewBadRequest("fieldSelector metadata.name doesn't match"):        false,
-		apierrors.NewTimeoutError("Too large resource version: 20, current: 10", 1): false,
+		apierrors.NewInternalError(errors.New("etcdserver: leader changed")):                       false,
+		apierrors.NewBadRequest("fieldSelector metadata.name doesn't match"):                       false,
+		apierrors.NewBadRequest(`admission webhook: metadata.resourceVersion: Invalid value: "x"`): false,
+		apierrors.NewTimeoutError("Too large resource version: 20, current: 10", 1):                false,
 		errors.New(field): false,
 	} {
 		assert.Equal(t, want, refusesResourceVersion(err), "%v", err)

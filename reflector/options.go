@@ -17,7 +17,9 @@ type Mode int
 const (
 	// Auto uses a streaming list when the server serves them and falls back
 	// to LIST then WATCH, for the rest of the Reflector's life, when it
-	// does not: when it refuses the request (400, 405, 406, 422 or 501),
+	// does not: when it refuses the request (400, 405, 406, 422 or 501;
+	// not a 400 or 422 that calls the resourceVersion asked from invalid,
+	// after which the Reflector asks for the latest state),
 	// sends a MODIFIED, DELETED or unannotated BOOKMARK event before the
 	// initial-events-end bookmark, sends that bookmark without a
 	// resourceVersion, goes quiet before it, or ends two streaming lists in

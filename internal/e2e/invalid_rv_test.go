@@ -197,7 +197,7 @@ func TestClientGoResourceVersionThatIsNotANumber(t *testing.T) {
 	assert.False(t, cached, "client-go's cache followed the server after all")
 	assert.Equal(t, "abc", inf.LastSyncResourceVersion())
 	reported := errs.since(time.Time{})
-	assert.GreaterOrEqual(t, len(reported), 2, "refused again and again")
+	require.GreaterOrEqual(t, len(reported), 2, "refused again and again")
 	t.Logf("client-go, 20 s after the broken event: charlie cached: %v, %d errors reported, the last: %v", cached, len(reported), reported[len(reported)-1].err)
 }
 

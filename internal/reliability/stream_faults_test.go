@@ -407,21 +407,27 @@ func TestRow08DecreasingOrDuplicateResourceVersion(t *testing.T) {
 // reporting the refusal once.
 func TestRow08ResourceVersionThatIsNotANumber(t *testing.T) {
 	t.Parallel()
+	const timeout, relist = time.Second, 1500 * time.Millisecond
 	for _, c := range []struct {
 		name    string
 		mode    listMode
 		refl    reflector.Option[*corev1.Pod]
+		first   bool   // the first stream breaks (after a streaming list's three initial events), not the next watch
 		refusal string // the status the refused request got
 		lists   int    // LIST requests after the broken event; -1: not counted
 	}{
 		// The watch ends by its timeout; the next, from the broken
 		// resourceVersion, is refused.
-		{"list-watch", listThenWatch, reflector.WithMinWatchTimeout[*corev1.Pod](time.Second), "500", 1},
-		{"auto", autoMode, reflector.WithMinWatchTimeout[*corev1.Pod](time.Second), "500", 0},
-		{"watch-list", watchListMode, reflector.WithMinWatchTimeout[*corev1.Pod](time.Second), "500", 0},
-		// A relist falls due first: the LIST at least as new as the
-		// broken resourceVersion is refused.
-		{"relist", listThenWatch, reflector.WithRelistInterval[*corev1.Pod](1500 * time.Millisecond), "400", -1},
+		{"list-watch", listThenWatch, reflector.WithMinWatchTimeout[*corev1.Pod](timeout), false, "500", 1},
+		{"auto", autoMode, reflector.WithMinWatchTimeout[*corev1.Pod](timeout), false, "500", 0},
+		{"watch-list", watchListMode, reflector.WithMinWatchTimeout[*corev1.Pod](timeout), false, "500", 0},
+		// A relist falls due first: the LIST, or the streaming list, at
+		// least as new as the broken resourceVersion is refused. Auto
+		// mode follows a failed streaming list with a LIST, and then
+		// streams again.
+		{"relist-list-watch", listThenWatch, reflector.WithRelistInterval[*corev1.Pod](relist), false, "400", -1},
+		{"relist-auto", autoMode, reflector.WithRelistInterval[*corev1.Pod](relist), true, "500", 1},
+		{"relist-watch-list", watchListMode, reflector.WithRelistInterval[*corev1.Pod](relist), true, "500", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -430,10 +436,15 @@ func TestRow08ResourceVersionThatIsNotANumber(t *testing.T) {
 			s := newServer(t, apisim.WithBookmarkInterval(0))
 			wr := newWriter(t, s)
 			wr.createN("default", 3)
+			if c.first {
+				s.Inject(onWatch, apisim.InvalidResourceVersion().After(3), 1)
+			}
 			w := startWatcher(t, s, "pods", setup{mode: c.mode, refl: []reflector.Option[*corev1.Pod]{c.refl}})
-			s.Inject(onWatch, apisim.InvalidResourceVersion(), 1)
-			opened := watches(s)
-			eventually(t, convergeBound, "the next watch, which breaks its first event", func() bool { return watches(s) > opened })
+			if !c.first {
+				s.Inject(onWatch, apisim.InvalidResourceVersion(), 1)
+				opened := watches(s)
+				eventually(t, convergeBound, "the next watch, which breaks its first event", func() bool { return watches(s) > opened })
+			}
 			listed := lists(s)
 			wr.create("default", "broken")
 			refused := func(err error) bool {
