@@ -42,8 +42,17 @@ func (f *FIFO[T]) Pop(ctx context.Context, process func(key string, deltas []Del
 // flight.
 func (f *FIFO[T]) next(ctx context.Context) (b inflightBatch[T], deltas []Delta[T], initial bool, err error) {
 	f.ready()
-	for {
+	for woken := false; ; {
 		if err := ctx.Err(); err != nil {
+			if woken {
+				// The wake-up this Pop took may have been meant for a
+				// key now queued: pass it on to another waiting Pop.
+				f.mu.Lock()
+				if f.queue.len() > 0 {
+					f.signal()
+				}
+				f.mu.Unlock()
+			}
 			return b, nil, false, err
 		}
 		f.mu.Lock()
@@ -58,6 +67,7 @@ func (f *FIFO[T]) next(ctx context.Context) (b inflightBatch[T], deltas []Delta[
 		select {
 		case <-ctx.Done():
 		case <-f.wake:
+			woken = true
 		case <-f.done:
 		}
 	}
