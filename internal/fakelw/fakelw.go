@@ -587,12 +587,15 @@ func (s *Source[T]) timeOut(w *watcher[T]) {
 
 // endLocked ends the open watch w cleanly, as a server does at its
 // timeout: first, if w allows bookmarks, a BOOKMARK at the current
-// resourceVersion, as kube-apiserver sends one then.
+// resourceVersion, as kube-apiserver sends one then. A T that no empty
+// object can be made of (an interface type: newObj returns nil) ends the
+// watch without one.
 func (s *Source[T]) endLocked(w *watcher[T]) {
 	if w.bookmarks {
-		bm := s.newObj()
-		bm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
-		w.push(reflector.Event[T]{Type: reflector.Bookmark, Object: bm})
+		if bm := s.newObj(); any(bm) != nil {
+			bm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
+			w.push(reflector.Event[T]{Type: reflector.Bookmark, Object: bm})
+		}
 	}
 	w.end(io.EOF)
 	delete(s.watchers, w)
