@@ -207,10 +207,17 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 	for {
 		err := s.fifo.Pop(ctx, s.handleDeltas)
 		switch {
-		case ctx.Err() != nil, errors.Is(err, deltafifo.ErrClosed):
+		case err == nil:
+		case err == ctx.Err(), errors.Is(err, deltafifo.ErrClosed):
+			// Nothing was popped: Pop returns ctx's error itself.
 			return nil
-		case err != nil:
+		default:
+			// A change the cache could not take: reported even if
+			// ctx ended while it was being applied.
 			s.reportApplyError(err)
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 	}
 }

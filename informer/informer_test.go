@@ -1241,6 +1241,35 @@ func TestStoppingReportsNoErrors(t *testing.T) {
 	})
 }
 
+// A change the cache could not apply is reported even when Run's context
+// ends while it is being applied.
+func TestApplyErrorAsRunStopsIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		ctx, cancel := context.WithCancel(t.Context())
+		inf := informer.New[*corev1.Pod](src, informer.WithIndexers(indexer.Indexers[*corev1.Pod]{
+			"byName": func(p *corev1.Pod) ([]string, error) {
+				if p.Name == "b" {
+					cancel()
+					return nil, errors.New("index function failed on b")
+				}
+				return []string{p.Name}, nil
+			},
+		}))
+		var reported errorList
+		require.NoError(t, inf.SetWatchErrorHandler(reported.add))
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(ctx) }()
+		<-inf.Synced()
+		src.Create(pod("ns", "b"))
+		require.NoError(t, <-done)
+		errs := reported.all()
+		require.NotEmpty(t, errs, "the failed apply of b was not reported")
+		assert.ErrorContains(t, errs[len(errs)-1], "index function failed on b")
+	})
+}
+
 // A resync that comes due while a relist is being applied still reaches
 // every object. The FIFO skips the keys it holds, whose deltas reach the
 // handlers anyway; but the relist's deltas of unchanged objects tell the
