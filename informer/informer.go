@@ -205,15 +205,19 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 	})
 
 	for {
-		err := s.fifo.Pop(ctx, s.handleDeltas)
+		applied := false
+		err := s.fifo.Pop(ctx, func(key string, deltas []deltafifo.Delta[T], isInInitialList bool) error {
+			applied = true
+			return s.handleDeltas(key, deltas, isInInitialList)
+		})
 		switch {
-		case err == nil:
-		case err == ctx.Err(), errors.Is(err, deltafifo.ErrClosed):
-			// Nothing was popped: Pop returns ctx's error itself.
-			return nil
-		default:
+		case applied && err != nil:
 			// A change the cache could not take: reported even if
 			// ctx ended while it was being applied.
+			s.reportApplyError(err)
+		case ctx.Err() != nil, errors.Is(err, deltafifo.ErrClosed):
+			return nil
+		case err != nil:
 			s.reportApplyError(err)
 		}
 		if ctx.Err() != nil {
