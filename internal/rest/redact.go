@@ -70,7 +70,11 @@ func (l *fieldList) group(name string, v fieldList) {
 
 // redactURL hides a URL's user info, the user name as well as the password
 // (a proxy URL may carry a token as its user name); a URL that does not
-// parse is hidden whole, since it might be anything.
+// parse is hidden whole, since it might be anything. So is what comes
+// before the last '@' of one that parses without a host: written without
+// its scheme, "user:password@proxy:3128" parses as the scheme "user" and
+// the opaque "password@proxy:3128", and "token@proxy" as a path, neither
+// with user info for url.URL.Redacted to hide.
 func redactURL(raw string) string {
 	if raw == "" {
 		return ""
@@ -78,6 +82,9 @@ func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return redactedText + " (invalid URL)"
+	}
+	if i := strings.LastIndexByte(raw, '@'); i >= 0 && u.User == nil && u.Host == "" {
+		return "xxxxx" + raw[i:]
 	}
 	return withoutUserInfo(u)
 }

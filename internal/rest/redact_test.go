@@ -159,3 +159,38 @@ func TestConfigDescriptionCoversEveryField(t *testing.T) {
 		return e.String()
 	})
 }
+
+// TestURLWithoutSchemeKeepsItsUserInfoHidden: a Host, proxy URL or
+// kubeconfig server written without its scheme parses with its user info
+// in the scheme and opaque part, or in the path, where url.URL.Redacted
+// does not look: the errors that quote the URL, and the Config's
+// description, showed the password or token.
+func TestURLWithoutSchemeKeepsItsUserInfoHidden(t *testing.T) {
+	for _, raw := range []string{
+		"alice:SECRET@proxy.corp:3128",
+		"SECRET@proxy.corp",
+		"SECRET@10.0.0.1:6443/k8s",
+	} {
+		if _, err := NewClient(&Config{Host: "https://k.example", ProxyURL: raw}); err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("ProxyURL %s: error %v", raw, err)
+		}
+		if _, err := NewClient(&Config{Host: raw}); err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("Host %s: error %v", raw, err)
+		}
+		if out := fmt.Sprint(Config{Host: raw, ProxyURL: raw}); strings.Contains(out, "SECRET") {
+			t.Errorf("Config shows a secret: %s", out)
+		}
+		kc := &kubeconfig{
+			currentContext: "c",
+			contexts:       map[string]kubeContext{"c": {Cluster: "k"}},
+			clusters:       map[string]kubeCluster{"k": {Server: raw}},
+		}
+		if _, err := kc.config(""); err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("kubeconfig server %s: error %v", raw, err)
+		}
+	}
+	// A URL with a host keeps what follows it, '@' or not.
+	if got, want := redactURL("https://k.example/a@b"), "https://k.example/a@b"; got != want {
+		t.Errorf("redactURL = %s, want %s", got, want)
+	}
+}

@@ -34,7 +34,7 @@ func newTransport(cfg *Config, tlsConfig *tls.Config, tracker *connTracker) (*ht
 		switch u.Scheme {
 		case "http", "https", "socks5", "socks5h":
 		default:
-			return nil, fmt.Errorf("proxy URL %q: scheme must be http, https or socks5", u.Redacted())
+			return nil, fmt.Errorf("proxy URL %q: scheme must be http, https or socks5", redactURL(cfg.ProxyURL))
 		}
 		proxy = http.ProxyURL(u)
 	}
