@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -766,5 +767,59 @@ func TestCAFileGivenAsAPipeAtStart(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second): // a deadline, not a wait
 		t.Fatal("a request still waits after 10 s")
+	}
+}
+
+// A CA file given as a pipe with an exec plugin: the CA certificates the
+// plugin may ask for (ProvideClusterInfo) came from a read of their own,
+// made first, which drained the pipe; the read for the roots then waited
+// for a writer that had gone, and NewClient never returned.
+func TestCAFileGivenAsAPipeWithAnExecPlugin(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	pipe := filepath.Join(t.TempDir(), "ca-pipe")
+	mkfifo(t, pipe)
+	go func() {
+		f, err := os.OpenFile(pipe, os.O_WRONLY, 0) // until the Client opens it
+		if err == nil {
+			_, _ = f.Write(ca.certPEM)
+			f.Close()
+		}
+	}()
+	made := make(chan error, 1)
+	var c *Client
+	go func() {
+		var err error
+		c, err = NewClient(&Config{
+			Host: "https://apiserver.test",
+			TLS:  TLSConfig{CAFile: pipe},
+			Exec: &ExecConfig{Command: "plugin", APIVersion: ExecAPIVersionV1, ProvideClusterInfo: true},
+		})
+		made <- err
+	}()
+	select {
+	case err := <-made:
+		if err != nil {
+			t.Fatalf("a CA file given as a pipe, with an exec plugin: %v", err)
+		}
+		var info struct {
+			Spec struct {
+				Cluster struct {
+					CAData []byte `json:"certificate-authority-data"`
+				} `json:"cluster"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(c.auth.exec.info, &info); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(info.Spec.Cluster.CAData, ca.certPEM) {
+			t.Errorf("the plugin is given %q as the CA data, want the pipe's certificate", info.Spec.Cluster.CAData)
+		}
+	case <-time.After(10 * time.Second): // a deadline, not a wait
+		// Let NewClient go, so that the test ends.
+		if f, err := os.OpenFile(pipe, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		<-made
+		t.Fatal("NewClient still waits after 10 s")
 	}
 }

@@ -109,6 +109,17 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	if auth.userAgent == "" {
 		auth.userAgent = defaultUserAgent()
 	}
+	var (
+		caFile *caFileTransport
+		roots  *x509.CertPool
+	)
+	// Read once, here, before the exec plugin is given its contents: a
+	// pipe (process substitution) has nothing left for a second read.
+	if c.TLS.CAFile != "" && !c.TLS.Insecure { // both set: newTLSConfig says so
+		if caFile, roots, err = newCAFileTransport(&c.TLS, o.logger); err != nil {
+			return nil, fmt.Errorf("rest: %w", err)
+		}
+	}
 	switch {
 	case c.BearerTokenFile != "":
 		auth.tokenFile = newTokenFile(c.BearerTokenFile, o.logger)
@@ -129,7 +140,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 			Server:                   c.Host,
 			TLSServerName:            c.TLS.ServerName,
 			InsecureSkipTLSVerify:    c.TLS.Insecure,
-			CertificateAuthorityData: caBundle(&c.TLS),
+			CertificateAuthorityData: caBundle(&c.TLS, caFile),
 			ProxyURL:                 c.ProxyURL,
 			DisableCompression:       c.DisableCompression,
 			Config:                   ex.ClusterConfig,
@@ -144,15 +155,6 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 		// Both in files, which may be replaced: read again when they
 		// change (as client-go does only in this case too).
 		if auth.certFiles, err = newCertFiles(&c.TLS, o.logger); err != nil {
-			return nil, fmt.Errorf("rest: %w", err)
-		}
-	}
-	var (
-		caFile *caFileTransport
-		roots  *x509.CertPool
-	)
-	if c.TLS.CAFile != "" && !c.TLS.Insecure { // both set: newTLSConfig says so
-		if caFile, roots, err = newCAFileTransport(&c.TLS, o.logger); err != nil {
 			return nil, fmt.Errorf("rest: %w", err)
 		}
 	}
@@ -212,13 +214,14 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 type idleCloser interface{ CloseIdleConnections() }
 
 // caBundle returns the CA certificates handed to an exec plugin that asks
-// for cluster information: CAData, else the CA file's contents.
-func caBundle(t *TLSConfig) []byte {
-	if len(t.CAData) > 0 || t.CAFile == "" {
+// for cluster information: CAData, else the CA file's contents as caFile
+// read them (nil when there is none: the file is not read twice, which a
+// pipe would not survive).
+func caBundle(t *TLSConfig, caFile *caFileTransport) []byte {
+	if len(t.CAData) > 0 || caFile == nil {
 		return t.CAData
 	}
-	data, _ := readFileLimited(t.CAFile, maxKubeconfigSize) // newCAFileTransport reports a bad file
-	return data
+	return caFile.loaded
 }
 
 // URL returns the URL of path on the apiserver, below Host's own path
