@@ -33,7 +33,8 @@ type ImpersonationConfig = rest.ImpersonationConfig
 const MinHTTP2PingInterval = rest.MinHTTP2PingInterval
 
 // ErrNoKubeconfig is returned by LoadKubeconfig when no kubeconfig file
-// exists; a program may then try InClusterConfig or a default.
+// exists where it looked (none was named), or those it found define
+// nothing; a program may then try InClusterConfig or a default.
 var ErrNoKubeconfig = rest.ErrNoKubeconfig
 
 // ErrNotInCluster is returned by InClusterConfig outside a pod.

@@ -26,8 +26,8 @@ import (
 //	TLS verification       wrong CA, wrong server name: not retryable; fix the configuration
 var (
 	// ErrNoKubeconfig reports that no kubeconfig file exists where one was
-	// looked for. Callers test for it with errors.Is to fall back to
-	// InClusterConfig. Not retryable.
+	// looked for, or that those found define nothing. Callers test for it
+	// with errors.Is to fall back to InClusterConfig. Not retryable.
 	ErrNoKubeconfig = errors.New("no kubeconfig file found")
 
 	// ErrNotInCluster reports that the process does not run inside a pod:

@@ -28,9 +28,12 @@ const maxKubeconfigSize = 16 << 20
 // skipped and the others merged, the first file that defines a cluster,
 // user, context or current-context winning. When $KUBECONFIG is empty too,
 // ~/.kube/config is read. An error wrapping ErrNoKubeconfig means none of
-// those exists, so the caller may fall back to InClusterConfig; a path
-// named but missing is an error wrapping fs.ErrNotExist, as for kubectl
-// (a mistyped path must not send the caller to another cluster).
+// those exists, or those that exist are empty (no current-context, no
+// cluster, user or context: an image may ship an empty ~/.kube/config),
+// so the caller may fall back to InClusterConfig, as client-go does; a
+// path named but missing or empty is an error wrapping fs.ErrNotExist, or
+// saying what it lacks, as for kubectl (a mistyped path must not send the
+// caller to another cluster).
 //
 // contextName picks the context; empty means the current-context. Relative
 // file paths inside a kubeconfig are relative to that file's directory.
@@ -41,7 +44,7 @@ func LoadKubeconfig(path, contextName string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loadKubeconfigFiles(files, contextName)
+	return loadKubeconfigFiles(files, contextName, path == "")
 }
 
 // kubeconfigFiles returns the existing kubeconfig files to merge, in order.
@@ -86,7 +89,9 @@ func kubeconfigFiles(path string, getenv func(string) string, home func() (strin
 }
 
 // loadKubeconfigFiles parses and merges files, then resolves contextName.
-func loadKubeconfigFiles(files []string, contextName string) (*Config, error) {
+// Files found rather than named (found) that define nothing are no
+// kubeconfig (ErrNoKubeconfig), unless a context was named.
+func loadKubeconfigFiles(files []string, contextName string, found bool) (*Config, error) {
 	merged := &kubeconfig{
 		clusters: map[string]kubeCluster{},
 		users:    map[string]kubeUser{},
@@ -106,6 +111,10 @@ func loadKubeconfigFiles(files []string, contextName string) (*Config, error) {
 			return nil, fmt.Errorf("kubeconfig %s: %w", name, err)
 		}
 		merged.mergeFrom(kc)
+	}
+	if found && contextName == "" && merged.empty() {
+		return nil, fmt.Errorf("%w: %s set no current-context and define no cluster, user or context",
+			ErrNoKubeconfig, strings.Join(files, string(filepath.ListSeparator)))
 	}
 	cfg, err := merged.config(contextName)
 	if err != nil {
@@ -326,6 +335,11 @@ func (kc *kubeconfig) mergeFrom(other *kubeconfig) {
 			kc.contexts[name] = c
 		}
 	}
+}
+
+// empty reports a kubeconfig that defines nothing.
+func (kc *kubeconfig) empty() bool {
+	return kc.currentContext == "" && len(kc.clusters) == 0 && len(kc.users) == 0 && len(kc.contexts) == 0
 }
 
 // config builds the Config of the named context, or of the current one.

@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -234,7 +235,7 @@ contexts:
 	if !reflect.DeepEqual(files, []string{first, second}) {
 		t.Fatalf("files = %q", files)
 	}
-	cfg, err := loadKubeconfigFiles(files, "")
+	cfg, err := loadKubeconfigFiles(files, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ contexts:
 	if cfg.BearerTokenFile != filepath.Join(dir, "b", "token") {
 		t.Errorf("BearerTokenFile = %q, want it relative to the second file", cfg.BearerTokenFile)
 	}
-	cfg, err = loadKubeconfigFiles(files, "other")
+	cfg, err = loadKubeconfigFiles(files, "other", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,6 +347,28 @@ contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{"without a
 				t.Errorf("error shows the secret: %s", msg)
 			}
 		})
+	}
+}
+
+// Kubeconfig files found through $KUBECONFIG or at ~/.kube/config that
+// define nothing (as an image may ship) are no kubeconfig: the caller may
+// fall back to InClusterConfig, as client-go's loader does. A file named,
+// or a context named, is still an error of its own.
+func TestLoadKubeconfigEmptyIsNoKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	for _, content := range []string{"", "{}", "apiVersion: v1\nkind: Config\nclusters: []\n"} {
+		path := writeFile(t, filepath.Join(dir, fmt.Sprintf("empty-%d", len(content))), content)
+		t.Setenv("KUBECONFIG", path+string(filepath.ListSeparator)+filepath.Join(dir, "missing"))
+		_, err := LoadKubeconfig("", "")
+		if !errors.Is(err, ErrNoKubeconfig) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%q from $KUBECONFIG: err = %v, want ErrNoKubeconfig naming the file", content, err)
+		}
+		if _, err := LoadKubeconfig("", "prod"); err == nil || errors.Is(err, ErrNoKubeconfig) {
+			t.Errorf("%q with a context named: err = %v, want an error that is not ErrNoKubeconfig", content, err)
+		}
+		if _, err := LoadKubeconfig(path, ""); err == nil || errors.Is(err, ErrNoKubeconfig) {
+			t.Errorf("%q named: err = %v, want an error that is not ErrNoKubeconfig", content, err)
+		}
 	}
 }
 
