@@ -44,11 +44,15 @@ func WithListTimeout(d time.Duration) HTTPOption {
 }
 
 // WithWatchIdleTimeout sets the watchdog: a watch stream that delivers no
-// byte for d is closed and reopened. With bookmarks on, kube-apiserver sends
+// byte for d is closed, reported (ErrStalled) and reopened from where it
+// was, at once if it was open for a second or more (after the backoff if
+// not, and in Auto mode a streaming list that stalls before its initial
+// events end falls back to LIST). With bookmarks on, kube-apiserver sends
 // something about once a minute even on a quiet resource (v1.37.2 with
 // etcd's default flags: a BOOKMARK at 61, 122 and 181 s on a watch of an
-// empty namespace's config maps); the default is 90 seconds. 0 (or less)
-// turns the watchdog off.
+// empty namespace's config maps); the default is 90 seconds, and a shorter
+// one reopens the watch of a quiet resource every d. 0 (or less) turns the
+// watchdog off.
 func WithWatchIdleTimeout(d time.Duration) HTTPOption {
 	return func(o *httpOptions) { o.idleTimeout = max(d, 0) }
 }

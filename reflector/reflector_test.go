@@ -1491,6 +1491,83 @@ func TestStreamingThatStallsBeforeItsEndFallsBack(t *testing.T) {
 	})
 }
 
+// A watch the watchdog closes after its idle timeout (a quiet resource
+// whose bookmarks come less often than the timeout, or a dead connection)
+// is reported and reopened at once, however many come in a row: a backoff
+// climbing at every quiet stretch held the next events back for up to
+// 30 s. A stall sooner than minWatchDuration (a watchdog of under a
+// second) still backs off, as an empty watch does.
+func TestStalledWatchesReopenAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		idle time.Duration
+	}{
+		{"idle timeout of 20s", 20 * time.Second},
+		{"idle timeout of 500ms", 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw := &quietStalls{idle: tc.idle}
+				var errs errorLog
+				r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+					reflector.WithErrorHandler[*corev1.Pod](errs.add))
+				defer run(t, r)()
+				time.Sleep(10*time.Minute - time.Millisecond)
+				synctest.Wait()
+				watches := lw.asked()
+				require.Greater(t, len(watches), 2)
+				stalls := errorsContaining(errs.all(), "watching pods: watch stream stalled")
+				if tc.idle >= time.Second {
+					require.Len(t, watches, 30)
+					for i := 1; i < len(watches); i++ {
+						assert.Equal(t, tc.idle, watches[i].Sub(watches[i-1]), "watch %d is asked for as the one before it stalls", i)
+					}
+					assert.Equal(t, len(watches)-1, stalls, "every stall is reported")
+				} else {
+					last := watches[len(watches)-1].Sub(watches[len(watches)-2])
+					assert.Greater(t, last, 15*time.Second, "backed off, towards the 30 s cap")
+					assert.GreaterOrEqual(t, stalls, len(watches)-1, "every stall is reported")
+				}
+				assert.Equal(t, 1, lw.lists, "no relist")
+			})
+		})
+	}
+}
+
+// quietStalls lists nothing at "10"; its watches send nothing and stall,
+// as the HTTP watcher's watchdog ends them, after idle.
+type quietStalls struct {
+	idle    time.Duration
+	mu      sync.Mutex
+	lists   int
+	watches []time.Time
+}
+
+func (l *quietStalls) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lists++
+	return reflector.ListMeta{ResourceVersion: "10"}, nil
+}
+
+func (l *quietStalls) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watches = append(l.watches, time.Now())
+	return &scriptedWatcher{script: []func() (reflector.Event[*corev1.Pod], error){
+		func() (reflector.Event[*corev1.Pod], error) {
+			time.Sleep(l.idle)
+			return reflector.Event[*corev1.Pod]{}, fmt.Errorf("%w: no data for %s", reflector.ErrStalled, l.idle)
+		},
+	}}, nil
+}
+
+func (l *quietStalls) asked() []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]time.Time(nil), l.watches...)
+}
+
 // A streaming list that ends before its end bookmark, as a restarting
 // server's does, is followed by one LIST, and the next refill streams
 // again; only a second one in a row, within an hour, gives up streaming for

@@ -104,6 +104,17 @@ func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) erro
 			case errors.Is(err, ErrSkipped):
 				r.report(fmt.Errorf("watching %s: %w", r.opt.name, err))
 				continue
+			case errors.Is(err, ErrStalled) && time.Since(started) >= minWatchDuration:
+				// The watchdog (WithWatchIdleTimeout) closed a stream
+				// that sent nothing for its idle timeout: a connection
+				// that died, or a quiet resource whose bookmarks come
+				// less often than the timeout. Reported, and resumed at
+				// once, as a stream that ended is: the timeout was the
+				// wait. A backoff on top would climb at every quiet
+				// stretch, and hold the resource's next events back for
+				// up to its cap.
+				r.report(fmt.Errorf("watching %s: %w", r.opt.name, err))
+				return nil
 			case !errors.Is(err, io.EOF):
 				return fmt.Errorf("watching %s: %w", r.opt.name, err)
 			case r.LastSyncResourceVersion() == from && time.Since(started) < minWatchDuration:
