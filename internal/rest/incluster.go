@@ -17,9 +17,11 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // apiserver from $KUBERNETES_SERVICE_HOST and $KUBERNETES_SERVICE_PORT, the
 // service account's token (BearerTokenFile, so that rotated tokens are
 // picked up), CA certificate and namespace from
-// /var/run/secrets/kubernetes.io/serviceaccount. An error wrapping
-// ErrNotInCluster means the environment variables are unset, so the caller
-// may fall back to LoadKubeconfig.
+// /var/run/secrets/kubernetes.io/serviceaccount. Without a ca.crt there (a
+// pod whose projected volume leaves it out), the system's roots verify the
+// apiserver, as with client-go; a ca.crt that is there but does not load
+// fails NewClient. An error wrapping ErrNotInCluster means the environment
+// variables are unset, so the caller may fall back to LoadKubeconfig.
 func InClusterConfig() (*Config, error) {
 	return inClusterConfig(os.Getenv, serviceAccountDir)
 }
@@ -46,10 +48,14 @@ func inClusterConfig(getenv func(string) string, dir string) (*Config, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("in-cluster config: reading the namespace: %w", err)
 	}
+	caFile := filepath.Join(dir, "ca.crt")
+	if _, err := os.Stat(caFile); errors.Is(err, fs.ErrNotExist) {
+		caFile = "" // the system's roots
+	}
 	return &Config{
 		Host:            "https://" + net.JoinHostPort(host, port),
 		Namespace:       namespace,
 		BearerTokenFile: tokenFile,
-		TLS:             TLSConfig{CAFile: filepath.Join(dir, "ca.crt")},
+		TLS:             TLSConfig{CAFile: caFile},
 	}, nil
 }

@@ -13,6 +13,7 @@ func TestInClusterConfig(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "token"), "sa-token\n")
 	writeFile(t, filepath.Join(dir, "namespace"), "payments\n")
+	writeFile(t, filepath.Join(dir, "ca.crt"), "not read here\n")
 	env := map[string]string{"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
 	cfg, err := inClusterConfig(func(k string) string { return env[k] }, dir)
 	if err != nil {
@@ -34,6 +35,19 @@ func TestInClusterConfig(t *testing.T) {
 	}
 	if cfg, err := inClusterConfig(func(k string) string { return env[k] }, dir); err != nil || cfg.Namespace != "default" {
 		t.Errorf("Namespace = %q, %v; want default", cfg.Namespace, err)
+	}
+
+	// Without a ca.crt, the system's roots (no CAFile), as with client-go:
+	// before, NewClient failed on the missing file.
+	if err := os.Remove(filepath.Join(dir, "ca.crt")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = inClusterConfig(func(k string) string { return env[k] }, dir)
+	if err != nil || cfg.TLS.CAFile != "" {
+		t.Fatalf("without ca.crt: CAFile = %q, %v; want none", cfg.TLS.CAFile, err)
+	}
+	if _, err := NewClient(cfg); err != nil {
+		t.Errorf("without ca.crt: NewClient: %v", err)
 	}
 }
 
