@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listwatch/listwatch/deltafifo"
@@ -131,13 +130,14 @@ func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w 
 // unchanged reports whether a relisted object is the one cached: it has the
 // same resourceVersion, or, for a resource whose objects have none (one
 // that is listed on a timer, not watched: componentstatuses), the same
-// content.
+// content, compared as the mutation detector compares it (semanticEqual:
+// a type with unexported fields too).
 func unchanged(old, cur metav1.Object) bool {
 	rv := old.GetResourceVersion()
 	if rv != cur.GetResourceVersion() {
 		return false
 	}
-	return rv != "" || equality.Semantic.DeepEqual(old, cur)
+	return rv != "" || semanticEqual(old, cur)
 }
 
 // recreated reports whether cur is a different object than old under the

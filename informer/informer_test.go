@@ -486,6 +486,43 @@ func TestUnversionedRelistDeliversOnlyRealChanges(t *testing.T) {
 	})
 }
 
+// The content of a relisted object without a resourceVersion is compared
+// as the mutation detector compares it: a type with an unexported field,
+// on which equality.Semantic.DeepEqual panics, no longer crashes the
+// process at its first relist.
+func TestUnversionedRelistOfATypeWithAnUnexportedField(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := hiddenUnversionedLW{&unversionedLW{phases: map[string]corev1.PodPhase{"a": corev1.PodPending, "b": corev1.PodPending}}}
+		inf := informer.New[*hiddenPod](lw, informer.WithReflectorOptions(reflector.WithMode[*hiddenPod](reflector.ListWatch)))
+		var calls []string
+		inf.AddEventHandler(processor.HandlerFuncs[*hiddenPod]{
+			AddFunc:    func(p *hiddenPod, _ bool) { calls = append(calls, "add "+p.Name) },
+			UpdateFunc: func(_, p *hiddenPod) { calls = append(calls, "update "+p.Name+" "+string(p.Status.Phase)) },
+		})
+		defer start(t, inf)()
+		synctest.Wait()
+		time.Sleep(34 * time.Second) // a relist: 30 s and up to a tenth more
+		synctest.Wait()
+		lw.set("b", corev1.PodRunning)
+		time.Sleep(34 * time.Second)
+		synctest.Wait()
+		assert.EqualValues(t, 3, lw.lists.Load())
+		assert.Equal(t, []string{"add a", "add b", "update b Running"}, calls)
+	})
+}
+
+// hiddenUnversionedLW is unversionedLW for hiddenPods.
+type hiddenUnversionedLW struct{ *unversionedLW }
+
+func (l hiddenUnversionedLW) List(ctx context.Context, opts reflector.ListOptions, add func(*hiddenPod) error) (reflector.ListMeta, error) {
+	return l.unversionedLW.List(ctx, opts, func(p *corev1.Pod) error { return add(&hiddenPod{Pod: *p, cache: "c"}) })
+}
+
+func (l hiddenUnversionedLW) Watch(context.Context, reflector.WatchOptions) (reflector.Watcher[*hiddenPod], error) {
+	l.watches.Add(1)
+	return nil, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods"}, "watch")
+}
+
 // unversionedLW lists pods without resourceVersions, as kube-apiserver lists
 // componentstatuses, and cannot watch them. Its first fail lists fail.
 type unversionedLW struct {
