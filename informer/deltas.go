@@ -8,6 +8,7 @@ import (
 
 	"github.com/listwatch/listwatch/deltafifo"
 	"github.com/listwatch/listwatch/indexer"
+	"github.com/listwatch/listwatch/internal/semantic"
 	"github.com/listwatch/listwatch/processor"
 )
 
@@ -130,14 +131,14 @@ func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w 
 // unchanged reports whether a relisted object is the one cached: it has the
 // same resourceVersion, or, for a resource whose objects have none (one
 // that is listed on a timer, not watched: componentstatuses), the same
-// content, compared as the mutation detector compares it (semanticEqual:
+// content, compared as the mutation detector compares it (semantic.Equal:
 // a type with unexported fields too).
 func unchanged(old, cur metav1.Object) bool {
 	rv := old.GetResourceVersion()
 	if rv != cur.GetResourceVersion() {
 		return false
 	}
-	return rv != "" || semanticEqual(old, cur)
+	return rv != "" || semantic.Equal(old, cur)
 }
 
 // recreated reports whether cur is a different object than old under the

@@ -7,12 +7,11 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
 
+	"github.com/listwatch/listwatch/internal/semantic"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -241,7 +240,7 @@ func (d *mutationDetector[T]) check() {
 		d.safeReport(err)
 	}
 	for _, c := range all {
-		if c.copyErr != nil || semanticEqual(c.copy, c.obj) {
+		if c.copyErr != nil || semantic.Equal(c.copy, c.obj) {
 			continue
 		}
 		err := &MutationError{Resource: d.resource, Key: c.key, Diff: diff.Diff(c.copy, c.obj)}
@@ -261,55 +260,6 @@ func (d *mutationDetector[T]) safeReport(err error) {
 		}
 	}()
 	d.report(err)
-}
-
-// semanticEqual is equality.Semantic.DeepEqual, which panics on a type
-// with unexported fields (a type of one's own embedding a Pod, say); those
-// are compared with reflect.DeepEqual.
-func semanticEqual(a, b any) (equal bool) {
-	defer func() {
-		if recover() != nil {
-			equal = fieldwiseEqual(reflect.ValueOf(a), reflect.ValueOf(b))
-		}
-	}()
-	return equality.Semantic.DeepEqual(a, b)
-}
-
-// fieldwiseEqual goes down pointers and structs field by field, comparing
-// exported fields with semanticEqual (so a Quantity's string cache, or a
-// nil map made empty, is still not a change) and unexported ones with
-// reflect.DeepEqual.
-func fieldwiseEqual(a, b reflect.Value) bool {
-	if a.Type() != b.Type() {
-		return false
-	}
-	switch a.Kind() {
-	case reflect.Pointer:
-		if a.IsNil() || b.IsNil() {
-			return a.IsNil() == b.IsNil()
-		}
-		return a.Pointer() == b.Pointer() || fieldwiseEqual(a.Elem(), b.Elem())
-	case reflect.Struct:
-		if !a.CanAddr() || !b.CanAddr() {
-			break
-		}
-		for i := range a.NumField() {
-			fa, fb := a.Field(i), b.Field(i)
-			if a.Type().Field(i).IsExported() {
-				if !semanticEqual(fa.Interface(), fb.Interface()) {
-					return false
-				}
-				continue
-			}
-			ua := reflect.NewAt(fa.Type(), unsafe.Pointer(fa.UnsafeAddr())).Elem().Interface()
-			ub := reflect.NewAt(fb.Type(), unsafe.Pointer(fb.UnsafeAddr())).Elem().Interface()
-			if !reflect.DeepEqual(ua, ub) {
-				return false
-			}
-		}
-		return true
-	}
-	return reflect.DeepEqual(a.Interface(), b.Interface())
 }
 
 // samePointer reports whether a and b are the same pointer.

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +23,7 @@ import (
 	"github.com/listwatch/listwatch/internal/generation"
 	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/internal/objkey"
+	"github.com/listwatch/listwatch/internal/semantic"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -165,9 +165,9 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // them). The metadata.generation is the stored one,
 // plus 1 if anything but metadata and status changed (0 for a type
 // without one). An Update that changes nothing else (by
-// equality.Semantic.DeepEqual) writes nothing, as kube-apiserver's: it
-// returns a copy of the stored object, whose resourceVersion stays, and
-// watchers get no event. (Of an *unstructured.Unstructured, an empty map
+// equality.Semantic.DeepEqual, for any Go type) writes nothing, as
+// kube-apiserver's: it returns a copy of the stored object, whose
+// resourceVersion stays, and watchers get no event. (Of an *unstructured.Unstructured, an empty map
 // in its metadata, such as "labels": {}, counts as a change; the server
 // drops it, and writes nothing.)
 //
@@ -210,7 +210,7 @@ func (s *Source[T]) Update(obj T) (T, error) {
 	obj.SetGeneration(s.nextGeneration(old, obj))
 	obj.SetResourceVersion(old.GetResourceVersion())
 	switch {
-	case equality.Semantic.DeepEqual(old, obj):
+	case semantic.Equal(old, obj):
 		return deepCopy(old), nil // nothing to write, as kube-apiserver's GuaranteedUpdate finds
 	case obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0:
 		// The last finalizer is gone: kube-apiserver deletes the object

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/informer"
@@ -610,6 +611,48 @@ func TestUpdateThatChangesNothingWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, reflector.Modified, ev.Type)
 	assert.Equal(t, changed.ResourceVersion, ev.Object.ResourceVersion, "the first event is the change's")
+}
+
+// cachedPod is a type of one's own: a Pod with an unexported field.
+type cachedPod struct {
+	corev1.Pod
+	summary string
+}
+
+func (p *cachedPod) DeepCopyObject() runtime.Object {
+	return &cachedPod{Pod: *p.Pod.DeepCopy(), summary: p.summary}
+}
+
+// A type with unexported fields is compared too: an Update of one
+// panicked (reflect's Interface on the unexported field, or
+// equality.Semantic.DeepEqual). The Pod it embeds is gone into, so that
+// its labels and status are no change to the spec; before, any change to
+// the embedded Pod moved the generation.
+func TestUpdateOfATypeWithUnexportedFields(t *testing.T) {
+	src := listwatchtest.NewSource[*cachedPod]()
+	p, err := src.Create(&cachedPod{Pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}, summary: "s"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), p.Generation)
+
+	same, err := src.Update(p)
+	require.NoError(t, err, "no change")
+	assert.Equal(t, p.ResourceVersion, same.ResourceVersion, "nothing written")
+
+	p.Labels = map[string]string{"app": "web"}
+	p.Status.Phase = corev1.PodRunning
+	p, err = src.Update(p)
+	require.NoError(t, err)
+	assert.NotEqual(t, same.ResourceVersion, p.ResourceVersion, "written")
+	assert.Equal(t, int64(1), p.Generation, "labels and status are no change to the spec")
+
+	p.summary = "t"
+	p, err = src.Update(p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), p.Generation, "an unexported field is not metadata or status")
+	p.Spec.NodeName = "n"
+	p, err = src.Update(p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), p.Generation, "a change to the spec")
 }
 
 // The creationTimestamp is the server's: the time of the Create, to the

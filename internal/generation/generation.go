@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/listwatch/listwatch/internal/semantic"
 )
 
 // Tracked reports whether objects of Go type typ have a generation, by the
@@ -27,7 +29,8 @@ func Tracked(typ reflect.Type) bool {
 
 // SpecChanged reports whether anything but metadata and status differs
 // between old and cur, which is when kube-apiserver adds 1 to
-// metadata.generation. Objects of different Go types, or of a type that
+// metadata.generation; fields are compared with semantic.Equal, so that
+// any Go type compares without a panic. Objects of different Go types, or of a type that
 // is neither a pointer to a struct nor an *unstructured.Unstructured,
 // differ.
 func SpecChanged(old, cur runtime.Object) bool {
@@ -46,13 +49,23 @@ func SpecChanged(old, cur runtime.Object) bool {
 	if ov.Type() != cv.Type() || ov.Kind() != reflect.Pointer || ov.Elem().Kind() != reflect.Struct {
 		return true
 	}
-	ov, cv = ov.Elem(), cv.Elem()
-	for i := range ov.NumField() {
-		switch ov.Type().Field(i).Name {
-		case "TypeMeta", "ObjectMeta", "Status":
-			continue
-		}
-		if !equality.Semantic.DeepEqual(ov.Field(i).Interface(), cv.Field(i).Interface()) {
+	return specDiffers(ov.Elem(), cv.Elem())
+}
+
+// specDiffers reports whether any field of the structs a and b other than
+// TypeMeta, ObjectMeta and Status differs. An embedded struct (a type of
+// one's own embedding a Pod) is gone into, so that its metadata and status
+// are left out too; unexported fields count (semantic.FieldEqual).
+func specDiffers(a, b reflect.Value) bool {
+	for i := range a.NumField() {
+		f := a.Type().Field(i)
+		switch {
+		case f.Name == "TypeMeta" || f.Name == "ObjectMeta" || f.Name == "Status":
+		case f.Anonymous && f.Type.Kind() == reflect.Struct:
+			if specDiffers(a.Field(i), b.Field(i)) {
+				return true
+			}
+		case !semantic.FieldEqual(a.Field(i), b.Field(i), f):
 			return true
 		}
 	}
