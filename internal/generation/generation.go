@@ -30,9 +30,9 @@ func Tracked(typ reflect.Type) bool {
 // SpecChanged reports whether anything but metadata and status differs
 // between old and cur, which is when kube-apiserver adds 1 to
 // metadata.generation; fields are compared with semantic.Equal, so that
-// any Go type compares without a panic. Objects of different Go types, or of a type that
-// is neither a pointer to a struct nor an *unstructured.Unstructured,
-// differ.
+// any Go type compares without a panic. Objects of different Go types, or
+// of a type that is neither a pointer to a struct nor an
+// *unstructured.Unstructured, differ.
 func SpecChanged(old, cur runtime.Object) bool {
 	ou, ok1 := old.(*unstructured.Unstructured)
 	cu, ok2 := cur.(*unstructured.Unstructured)
