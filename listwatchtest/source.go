@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -418,11 +417,15 @@ func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (ref
 // label and field selectors: lists and streaming lists hold only those
 // objects, and a watch tells an object that comes to match as ADDED and
 // one that stops matching as DELETED, with its previous state. Field
-// selectors may name the fields kube-apiserver serves for the resource:
-// metadata.name and metadata.namespace for every one, and spec.nodeName,
-// status.phase and a few more for pods, type for secrets,
-// spec.unschedulable for nodes. Another field, or a selector that does not
-// parse, is an error (apierrors.IsBadRequest), which the apiserver gives
+// selectors may name the fields kube-apiserver (v1.37) serves for the
+// resource, with the values its registries compute: metadata.name, and
+// metadata.namespace but for nodes, namespaces and certificate signing
+// requests; spec.nodeName (or spec.host), status.phase, status.podIP (the
+// first of status.podIPs) and a few more for pods; involvedObject.name,
+// reason, type and more for events; spec.type and spec.clusterIP for
+// services; type for secrets; spec.unschedulable for nodes;
+// status.replicas for replication controllers; status.successful for
+// jobs. Another field, or a selector that does not parse, is an error (apierrors.IsBadRequest), which the apiserver gives
 // when the informer lists and For gives at once. target's Resource and
 // Kind are not looked at (a Source is one resource), nor is whether the
 // resource is namespaced: a namespace asked of nodes selects none, where
@@ -450,11 +453,11 @@ func matcher[T reflector.Object](target reflector.Target, resource schema.GroupR
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse field selector %q: %v", target.FieldSelector, err))
 	}
-	supported := kinds.FieldLabels(resource)
-	for _, r := range fs.Requirements() {
-		if !slices.Contains(supported, r.Field) {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", r.Field))
-		}
+	fs, err = fs.Transform(func(label, value string) (string, string, error) {
+		return kinds.ConvertFieldLabel(resource, label, value)
+	})
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	ns := target.Namespace
 	return func(obj T) bool {

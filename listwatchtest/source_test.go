@@ -655,6 +655,85 @@ func TestUpdateOfATypeWithUnexportedFields(t *testing.T) {
 	assert.Equal(t, int64(3), p.Generation, "a change to the spec")
 }
 
+// ptrPod embeds its Pod through a pointer.
+type ptrPod struct {
+	*corev1.Pod
+	summary string
+}
+
+func (p *ptrPod) DeepCopyObject() runtime.Object {
+	return &ptrPod{Pod: p.Pod.DeepCopy(), summary: p.summary}
+}
+
+// A Pod embedded through a pointer is gone into too: its labels and status
+// are no change to the spec.
+func TestGenerationOfATypeEmbeddingAPodPointer(t *testing.T) {
+	src := listwatchtest.NewSource[*ptrPod]()
+	p, err := src.Create(&ptrPod{Pod: pod("ns", "a")})
+	require.NoError(t, err)
+	p.Labels = map[string]string{"app": "web"}
+	p, err = src.Update(p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), p.Generation, "a label change")
+	p.Spec.NodeName = "n"
+	p, err = src.Update(p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), p.Generation, "a change to the spec")
+}
+
+// A Source serves the field selectors kube-apiserver serves for its
+// resource, matched against the fields the server computes: an Event's
+// involvedObject, a pod's status.podIP (the first of status.podIPs) or
+// spec.host (spec.nodeName's old name). Before, it refused all but a few
+// of pods, secrets, namespaces and nodes.
+func TestFieldSelectorsTheServerServes(t *testing.T) {
+	names := func(t *testing.T, lw interface {
+		List(context.Context, reflector.ListOptions, func(metav1.Object) error) (reflector.ListMeta, error)
+	}) []string {
+		t.Helper()
+		var got []string
+		_, err := lw.List(t.Context(), reflector.ListOptions{}, func(o metav1.Object) error { got = append(got, o.GetName()); return nil })
+		require.NoError(t, err)
+		return got
+	}
+	events := listwatchtest.NewSource[*corev1.Event]()
+	for _, e := range []*corev1.Event{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web"}, Type: "Warning"},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e2"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "db"}, Type: "Normal"},
+	} {
+		_, err := events.Create(e)
+		require.NoError(t, err)
+	}
+	lw, err := events.For(reflector.Target{FieldSelector: "involvedObject.name=web,type=Warning"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"e1"}, names(t, anyLister[*corev1.Event]{lw}))
+
+	pods := listwatchtest.NewSource[*corev1.Pod]()
+	a := pod("ns", "a")
+	a.Spec.NodeName = "n1"
+	a.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.1"}}
+	_, err = pods.Create(a)
+	require.NoError(t, err)
+	_, err = pods.Create(pod("ns", "b"))
+	require.NoError(t, err)
+	for _, sel := range []string{"status.podIP=10.0.0.1", "spec.host=n1", "spec.hostNetwork=false,metadata.name=a"} {
+		lw, err := pods.For(reflector.Target{FieldSelector: sel})
+		require.NoError(t, err, sel)
+		assert.Equal(t, []string{"a"}, names(t, anyLister[*corev1.Pod]{lw}), sel)
+	}
+	_, err = listwatchtest.NewSource[*corev1.Service]().For(reflector.Target{FieldSelector: "spec.type=LoadBalancer"})
+	assert.NoError(t, err)
+	_, err = listwatchtest.NewSource[*corev1.Node]().For(reflector.Target{FieldSelector: "metadata.namespace=ns"})
+	assert.True(t, apierrors.IsBadRequest(err), "nodes are not selected by namespace: %v", err)
+}
+
+// anyLister lists a ListerWatcher's objects as metav1.Objects.
+type anyLister[T reflector.Object] struct{ lw reflector.ListerWatcher[T] }
+
+func (l anyLister[T]) List(ctx context.Context, opts reflector.ListOptions, add func(metav1.Object) error) (reflector.ListMeta, error) {
+	return l.lw.List(ctx, opts, func(o T) error { return add(o) })
+}
+
 // The creationTimestamp is the server's: the time of the Create, to the
 // second, kept by every Update.
 func TestCreationTimestampIsTheServers(t *testing.T) {

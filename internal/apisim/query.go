@@ -1,9 +1,7 @@
 package apisim
 
 import (
-	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,12 +69,9 @@ func (s *Server) parseQuery(r *http.Request, req request) (*query, error) {
 	if q.FieldSelector == nil {
 		q.FieldSelector = fields.Everything()
 	}
-	supported := kinds.FieldLabels(req.c.res.GroupResource())
+	gr := req.c.res.GroupResource()
 	fs, err := q.FieldSelector.Transform(func(label, value string) (string, string, error) {
-		if !slices.Contains(supported, label) {
-			return "", "", fmt.Errorf("field label not supported: %s", label)
-		}
-		return label, value, nil
+		return kinds.ConvertFieldLabel(gr, label, value)
 	})
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())

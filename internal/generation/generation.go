@@ -53,9 +53,10 @@ func SpecChanged(old, cur runtime.Object) bool {
 }
 
 // specDiffers reports whether any field of the structs a and b other than
-// TypeMeta, ObjectMeta and Status differs. An embedded struct (a type of
-// one's own embedding a Pod) is gone into, so that its metadata and status
-// are left out too; unexported fields count (semantic.FieldEqual).
+// TypeMeta, ObjectMeta and Status differs. An embedded struct or pointer
+// to one (a type of one's own embedding a Pod) is gone into, so that its
+// metadata and status are left out too; unexported fields count
+// (semantic.FieldEqual).
 func specDiffers(a, b reflect.Value) bool {
 	for i := range a.NumField() {
 		f := a.Type().Field(i)
@@ -63,6 +64,15 @@ func specDiffers(a, b reflect.Value) bool {
 		case f.Name == "TypeMeta" || f.Name == "ObjectMeta" || f.Name == "Status":
 		case f.Anonymous && f.Type.Kind() == reflect.Struct:
 			if specDiffers(a.Field(i), b.Field(i)) {
+				return true
+			}
+		case f.Anonymous && f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+			pa, pb := a.Field(i), b.Field(i)
+			if pa.IsNil() || pb.IsNil() {
+				if pa.IsNil() != pb.IsNil() {
+					return true
+				}
+			} else if specDiffers(pa.Elem(), pb.Elem()) {
 				return true
 			}
 		case !semantic.FieldEqual(a.Field(i), b.Field(i), f):

@@ -1,35 +1,90 @@
 package kinds
 
 import (
+	"fmt"
 	"strconv"
 
+	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// FieldLabels lists the field selector labels kube-apiserver accepts for a
-// resource: metadata.name and metadata.namespace for every one, and a few
-// more for some core resources (spec.nodeName of pods, type of secrets).
-func FieldLabels(gr schema.GroupResource) []string {
-	out := []string{"metadata.name", "metadata.namespace"}
-	switch gr {
-	case schema.GroupResource{Resource: "pods"}:
-		out = append(out, "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
-			"spec.serviceAccountName", "status.phase", "status.podIP")
-	case schema.GroupResource{Resource: "secrets"}:
-		out = append(out, "type")
-	case schema.GroupResource{Resource: "namespaces"}:
-		out = append(out, "status.phase")
-	case schema.GroupResource{Resource: "nodes"}:
-		out = append(out, "spec.unschedulable")
-	}
-	return out
+// fieldLabels are the field selector labels kube-apiserver (v1.37) accepts
+// for the resources that have field label conversions of their own
+// (k8s.io/kubernetes/pkg/apis/*/conversion.go), each mapped to the field
+// of the set the server matches (Fields): spec.host is an old name of a
+// pod's spec.nodeName, and events.k8s.io's regarding.* are core's
+// involvedObject.*. Every other resource takes metadata.name and
+// metadata.namespace. Nodes, namespaces and certificate signing requests
+// take no metadata.namespace.
+var fieldLabels = map[schema.GroupResource]map[string]string{
+	{Resource: "pods"}: same("metadata.name", "metadata.namespace", "spec.nodeName",
+		"spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+		"spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs",
+		"status.nominatedNodeName").with("spec.host", "spec.nodeName"),
+	{Resource: "nodes"}:                  same("metadata.name", "spec.unschedulable"),
+	{Resource: "replicationcontrollers"}: same("metadata.name", "metadata.namespace", "status.replicas"),
+	{Resource: "events"}: same("metadata.name", "metadata.namespace",
+		"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+		"involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+		"involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"),
+	{Group: "events.k8s.io", Resource: "events"}: same("metadata.name", "metadata.namespace", "reason", "type").
+		with("regarding.kind", "involvedObject.kind").
+		with("regarding.namespace", "involvedObject.namespace").
+		with("regarding.name", "involvedObject.name").
+		with("regarding.uid", "involvedObject.uid").
+		with("regarding.apiVersion", "involvedObject.apiVersion").
+		with("regarding.resourceVersion", "involvedObject.resourceVersion").
+		with("regarding.fieldPath", "involvedObject.fieldPath").
+		with("reportingController", "reportingComponent"),
+	{Resource: "namespaces"}:           same("metadata.name", "status.phase"),
+	{Resource: "secrets"}:              same("metadata.name", "metadata.namespace", "type"),
+	{Resource: "services"}:             same("metadata.name", "metadata.namespace", "spec.clusterIP", "spec.type"),
+	{Group: "batch", Resource: "jobs"}: same("metadata.name", "metadata.namespace", "status.successful"),
+	{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: same("metadata.name", "spec.signerName"),
 }
 
-// Fields returns obj's values for the field selector labels of its
-// resource (FieldLabels).
+// defaultFieldLabels are those of every other resource.
+var defaultFieldLabels = same("metadata.name", "metadata.namespace")
+
+type labelMap map[string]string
+
+func same(labels ...string) labelMap {
+	m := labelMap{}
+	for _, l := range labels {
+		m[l] = l
+	}
+	return m
+}
+
+func (m labelMap) with(label, field string) labelMap {
+	m[label] = field
+	return m
+}
+
+// ConvertFieldLabel is kube-apiserver's field label conversion for
+// resource gr: the label a field selector names for it, mapped to the
+// field of Fields' set, or an error for a label the server does not
+// serve. It fits fields.Selector.Transform.
+func ConvertFieldLabel(gr schema.GroupResource, label, value string) (string, string, error) {
+	labels, ok := fieldLabels[gr]
+	if !ok {
+		labels = defaultFieldLabels
+	}
+	field, ok := labels[label]
+	if !ok {
+		return "", "", fmt.Errorf("field label not supported: %s", label)
+	}
+	return field, value, nil
+}
+
+// Fields returns obj's values for the fields a field selector of its
+// resource matches (after ConvertFieldLabel), as kube-apiserver's
+// registries compute them.
 func Fields(obj metav1.Object) fields.Set {
 	set := fields.Set{"metadata.name": obj.GetName(), "metadata.namespace": obj.GetNamespace()}
 	switch o := obj.(type) {
@@ -38,14 +93,56 @@ func Fields(obj metav1.Object) fields.Set {
 		set["spec.restartPolicy"] = string(o.Spec.RestartPolicy)
 		set["spec.schedulerName"] = o.Spec.SchedulerName
 		set["spec.serviceAccountName"] = o.Spec.ServiceAccountName
+		set["spec.hostNetwork"] = strconv.FormatBool(o.Spec.HostNetwork)
 		set["status.phase"] = string(o.Status.Phase)
-		set["status.podIP"] = o.Status.PodIP
-	case *corev1.Secret:
-		set["type"] = string(o.Type)
-	case *corev1.Namespace:
-		set["status.phase"] = string(o.Status.Phase)
+		set["status.podIP"] = "" // the first of status.podIPs, not status.podIP
+		if len(o.Status.PodIPs) > 0 {
+			set["status.podIP"] = o.Status.PodIPs[0].IP
+		}
+		set["status.nominatedNodeName"] = o.Status.NominatedNodeName
 	case *corev1.Node:
 		set["spec.unschedulable"] = strconv.FormatBool(o.Spec.Unschedulable)
+	case *corev1.ReplicationController:
+		set["status.replicas"] = strconv.Itoa(int(o.Status.Replicas))
+	case *corev1.Event:
+		involvedObject(set, o.InvolvedObject)
+		set["reason"] = o.Reason
+		set["reportingComponent"] = o.ReportingController
+		set["source"] = o.Source.Component
+		if set["source"] == "" {
+			set["source"] = o.ReportingController
+		}
+		set["type"] = o.Type
+	case *eventsv1.Event:
+		involvedObject(set, o.Regarding)
+		set["reason"] = o.Reason
+		set["reportingComponent"] = o.ReportingController
+		set["source"] = o.DeprecatedSource.Component
+		if set["source"] == "" {
+			set["source"] = o.ReportingController
+		}
+		set["type"] = o.Type
+	case *corev1.Namespace:
+		set["status.phase"] = string(o.Status.Phase)
+	case *corev1.Secret:
+		set["type"] = string(o.Type)
+	case *corev1.Service:
+		set["spec.clusterIP"] = o.Spec.ClusterIP
+		set["spec.type"] = string(o.Spec.Type)
+	case *batchv1.Job:
+		set["status.successful"] = strconv.Itoa(int(o.Status.Succeeded))
+	case *certificatesv1.CertificateSigningRequest:
+		set["spec.signerName"] = o.Spec.SignerName
 	}
 	return set
+}
+
+func involvedObject(set fields.Set, o corev1.ObjectReference) {
+	set["involvedObject.kind"] = o.Kind
+	set["involvedObject.namespace"] = o.Namespace
+	set["involvedObject.name"] = o.Name
+	set["involvedObject.uid"] = string(o.UID)
+	set["involvedObject.apiVersion"] = o.APIVersion
+	set["involvedObject.resourceVersion"] = o.ResourceVersion
+	set["involvedObject.fieldPath"] = o.FieldPath
 }
