@@ -25,7 +25,8 @@
 // transform), without changing the Source or what another informer sees.
 //
 // A Source serves what the reflector asks for: paged lists (each list's
-// pages from one state, as a server's are), a watch from any
+// pages from one state, as a server's are; at an exact resourceVersion,
+// the state at it, while the history holds it), a watch from any
 // resourceVersion it still has the history of (410 Gone for an older one,
 // after Compact) or from "" or "0" (the current state first), and
 // streaming lists (sendInitialEvents), unless RefuseStreaming. A read at

@@ -59,9 +59,9 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req request) 
 
 // readPage picks the snapshot and reads one page from it.
 func (s *Server) readPage(ctx context.Context, c *collection, q *query) (*page, error) {
-	rv, err := parseRV(q.ResourceVersion)
+	rv, err := parseRV(q.ResourceVersion, false)
 	if err != nil {
-		return nil, apierrors.NewBadRequest("invalid resource version: " + err.Error())
+		return nil, err
 	}
 	var (
 		startKey string

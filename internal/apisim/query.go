@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/listwatch/listwatch/internal/apistatus"
 	"github.com/listwatch/listwatch/internal/kinds"
 )
 
@@ -87,14 +87,15 @@ func (s *Server) parseQuery(r *http.Request, req request) (*query, error) {
 }
 
 // parseRV parses a resourceVersion parameter; "" and "0" are 0. A value
-// that is not a decimal number gets the 500 kube-apiserver sends.
-func parseRV(rv string) (uint64, error) {
+// that is not a decimal number gets kube-apiserver's answer: a 400 to a
+// list, a 500 to a watch (forWatch).
+func parseRV(rv string, forWatch bool) (uint64, error) {
 	if rv == "" || rv == "0" {
 		return 0, nil
 	}
 	n, err := strconv.ParseUint(rv, 10, 64)
 	if err != nil {
-		return 0, field.ErrorList{field.Invalid(field.NewPath("resourceVersion"), rv, err.Error())}.ToAggregate()
+		return 0, apistatus.InvalidResourceVersion(rv, err, forWatch)
 	}
 	return n, nil
 }

@@ -139,7 +139,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 		writeStatus(w, r, err, ef)
 		return
 	}
-	rv, err := parseRV(q.ResourceVersion)
+	rv, err := parseRV(q.ResourceVersion, true)
 	if err != nil {
 		writeStatus(w, r, err, ef)
 		return

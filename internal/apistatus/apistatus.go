@@ -6,9 +6,11 @@ package apistatus
 
 import (
 	"fmt"
+	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // TooLargeResourceVersion is the answer to a read at a resourceVersion the
@@ -36,4 +38,19 @@ func ContinueExpired(next string) *apierrors.StatusError {
 		"show up in the list.")
 	err.ErrStatus.ListMeta.Continue = next
 	return err
+}
+
+// InvalidResourceVersion is the answer to a resourceVersion that is not a
+// decimal number (parseErr: strconv.ParseUint's error): to a list, 400
+// BadRequest "invalid resource version: " and the field error; to a watch
+// or a streaming list (forWatch), 500 with the field error alone and no
+// reason, as kube-apiserver v1.37 answers.
+func InvalidResourceVersion(rv string, parseErr error, forWatch bool) *apierrors.StatusError {
+	msg := field.ErrorList{field.Invalid(field.NewPath("resourceVersion"), rv, parseErr.Error())}.ToAggregate().Error()
+	if forWatch {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: msg,
+		}}
+	}
+	return apierrors.NewBadRequest("invalid resource version: " + msg)
 }

@@ -26,7 +26,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/listwatch/listwatch/internal/apistatus"
@@ -332,23 +336,69 @@ func TooLarge(requested, current uint64) error {
 	return apistatus.TooLargeResourceVersion(requested, current)
 }
 
-// tooLargeLocked reports a resourceVersion the Source has not reached.
-func (s *Source[T]) tooLargeLocked(rv string) error {
-	if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n > s.rv {
-		return TooLarge(n, s.rv)
+// parseRVLocked parses a request's resourceVersion ("" and "0" are 0): one
+// that is not a number is kube-apiserver's error for it (to a watch, when
+// forWatch), one the Source has not reached is TooLarge.
+func (s *Source[T]) parseRVLocked(rv string, forWatch bool) (uint64, error) {
+	if rv == "" || rv == "0" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0, apistatus.InvalidResourceVersion(rv, err, forWatch)
+	}
+	if n > s.rv {
+		return n, TooLarge(n, s.rv)
+	}
+	return n, nil
+}
+
+// checkListOptions refuses the list options kube-apiserver's validation
+// refuses (a resourceVersionMatch without a resourceVersion, or with a
+// continue token; Exact at "0"), with its error.
+func checkListOptions(opts reflector.ListOptions) error {
+	errs := validation.ValidateListOptions(&internalversion.ListOptions{
+		ResourceVersion: opts.ResourceVersion, ResourceVersionMatch: opts.ResourceVersionMatch,
+		Continue: opts.Continue, Limit: opts.Limit,
+	}, true)
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
 	return nil
 }
 
+// stateAtLocked returns the objects as they were at resourceVersion rv,
+// sorted by key: the current ones with the history after rv undone. rv
+// is at least s.compact, so the history holds every change after it.
+func (s *Source[T]) stateAtLocked(rv uint64) []T {
+	if rv >= s.rv {
+		return s.sortedLocked()
+	}
+	objs := maps.Clone(s.objects)
+	for i := len(s.history) - 1; i >= 0 && s.history[i].rv > rv; i-- {
+		ev := s.history[i]
+		if key := objkey.Key(ev.obj); ev.hasPrev {
+			objs[key] = ev.prev
+		} else {
+			delete(objs, key)
+		}
+	}
+	return slices.SortedFunc(maps.Values(objs), func(a, b T) int { return compare(objkey.Key(a), objkey.Key(b)) })
+}
+
 // List serves one page of a list. A first page is cut from the current
-// state; the next pages, from the state the first one was cut from, as a
-// server's are (the continue token names that state and the key the page
-// before ended at). A continue token whose state the Source no longer
-// keeps (after Compact or Restore) is 410 Expired, as a server's is once
-// etcd compacted that state away, with kube-apiserver's message and, in
-// the Status's metadata.continue, a token that goes on from the current
-// state (an inconsistent list, as the server's). A resourceVersion the Source has not
-// reached is TooLarge.
+// state, or, with resourceVersionMatch Exact (or a resourceVersion and a
+// limit without a match, the server's older rule), from the state at the
+// resourceVersion, 410 Expired if Compact forgot it; the next pages, from
+// the state the first one was cut from, as a server's are (the continue
+// token names that state and the key the page before ended at). A
+// continue token whose state the Source no longer keeps (after Compact or
+// Restore) is 410 Expired, as a server's is once etcd compacted that
+// state away, with kube-apiserver's message and, in the Status's
+// metadata.continue, a token that goes on from the current state (an
+// inconsistent list, as the server's). A resourceVersion the Source has
+// not reached is TooLarge; one that is not a number, or options the
+// server's validation refuses, get the server's errors.
 func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
 	return s.list(ctx, opts, add, nil)
 }
@@ -372,11 +422,24 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 		snap  listSnapshot[T]
 	)
 	if opts.Continue == "" {
-		if err := s.tooLargeLocked(opts.ResourceVersion); err != nil {
+		rv, err := s.parseRVLocked(opts.ResourceVersion, false)
+		if err == nil {
+			err = checkListOptions(opts)
+		}
+		exact := rv > 0 && (opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
+			opts.ResourceVersionMatch == "" && opts.Limit > 0)
+		if err == nil && exact && rv < s.compact {
+			err = apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+		}
+		if err != nil {
 			s.mu.Unlock()
 			return reflector.ListMeta{}, err
 		}
-		snap = listSnapshot[T]{rv: s.rv, objs: s.sortedLocked()}
+		if exact {
+			snap = listSnapshot[T]{rv: rv, objs: s.stateAtLocked(rv)}
+		} else {
+			snap = listSnapshot[T]{rv: s.rv, objs: s.sortedLocked()}
+		}
 	} else {
 		var err error
 		if id, after, err = parseContinue(opts.Continue); err != nil {
@@ -516,7 +579,8 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 		return nil, err
 	}
 	future := s.futureWatches && !opts.SendInitialEvents
-	if err := s.tooLargeLocked(opts.ResourceVersion); err != nil && !future {
+	from, err := s.parseRVLocked(opts.ResourceVersion, true)
+	if err != nil && !(future && apierrors.IsTimeout(err)) {
 		return nil, err
 	}
 	w := newWatcher(ctx, match)
@@ -540,10 +604,6 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 			w.push(reflector.Event[T]{Type: reflector.Added, Object: o})
 		}
 	default:
-		from, err := strconv.ParseUint(opts.ResourceVersion, 10, 64)
-		if err != nil {
-			return nil, Status(http.StatusBadRequest, metav1.StatusReasonBadRequest, "bad resourceVersion")
-		}
 		if from < s.compact {
 			w.push(reflector.Event[T]{Type: reflector.Error, Status: &metav1.Status{
 				Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired,

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listwatch/listwatch/internal/fakelw"
 	"github.com/listwatch/listwatch/reflector"
@@ -98,4 +99,81 @@ func TestExpiredContinueTokenOffersAnInconsistentOne(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ns/b@2", "ns/c@4", "ns/d@5"}, got, "after the first page, from the current state")
 	assert.Equal(t, "5", rest.ResourceVersion)
+}
+
+// A list at an exact resourceVersion is the state at it, as kube-apiserver
+// serves it (the recording conformance/compaction-watchcache.json): the
+// changes after it undone, deletions included. Before, it was the current
+// state, stamped with the newest resourceVersion. Compact forgets the
+// states before it (410 Expired), and a resourceVersion and a limit
+// without a match is the server's older rule for Exact.
+func TestListAtAnExactResourceVersion(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	for _, name := range []string{"a", "b", "c"} {
+		src.Create(labeled("ns", name, "web")) // 1, 2, 3
+	}
+	src.Update(labeled("ns", "b", "db"))  // 4
+	src.Delete("ns/c")                    // 5
+	src.Create(labeled("ns", "d", "web")) // 6
+	src.Delete("ns/a")                    // 7
+
+	exact := reflector.ListOptions{ResourceVersion: "3", ResourceVersionMatch: metav1.ResourceVersionMatchExact}
+	got, meta, err := page(t, src, exact)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/a@1", "ns/b@2", "ns/c@3"}, got)
+	assert.Equal(t, "3", meta.ResourceVersion)
+
+	got, meta, err = page(t, src, reflector.ListOptions{ResourceVersion: "5", Limit: 1})
+	require.NoError(t, err, "the older rule")
+	assert.Equal(t, []string{"ns/a@1"}, got)
+	got, _, err = page(t, src, reflector.ListOptions{Continue: meta.Continue})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/b@4"}, got, "the next page, of the same state")
+
+	got, meta, err = page(t, src, reflector.ListOptions{ResourceVersion: "3", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/b@4", "ns/d@6"}, got, "NotOlderThan: the current state")
+	assert.Equal(t, "7", meta.ResourceVersion)
+
+	src.Compact()
+	_, _, err = page(t, src, exact)
+	assert.True(t, apierrors.IsResourceExpired(err), "after Compact: %v", err)
+	got, _, err = page(t, src, reflector.ListOptions{ResourceVersion: "7", ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	require.NoError(t, err, "the current state is kept")
+	assert.Equal(t, []string{"ns/b@4", "ns/d@6"}, got)
+}
+
+// A resourceVersion that is not a number gets kube-apiserver's answers
+// (the recording conformance/invalid-parameters.json): 400 to a list, 500
+// with the field error to a watch or a streaming list; before, a list
+// and a streaming list served the current state, and a watch got a 400
+// of its own. Options the server's validation refuses are refused too.
+func TestResourceVersionThatIsNotANumber(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	src.Create(labeled("ns", "a", "web"))
+	field := `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`
+
+	_, _, err := page(t, src, reflector.ListOptions{ResourceVersion: "abc"})
+	assert.True(t, apierrors.IsBadRequest(err), "list: %v", err)
+	assert.EqualError(t, err, "invalid resource version: "+field)
+
+	for _, opts := range []reflector.WatchOptions{
+		{ResourceVersion: "abc"},
+		{ResourceVersion: "abc", SendInitialEvents: true, AllowBookmarks: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+	} {
+		_, err := src.Watch(t.Context(), opts)
+		var st apierrors.APIStatus
+		require.ErrorAs(t, err, &st, "watch %+v", opts)
+		assert.Equal(t, int32(500), st.Status().Code)
+		assert.EqualError(t, err, field)
+	}
+
+	for _, opts := range []reflector.ListOptions{
+		{ResourceVersionMatch: metav1.ResourceVersionMatchExact},
+		{ResourceVersion: "0", ResourceVersionMatch: metav1.ResourceVersionMatchExact},
+		{ResourceVersion: "1", ResourceVersionMatch: "Newest"},
+	} {
+		_, _, err := page(t, src, opts)
+		assert.True(t, apierrors.IsInvalid(err), "%+v: %v", opts, err)
+	}
 }
