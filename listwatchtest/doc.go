@@ -15,7 +15,9 @@
 // etcd, and a Create gives it a UID and a creationTimestamp. The server's
 // fields are the server's, whatever the client sends: metadata.generation
 // starts at 1 and goes up by 1 on each write that changes more than
-// metadata and status, for the types that have one (see NewSource), and
+// metadata and status (or a Deployment's annotations, as the server's
+// Deployment strategy has it), for the types that have one (see
+// NewSource), and
 // an Update that changes nothing writes nothing. A Delete of an object
 // with finalizers marks it with a deletionTimestamp; it goes when an
 // Update takes its last finalizer away. The graceful deletion of Pods is

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -161,14 +162,16 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // makes the UID a precondition of the write), the creationTimestamp, the
 // deletionTimestamp and deletionGracePeriodSeconds (setting them on an
 // object not being deleted is apierrors.IsInvalid: only Delete sets
-// them). The metadata.generation is the stored one,
-// plus 1 if anything but metadata and status changed (0 for a type
-// without one). An Update that changes nothing else (by
-// equality.Semantic.DeepEqual, for any Go type) writes nothing, as
-// kube-apiserver's: it returns a copy of the stored object, whose
-// resourceVersion stays, and watchers get no event. (Of an *unstructured.Unstructured, an empty map
-// in its metadata, such as "labels": {}, counts as a change; the server
-// drops it, and writes nothing.)
+// them), and the apiVersion and kind of a typed object (its TypeMeta, as
+// the server stores its own). The metadata.generation is the stored one,
+// plus 1 if anything but metadata and status changed, or a Deployment's
+// annotations (0 for a type without one). An Update that changes nothing
+// else (by equality.Semantic.DeepEqual, for any Go type) writes nothing,
+// as kube-apiserver's: it returns a copy of the stored object, whose
+// resourceVersion stays, and watchers get no event. (Of an
+// *unstructured.Unstructured, an empty map in its metadata, such as
+// "labels": {}, counts as a change; the server drops it, and writes
+// nothing.)
 //
 // Of an object being deleted (see Delete), an Update may not add a
 // finalizer (apierrors.IsInvalid), and one that leaves it none removes
@@ -206,6 +209,9 @@ func (s *Source[T]) Update(obj T) (T, error) {
 	obj.SetCreationTimestamp(old.GetCreationTimestamp())
 	obj.SetDeletionTimestamp(copyOf(old.GetDeletionTimestamp()))
 	obj.SetDeletionGracePeriodSeconds(copyOf(old.GetDeletionGracePeriodSeconds()))
+	if _, ok := any(obj).(*unstructured.Unstructured); !ok {
+		obj.GetObjectKind().SetGroupVersionKind(old.GetObjectKind().GroupVersionKind())
+	}
 	obj.SetGeneration(s.nextGeneration(old, obj))
 	obj.SetResourceVersion(old.GetResourceVersion())
 	switch {

@@ -734,6 +734,61 @@ func (l anyLister[T]) List(ctx context.Context, opts reflector.ListOptions, add 
 	return l.lw.List(ctx, opts, func(o T) error { return add(o) })
 }
 
+// A Deployment's annotations move its generation, as kube-apiserver's
+// Deployment strategy has it (they are copied to its ReplicaSets); a
+// ReplicaSet's do not. Before, no annotation moved a generation.
+func TestDeploymentAnnotationsMoveItsGeneration(t *testing.T) {
+	deployments := listwatchtest.NewSource[*appsv1.Deployment]()
+	d, err := deployments.Create(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}})
+	require.NoError(t, err)
+	d.Annotations = map[string]string{"note": "v2"}
+	d, err = deployments.Update(d)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), d.Generation)
+
+	widgets := listwatchtest.NewSource[*unstructured.Unstructured]()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("Deployment")
+	u.SetNamespace("ns")
+	u.SetName("web")
+	u, err = widgets.Create(u)
+	require.NoError(t, err)
+	u.SetAnnotations(map[string]string{"note": "v2"})
+	u, err = widgets.Update(u)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), u.GetGeneration(), "an unstructured Deployment")
+
+	replicaSets := listwatchtest.NewSource[*appsv1.ReplicaSet]()
+	rs, err := replicaSets.Create(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1"}})
+	require.NoError(t, err)
+	rs.Annotations = map[string]string{"note": "v2"}
+	rs, err = replicaSets.Update(rs)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), rs.Generation)
+}
+
+// The apiVersion and kind of a typed object are the server's: an Update
+// that differs only there (an object from a YAML fixture, written back
+// without them) writes nothing. Before, it wrote a new resourceVersion.
+func TestTypeMetaIsTheServers(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	p := pod("ns", "a")
+	p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	created, err := src.Create(p)
+	require.NoError(t, err)
+	c := created.DeepCopy()
+	c.TypeMeta = metav1.TypeMeta{}
+	same, err := src.Update(c)
+	require.NoError(t, err)
+	assert.Equal(t, created, same, "nothing written")
+	c.Labels = map[string]string{"app": "web"}
+	c.TypeMeta = metav1.TypeMeta{APIVersion: "v2", Kind: "Other"}
+	changed, err := src.Update(c)
+	require.NoError(t, err)
+	assert.Equal(t, metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, changed.TypeMeta)
+}
+
 // The creationTimestamp is the server's: the time of the Create, to the
 // second, kept by every Update.
 func TestCreationTimestampIsTheServers(t *testing.T) {

@@ -35,9 +35,9 @@
 //
 // Writes stamp uid (on create), creationTimestamp (on create, unless the
 // object has one), generation (1 on create, +1 when anything but metadata
-// and status changes, for every kind: kube-apiserver gives ConfigMaps and
-// Secrets none) and resourceVersion. An
-// update that changes nothing writes nothing. Optimistic concurrency,
+// and status changes, or a Deployment's annotations, for every kind:
+// kube-apiserver gives ConfigMaps and Secrets none) and resourceVersion.
+// An update that changes nothing writes nothing. Optimistic concurrency,
 // AlreadyExists, NotFound and namespace checks answer with kube-apiserver's
 // Status errors.
 //

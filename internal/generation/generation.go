@@ -5,9 +5,12 @@ package generation
 import (
 	"reflect"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/internal/semantic"
 )
@@ -29,11 +32,15 @@ func Tracked(typ reflect.Type) bool {
 
 // SpecChanged reports whether anything but metadata and status differs
 // between old and cur, which is when kube-apiserver adds 1 to
-// metadata.generation; fields are compared with semantic.Equal, so that
-// any Go type compares without a panic. Objects of different Go types, or
-// of a type that is neither a pointer to a struct nor an
-// *unstructured.Unstructured, differ.
+// metadata.generation; of a Deployment, a change to its annotations counts
+// too, as its strategy has it (they are copied to its ReplicaSets). Fields
+// are compared with semantic.Equal, so that any Go type compares without
+// a panic. Objects of different Go types, or of a type that is neither a
+// pointer to a struct nor an *unstructured.Unstructured, differ.
 func SpecChanged(old, cur runtime.Object) bool {
+	if isDeployment(old) && annotationsChanged(old, cur) {
+		return true
+	}
 	ou, ok1 := old.(*unstructured.Unstructured)
 	cu, ok2 := cur.(*unstructured.Unstructured)
 	if ok1 && ok2 {
@@ -80,6 +87,21 @@ func specDiffers(a, b reflect.Value) bool {
 		}
 	}
 	return false
+}
+
+// isDeployment reports whether obj is an apps Deployment, typed or not.
+func isDeployment(obj runtime.Object) bool {
+	if _, ok := obj.(*appsv1.Deployment); ok {
+		return true
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	return ok && u.GroupVersionKind().GroupKind() == schema.GroupKind{Group: "apps", Kind: "Deployment"}
+}
+
+func annotationsChanged(old, cur runtime.Object) bool {
+	oa, ok1 := old.(metav1.Object)
+	ca, ok2 := cur.(metav1.Object)
+	return ok1 && ok2 && !equality.Semantic.DeepEqual(oa.GetAnnotations(), ca.GetAnnotations())
 }
 
 func merged(a, b map[string]any) map[string]struct{} {
