@@ -135,8 +135,9 @@ func WithErrorHandler[T metav1.Object](f func(error)) Option[T] {
 
 // WithRecoveredHandler sets a function called, from the Reflector's
 // goroutine, when the server accepts a watch after one or more errors were
-// reported (for a resource that is listed but not watched, when a list is
-// stored): the cache is following the server again. With
+// reported (for a streaming list, when its initial events are stored; for
+// a resource that is listed but not watched, when a list is stored): the
+// cache is following the server again. With
 // WithErrorHandler it lets a caller log a run of failures once, and its
 // end. It must not block.
 func WithRecoveredHandler[T metav1.Object](f func()) Option[T] {

@@ -207,6 +207,17 @@ func (r *Reflector[T]) following() {
 	}
 }
 
+// streamAccepted records that the server accepted a streaming list. The
+// error that led to it no longer says what is going on (WaitForCacheSync
+// quotes LastError while the initial events come), but the cache follows
+// the server only once they are stored: following is called then, and
+// the recovered handler with it.
+func (r *Reflector[T]) streamAccepted() {
+	r.mu.Lock()
+	r.lastError = nil
+	r.mu.Unlock()
+}
+
 // report records err and hands it to the error handler.
 func (r *Reflector[T]) report(err error) {
 	r.mu.Lock()

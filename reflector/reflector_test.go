@@ -2435,3 +2435,59 @@ func TestHugeDurationsDoNotOverflowTheJitter(t *testing.T) {
 		assert.Equal(t, []string{"replace 1@1"}, store.calls())
 	})
 }
+
+// A streaming list the server accepts and then fails (an ERROR event before
+// the initial events end, as for a custom resource whose conversion
+// webhook is down) is no recovery: the cache does not follow the server
+// until the initial events are stored. Before, WithRecoveredHandler was
+// called as each stream was accepted, so an informer logged "list/watch
+// recovered" on every retry of a resource it never listed, and its run of
+// failures never grew old enough to be an error.
+func TestAcceptedStreamThatFailsIsNoRecovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &brokenResource{}
+		lw.broken.Store(true)
+		var recoveries, errs atomic.Int64
+		r := reflector.New[*corev1.Pod](lw, newRecorder(),
+			reflector.WithErrorHandler[*corev1.Pod](func(error) { errs.Add(1) }),
+			reflector.WithRecoveredHandler[*corev1.Pod](func() { recoveries.Add(1) }))
+		defer run(t, r)()
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		assert.Greater(t, errs.Load(), int64(5))
+		assert.Zero(t, recoveries.Load(), "never synced, never recovered")
+
+		lw.broken.Store(false)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, "10", r.LastSyncResourceVersion())
+		assert.NoError(t, r.LastError())
+		assert.EqualValues(t, 1, recoveries.Load(), "recovered once the initial events are stored")
+	})
+}
+
+// brokenResource fails every LIST with a 500 and every streaming list with
+// an ERROR event after the server accepted it, while broken; then it
+// serves an empty streaming list and a quiet watch.
+type brokenResource struct{ broken atomic.Bool }
+
+func (b *brokenResource) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	if b.broken.Load() {
+		return reflector.ListMeta{}, apierrors.NewInternalError(errors.New("conversion webhook unavailable"))
+	}
+	return reflector.ListMeta{ResourceVersion: "10"}, nil
+}
+
+func (b *brokenResource) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	if b.broken.Load() {
+		st := apierrors.NewInternalError(errors.New("conversion webhook unavailable")).ErrStatus
+		return &chanWatcher{ctx: ctx, events: []reflector.Event[*corev1.Pod]{{Type: reflector.Error, Status: &st}}, eof: true, stop: make(chan struct{})}, nil
+	}
+	var events []reflector.Event[*corev1.Pod]
+	if opts.SendInitialEvents {
+		bm := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "10",
+			Annotations: map[string]string{reflector.InitialEventsEndAnnotation: "true"}}}
+		events = append(events, reflector.Event[*corev1.Pod]{Type: reflector.Bookmark, Object: bm})
+	}
+	return &chanWatcher{ctx: ctx, events: events, stop: make(chan struct{})}, nil
+}

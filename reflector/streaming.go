@@ -45,7 +45,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	}
 	defer w.Close()
 	defer closeOnCancel(ctx, w)()
-	r.following()
+	r.streamAccepted()
 	// A ListerWatcher of one's own that ignores SendInitialEvents never
 	// sends the bookmark: after a while, LastError says what is awaited
 	// (WaitForCacheSync quotes it).
@@ -131,6 +131,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			}
 			s.refilled()
 			s.streamCutAt = time.Time{}
+			r.following()
 			// The watch goes on in the same stream, opened at started:
 			// one that ends soon after a long list did not end at once.
 			return r.follow(s, w, started)
