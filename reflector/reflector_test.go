@@ -248,6 +248,37 @@ func TestBookmarkAdvancesResourceVersion(t *testing.T) {
 	})
 }
 
+// Events may share a resourceVersion: etcd deletes the keys of an expired
+// lease in one transaction, and kube-apiserver puts the Events created
+// within a minute on one lease, so they are DELETED at one revision (seen
+// with kube-apiserver v1.37 and --event-ttl). Before, the second was taken
+// for a server going backwards, and the Reflector relisted, about once a
+// minute for an informer of Events on a busy cluster.
+func TestEventsAtOneResourceVersionAreApplied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &scripted{events: []reflector.Event[*corev1.Pod]{
+			{Type: reflector.Added, Object: withRV(pod("a"), "11")},
+			{Type: reflector.Added, Object: withRV(pod("b"), "12")},
+			{Type: reflector.Added, Object: withRV(pod("c"), "13")},
+			{Type: reflector.Deleted, Object: withRV(pod("a"), "20")},
+			{Type: reflector.Deleted, Object: withRV(pod("b"), "20")},
+			{Type: reflector.Deleted, Object: withRV(pod("c"), "20")},
+		}}
+		store := newRecorder()
+		var errs []error
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](func(err error) { errs = append(errs, err) }))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Empty(t, errs)
+		assert.Empty(t, store.keys())
+		assert.Equal(t, "20", r.LastSyncResourceVersion())
+		lw.mu.Lock()
+		defer lw.mu.Unlock()
+		assert.Equal(t, 1, lw.lists, "no relist")
+	})
+}
+
 func TestContinueExpiredListsEverythingAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, store := newSource(), newRecorder()

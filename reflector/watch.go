@@ -170,12 +170,12 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 		// event is below (and as in client-go): a watch resumed later
 		// starts after it, not with it again. A rejected object's
 		// resourceVersion is not trusted: admit gives none.
-		if rv != "" && newerThan(rv, last) {
+		if rv != "" && !olderThan(rv, last) {
 			r.advance(rv)
 		}
 		return nil
 	}
-	if !newerThan(rv, last) {
+	if olderThan(rv, last) {
 		return fmt.Errorf("%w: %s event for %s at resourceVersion %s after %s",
 			errWentBackwards, ev.Type, objkey.Key(obj), rv, last)
 	}

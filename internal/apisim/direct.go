@@ -51,6 +51,30 @@ func (o Objects[T]) Delete(namespace, name string) (T, error) {
 	return o.write(func(c *collection) (*version, error) { return o.s.remove(c, namespace, name, nil) })
 }
 
+// Expire deletes the objects named (namespace "" for cluster-scoped
+// resources) all at one resourceVersion, as etcd deletes the keys of an
+// expired lease in one transaction: kube-apiserver puts the Events created
+// within a minute of each other on one lease, and watchers get a DELETED
+// event for each, every one at that revision. It returns their
+// tombstones; NotFound, deleting none, when one does not exist.
+func (o Objects[T]) Expire(namespace string, names ...string) ([]T, error) {
+	c, err := o.s.collection(o.res)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := o.s.removeTogether(c, namespace, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, len(vs))
+	for i, v := range vs {
+		if out[i], err = convertTo[T](v.obj); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Get returns the current state of an object, or a NotFound status error.
 func (o Objects[T]) Get(namespace, name string) (T, error) {
 	var zero T

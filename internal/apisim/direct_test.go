@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,6 +63,32 @@ func TestObjectsList(t *testing.T) {
 	all, _, err := apisim.Of[*unstructured.Unstructured](s, apisim.Pods()).List("")
 	require.NoError(t, err)
 	assert.Len(t, all, 3)
+}
+
+// Expire deletes at one resourceVersion, as etcd deletes an expired
+// lease's keys: a watch gets a DELETED event for each, all at it.
+func TestObjectsExpireTogether(t *testing.T) {
+	s := start(t)
+	rv := createPods(t, s, "a", 3)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	w := watch(t, s, "/api/v1/namespaces/a/pods?watch=1&resourceVersion="+rv)
+	_, err := pods.Expire("a", "p0", "missing")
+	require.True(t, apierrors.IsNotFound(err), "%v", err)
+	gone, err := pods.Expire("a", "p0", "p2")
+	require.NoError(t, err)
+	require.Len(t, gone, 2)
+	assert.Equal(t, gone[0].ResourceVersion, gone[1].ResourceVersion)
+	for _, name := range []string{"p0", "p2"} {
+		ev := w.next(t)
+		assert.Equal(t, "DELETED", ev.Type)
+		assert.Equal(t, name, ev.obj(t).GetName())
+		assert.Equal(t, gone[0].ResourceVersion, ev.rv(t))
+	}
+	left, listRV, err := pods.List("a")
+	require.NoError(t, err)
+	assert.Equal(t, gone[0].ResourceVersion, listRV)
+	require.Len(t, left, 1, "the NotFound deleted none")
+	assert.Equal(t, "p1", left[0].Name)
 }
 
 func TestPopulate(t *testing.T) {

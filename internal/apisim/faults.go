@@ -26,7 +26,7 @@ import (
 //   - on the next event or list item (the one after the first n): the
 //     object mutations UnknownEventType (watch only), WrongKind,
 //     MissingName, MissingMetadata, EmptyResourceVersion,
-//     DecreasingResourceVersion, DuplicateResourceVersion, LargeObject.
+//     DecreasingResourceVersion, InvalidResourceVersion, LargeObject.
 //
 // Stream faults do nothing on verbs without a body stream. BOOKMARK events
 // do not count towards n and are never mutated. The zero Fault does
@@ -64,7 +64,6 @@ const (
 	mutMissingMetadata
 	mutEmptyRV
 	mutDecreasingRV
-	mutDuplicateRV
 	mutInvalidRV
 	mutLarge
 )
@@ -116,8 +115,6 @@ func (k faultKind) String() string {
 		return "empty-resource-version"
 	case mutDecreasingRV:
 		return "decreasing-resource-version"
-	case mutDuplicateRV:
-		return "duplicate-resource-version"
 	case mutInvalidRV:
 		return "invalid-resource-version"
 	case mutLarge:
@@ -166,10 +163,6 @@ func EmptyResourceVersion() Fault { return Fault{kind: mutEmptyRV} }
 // DecreasingResourceVersion sends the next object with a resourceVersion
 // one below the previous event's (or below the watch's starting RV).
 func DecreasingResourceVersion() Fault { return Fault{kind: mutDecreasingRV} }
-
-// DuplicateResourceVersion sends the next object with the previous event's
-// resourceVersion (or the watch's starting RV).
-func DuplicateResourceVersion() Fault { return Fault{kind: mutDuplicateRV} }
 
 // InvalidResourceVersion sends the next object with a resourceVersion
 // that is not a number, which the server itself refuses when a client

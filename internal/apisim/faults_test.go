@@ -95,11 +95,6 @@ func TestFaultsOnWatchStreams(t *testing.T) {
 			assert.Equal(t, "0", w.next(t).rv(t))
 			assert.Equal(t, "3", w.next(t).rv(t))
 		}},
-		{"duplicate resourceVersion", apisim.DuplicateResourceVersion().After(2), func(t *testing.T, w *stream) {
-			assert.Equal(t, "1", w.next(t).rv(t))
-			assert.Equal(t, "2", w.next(t).rv(t))
-			assert.Equal(t, "2", w.next(t).rv(t))
-		}},
 		{"invalid resourceVersion", apisim.InvalidResourceVersion().After(1), func(t *testing.T, w *stream) {
 			assert.Equal(t, "1", w.next(t).rv(t))
 			assert.Equal(t, "not-a-number", w.next(t).rv(t))

@@ -49,8 +49,6 @@ func (st *stream) encodeFor(c *collection, v *version, f format) encoded {
 		delete(md, "resourceVersion")
 	case mutDecreasingRV:
 		md["resourceVersion"] = strconv.FormatUint(max(st.lastRV, 1)-1, 10)
-	case mutDuplicateRV:
-		md["resourceVersion"] = strconv.FormatUint(st.lastRV, 10)
 	case mutInvalidRV:
 		md["resourceVersion"] = "not-a-number"
 	case mutLarge:

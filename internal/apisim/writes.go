@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -161,6 +162,35 @@ func (s *Server) remove(c *collection, namespace, name string, pre *metav1.Preco
 	}
 	s.commit(c, &event{typ: deleted, rv: rv, obj: tomb, prev: cur})
 	return tomb, nil
+}
+
+// removeTogether deletes the objects named, all at one resourceVersion, and
+// returns their tombstones; if one does not exist, it deletes none.
+func (s *Server) removeTogether(c *collection, namespace string, names []string) ([]*version, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	curs := make([]*version, len(names))
+	for i, name := range names {
+		if curs[i] = c.store.current(objectKey(namespace, name)); curs[i] == nil {
+			return nil, apierrors.NewNotFound(c.res.GroupResource(), name)
+		}
+		if slices.Index(names, name) < i {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%q named twice", name))
+		}
+	}
+	rv := s.rv + 1
+	tombs := make([]*version, len(names))
+	for i, cur := range curs {
+		tomb, err := c.restamped(cur, rv, true)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		tombs[i] = tomb
+	}
+	for i, tomb := range tombs {
+		s.commit(c, &event{typ: deleted, rv: rv, obj: tomb, prev: curs[i]})
+	}
+	return tombs, nil
 }
 
 // checkPreconditions answers a delete whose preconditions the object does

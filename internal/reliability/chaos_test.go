@@ -183,7 +183,6 @@ func allFaults() []chaosFault {
 		// come in key order, so their resourceVersions may go down and a
 		// wrong one cannot be told from a right one.
 		plainWatchFault(8, "decreasing resourceVersion", func(n int) apisim.Fault { return apisim.DecreasingResourceVersion().After(n) }),
-		plainWatchFault(8, "duplicate resourceVersion", func(n int) apisim.Fault { return apisim.DuplicateResourceVersion().After(n) }),
 		watchFault(9, "frame over the limit", func(n int) apisim.Fault { return apisim.LargeObject(128 << 10).After(n) }),
 		watchFault(10, "410 in the stream", func(n int) apisim.Fault {
 			return apisim.ErrorEvent(http.StatusGone, metav1.StatusReasonExpired).After(n)

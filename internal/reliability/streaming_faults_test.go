@@ -45,7 +45,6 @@ func streamingFaults() []streamingFault {
 		{name: "no-metadata", fault: apisim.MissingMetadata(), stream: true, uncacheable: true},
 		{name: "no-rv", fault: apisim.EmptyResourceVersion(), stream: true, uncacheable: true},
 		{name: "decreasing-rv", fault: apisim.DecreasingResourceVersion(), stream: true, stale: true},
-		{name: "duplicate-rv", fault: apisim.DuplicateResourceVersion(), stream: true, stale: true},
 		{name: "large", fault: apisim.LargeObject(size), stream: true, http: big},
 		{name: "end-stream", fault: apisim.EndStream(), stream: true},
 		{name: "silent", fault: apisim.SilentAfterHeaders(), stream: true,
