@@ -33,8 +33,10 @@
 //   - A watch that ends at once without moving the resourceVersion forward
 //     counts as a failure, so that a server doing that is not asked again
 //     in a tight loop.
-//   - A server whose resourceVersions go backwards is relisted, and a relist
-//     asks for a state at least as new as the Store's. A server behind the
+//   - A server whose resourceVersions go backwards is relisted (events at
+//     one resourceVersion are not: etcd deletes an expired lease's keys,
+//     a minute's Events, in one transaction), and a relist asks for a
+//     state at least as new as the Store's. A server behind the
 //     Store answers "too large" (an apiserver whose cache lags, one
 //     restored from a backup without a jump in its resourceVersions, or
 //     one that sent a resourceVersion it never had): the Reflector waits,
