@@ -226,6 +226,15 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 	}
 }
 
+// onTheTick returns the time a one-second ticker started at started was
+// due to deliver the tick it delivered at now. A tick comes a little late,
+// by a varying amount: asked at that time, a handler whose period is a
+// whole number of seconds was due a few microseconds after one tick as
+// often as before it, and resynced a second late about half the time.
+func onTheTick(started, now time.Time) time.Time {
+	return started.Add(now.Sub(started).Round(time.Second))
+}
+
 // resyncLoop asks, once a second, whether any handler is due for a resync,
 // and if so calls FIFO.Resync, which queues a Sync for every cached object
 // not already queued or being processed (or whose newest queued delta is a
@@ -235,6 +244,7 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
 	var ticker *time.Ticker
 	var tick <-chan time.Time // nil while no handler resyncs
+	var started time.Time     // when ticker was started
 	defer func() {
 		if ticker != nil {
 			ticker.Stop()
@@ -243,7 +253,7 @@ func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
 	for {
 		switch resyncs := s.processor.MinResyncPeriod() > 0; {
 		case resyncs && ticker == nil:
-			ticker = time.NewTicker(time.Second)
+			ticker, started = time.NewTicker(time.Second), time.Now()
 			tick = ticker.C
 		case !resyncs && ticker != nil:
 			ticker.Stop()
@@ -254,7 +264,7 @@ func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
 			return
 		case <-s.resyncers:
 		case now := <-tick:
-			if s.processor.ShouldResync(now) {
+			if s.processor.ShouldResync(onTheTick(started, now)) {
 				if err := s.fifo.Resync(); err != nil && !errors.Is(err, deltafifo.ErrClosed) {
 					s.reportApplyError(err)
 				}
