@@ -28,7 +28,9 @@
 //
 // A Source serves what the reflector asks for: paged lists (each list's
 // pages from one state, as a server's are; at an exact resourceVersion,
-// the state at it, while the history holds it), a watch from any
+// the state at it, while the history holds it; at resourceVersion "0",
+// one page whatever the limit; through a selector, a last page that may
+// be empty, as the server's may be), a watch from any
 // resourceVersion it still has the history of (410 Gone for an older one,
 // after Compact) or from "" or "0" (the current state first), and
 // streaming lists (sendInitialEvents), unless RefuseStreaming. A read at

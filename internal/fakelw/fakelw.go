@@ -357,11 +357,26 @@ func (s *Source[T]) parseRVLocked(rv string, forWatch bool) (uint64, error) {
 // refuses (a resourceVersionMatch without a resourceVersion, or with a
 // continue token; Exact at "0"), with its error.
 func checkListOptions(opts reflector.ListOptions) error {
-	errs := validation.ValidateListOptions(&internalversion.ListOptions{
+	return checkOptions(&internalversion.ListOptions{
 		ResourceVersion: opts.ResourceVersion, ResourceVersionMatch: opts.ResourceVersionMatch,
 		Continue: opts.Continue, Limit: opts.Limit,
-	}, true)
-	if len(errs) > 0 {
+	})
+}
+
+// checkWatchOptions refuses the watch options kube-apiserver's validation
+// refuses (sendInitialEvents without resourceVersionMatch NotOlderThan, a
+// resourceVersionMatch without sendInitialEvents), with its error.
+func checkWatchOptions(opts reflector.WatchOptions) error {
+	o := &internalversion.ListOptions{Watch: true,
+		ResourceVersion: opts.ResourceVersion, ResourceVersionMatch: opts.ResourceVersionMatch}
+	if opts.SendInitialEvents {
+		o.SendInitialEvents = &opts.SendInitialEvents
+	}
+	return checkOptions(o)
+}
+
+func checkOptions(opts *internalversion.ListOptions) error {
+	if errs := validation.ValidateListOptions(opts, true); len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
 	return nil
@@ -396,8 +411,9 @@ func (s *Source[T]) stateAtLocked(rv uint64) []T {
 // Restore) is 410 Expired, as a server's is once etcd compacted that
 // state away, with kube-apiserver's message and, in the Status's
 // metadata.continue, a token that goes on from the current state (an
-// inconsistent list, as the server's). A resourceVersion the Source has
-// not reached is TooLarge; one that is not a number, or options the
+// inconsistent list, as the server's). A list at resourceVersion "0" is
+// one page whatever its limit, as kube-apiserver's watch cache serves it.
+// A resourceVersion the Source has not reached is TooLarge; one that is not a number, or options the
 // server's validation refuses, get the server's errors.
 func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
 	return s.list(ctx, opts, add, nil)
@@ -422,9 +438,10 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 		snap  listSnapshot[T]
 	)
 	if opts.Continue == "" {
-		rv, err := s.parseRVLocked(opts.ResourceVersion, false)
+		err := checkListOptions(opts) // as the server, before the resourceVersion
+		var rv uint64
 		if err == nil {
-			err = checkListOptions(opts)
+			rv, err = s.parseRVLocked(opts.ResourceVersion, false)
 		}
 		exact := rv > 0 && (opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
 			opts.ResourceVersionMatch == "" && opts.Limit > 0)
@@ -466,7 +483,11 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 		objs = objs[i:]
 	}
 	meta := reflector.ListMeta{ResourceVersion: strconv.FormatUint(snap.rv, 10)}
-	page, more := cutPage(objs, opts.Limit, match)
+	limit := opts.Limit
+	if opts.Continue == "" && opts.ResourceVersion == "0" {
+		limit = 0 // kube-apiserver's watch cache ignores it: computeListLimit
+	}
+	page, more := cutPage(objs, limit, match)
 	s.mu.Lock()
 	switch {
 	case more && id == 0: // a first page
@@ -497,16 +518,17 @@ func (s *Source[T]) continueExpiredLocked(after string) error {
 }
 
 // cutPage returns the first limit objects of objs that match accepts (nil:
-// all), or all of them for limit 0, and whether one more follows.
+// all), or all of them for limit 0, and whether any object, matching or
+// not, follows a full page: as kube-apiserver's (its watch cache's and
+// etcd's) lists do, a selective list may end with an empty page.
 func cutPage[T reflector.Object](objs []T, limit int64, match func(T) bool) (page []T, more bool) {
 	for _, o := range objs {
-		if match != nil && !match(o) {
-			continue
-		}
 		if limit > 0 && int64(len(page)) == limit {
 			return page, true
 		}
-		page = append(page, o)
+		if match == nil || match(o) {
+			page = append(page, o)
+		}
 	}
 	return page, false
 }
@@ -561,7 +583,9 @@ func compare(a, b string) int {
 // does; a streaming list (SendInitialEvents) marks the state's end with
 // the initial-events-end BOOKMARK if opts.AllowBookmarks. With
 // opts.TimeoutSeconds, the stream ends after that long as CloseWatches
-// ends it.
+// ends it. Options the server's validation refuses (SendInitialEvents
+// without ResourceVersionMatch NotOlderThan, or the reverse) get its
+// error, apierrors.IsInvalid.
 func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[T], error) {
 	return s.watch(ctx, opts, nil)
 }
@@ -579,6 +603,9 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 		return nil, err
 	}
 	future := s.futureWatches && !opts.SendInitialEvents
+	if err := checkWatchOptions(opts); err != nil {
+		return nil, err
+	}
 	from, err := s.parseRVLocked(opts.ResourceVersion, true)
 	if err != nil && !(future && apierrors.IsTimeout(err)) {
 		return nil, err

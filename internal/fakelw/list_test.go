@@ -177,3 +177,37 @@ func TestResourceVersionThatIsNotANumber(t *testing.T) {
 		assert.True(t, apierrors.IsInvalid(err), "%+v: %v", opts, err)
 	}
 }
+
+// A list at resourceVersion "0" is served whole, whatever its limit, as
+// kube-apiserver's watch cache serves it (computeListLimit); other lists
+// are paged.
+func TestListAtZeroIgnoresTheLimit(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	src.Create(labeled("ns", "a", "web"))
+	src.Create(labeled("ns", "b", "web"))
+
+	got, meta, err := page(t, src, reflector.ListOptions{ResourceVersion: "0", Limit: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/a@1", "ns/b@2"}, got)
+	assert.Empty(t, meta.Continue)
+
+	got, meta, err = page(t, src, reflector.ListOptions{Limit: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/a@1"}, got)
+	assert.NotEmpty(t, meta.Continue)
+}
+
+// Watch options the server's validation refuses are refused, with its
+// error: a streaming list must ask for a state not older than its
+// resourceVersion, and only a streaming list may.
+func TestWatchOptionsTheServerRefuses(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	for _, opts := range []reflector.WatchOptions{
+		{SendInitialEvents: true, AllowBookmarks: true},
+		{ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+		{SendInitialEvents: true, ResourceVersionMatch: metav1.ResourceVersionMatchExact},
+	} {
+		_, err := src.Watch(t.Context(), opts)
+		assert.True(t, apierrors.IsInvalid(err), "%+v: %v", opts, err)
+	}
+}

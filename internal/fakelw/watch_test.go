@@ -24,10 +24,10 @@ func TestInitialEventsEndOnlyWithBookmarks(t *testing.T) {
 	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
 	src.Create(labeled("ns", "a", "web")) // 1
 
-	plain, err := src.Watch(t.Context(), reflector.WatchOptions{SendInitialEvents: true})
+	plain, err := src.Watch(t.Context(), reflector.WatchOptions{SendInitialEvents: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	require.NoError(t, err)
 	defer plain.Close()
-	withBookmarks, err := src.Watch(t.Context(), reflector.WatchOptions{SendInitialEvents: true, AllowBookmarks: true})
+	withBookmarks, err := src.Watch(t.Context(), reflector.WatchOptions{SendInitialEvents: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowBookmarks: true})
 	require.NoError(t, err)
 	defer withBookmarks.Close()
 	src.Create(labeled("ns", "b", "web")) // 2
