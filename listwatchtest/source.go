@@ -431,11 +431,19 @@ func (s *Source[T]) Watch(ctx context.Context, opts reflector.WatchOptions) (ref
 // reason, type and more for events; spec.type and spec.clusterIP for
 // services; type for secrets; spec.unschedulable for nodes;
 // status.replicas for replication controllers; status.successful for
-// jobs. Another field, or a selector that does not parse, is an error (apierrors.IsBadRequest), which the apiserver gives
-// when the informer lists and For gives at once. target's Resource and
-// Kind are not looked at (a Source is one resource), nor is whether the
-// resource is namespaced: a namespace asked of nodes selects none, where
-// the apiserver answers 404. Requests and faults are the Source's:
+// jobs. Another field, or a selector that does not parse, is an error
+// (apierrors.IsBadRequest), which the apiserver gives when the informer
+// lists and For gives at once. An *unstructured.Unstructured is read
+// into its k8s.io/api type for its fields, as the server reads it (one
+// that does not fit is selected by no field selector); a type that does
+// not hold a field the selector names, such as
+// *metav1.PartialObjectMetadata's spec.nodeName, is an error, as the
+// server selects by the whole object. target's Resource and Kind are
+// not looked at (a Source is one resource), nor is whether the resource
+// is namespaced: a namespace asked of nodes selects none, where the
+// apiserver answers 404, and an object written with a namespace keeps it,
+// where the apiserver clears a cluster-scoped object's (write nodes
+// without one). Requests and faults are the Source's:
 // FailList, FailWatch, Compact and CloseWatches act on its views too.
 //
 // A Factory's informers of type T get views of a Source for their Targets
@@ -465,12 +473,44 @@ func matcher[T reflector.Object](target reflector.Target, resource schema.GroupR
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
+	if err := holds[T](resource, fs); err != nil {
+		return nil, err
+	}
 	ns := target.Namespace
 	return func(obj T) bool {
-		return (ns == "" || obj.GetNamespace() == ns) &&
-			ls.Matches(labels.Set(obj.GetLabels())) &&
-			fs.Matches(kinds.Fields(obj))
+		if (ns != "" && obj.GetNamespace() != ns) || !ls.Matches(labels.Set(obj.GetLabels())) {
+			return false
+		}
+		if fs.Empty() {
+			return true
+		}
+		set, err := kinds.FieldsOf(resource, obj)
+		return err == nil && fs.Matches(set)
 	}, nil
+}
+
+// holds returns an error if the field selector fs names a field that
+// kube-apiserver computes for the objects of resource but that objects of
+// type T do not hold (a PartialObjectMetadata's spec.nodeName): the server
+// selects by the whole object, and a Source that took the field to be
+// empty would select wrongly, without a word. (Where T is an interface,
+// each object's own type decides, and a field it does not hold is empty.)
+func holds[T reflector.Object](resource schema.GroupResource, fs fields.Selector) error {
+	typ := reflect.TypeFor[T]()
+	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	held, err := kinds.FieldsOf(resource, reflect.New(typ.Elem()).Interface().(T))
+	if err != nil {
+		return fmt.Errorf("listwatchtest: %w", err)
+	}
+	for _, r := range fs.Requirements() {
+		if _, ok := held[r.Field]; !ok && kinds.Selects(resource, r.Field) {
+			return fmt.Errorf("listwatchtest: cannot select %s by %s: a %s does not hold it, and kube-apiserver selects by the whole object",
+				resource, r.Field, typ)
+		}
+	}
+	return nil
 }
 
 // copies is a ListerWatcher that hands out copies of lw's objects: what

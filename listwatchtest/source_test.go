@@ -687,15 +687,6 @@ func TestGenerationOfATypeEmbeddingAPodPointer(t *testing.T) {
 // spec.host (spec.nodeName's old name). Before, it refused all but a few
 // of pods, secrets, namespaces and nodes.
 func TestFieldSelectorsTheServerServes(t *testing.T) {
-	names := func(t *testing.T, lw interface {
-		List(context.Context, reflector.ListOptions, func(metav1.Object) error) (reflector.ListMeta, error)
-	}) []string {
-		t.Helper()
-		var got []string
-		_, err := lw.List(t.Context(), reflector.ListOptions{}, func(o metav1.Object) error { got = append(got, o.GetName()); return nil })
-		require.NoError(t, err)
-		return got
-	}
 	events := listwatchtest.NewSource[*corev1.Event]()
 	for _, e := range []*corev1.Event{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web"}, Type: "Warning"},
@@ -725,6 +716,55 @@ func TestFieldSelectorsTheServerServes(t *testing.T) {
 	assert.NoError(t, err)
 	_, err = listwatchtest.NewSource[*corev1.Node]().For(reflector.Target{FieldSelector: "metadata.namespace=ns"})
 	assert.True(t, apierrors.IsBadRequest(err), "nodes are not selected by namespace: %v", err)
+}
+
+// A Source of unstructured pods selects by the fields of the pods it
+// holds, read as corev1.Pods, as the server reads them; one of
+// PartialObjectMetadata, which holds no spec, refuses to select by
+// spec.nodeName. Before, both took the field to be empty: spec.nodeName=n1
+// selected nothing and spec.nodeName!=n1 every pod, without a word.
+func TestFieldSelectorsOfUnstructuredAndMetadataSources(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	src := listwatchtest.NewSource[*unstructured.Unstructured](listwatchtest.WithResource(pods, "Pod"))
+	for _, node := range []string{"n1", "n2"} {
+		_, err := src.Create(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"namespace": "ns", "name": "on-" + node},
+			"spec":     map[string]any{"nodeName": node, "hostNetwork": node == "n2"},
+		}})
+		require.NoError(t, err)
+	}
+	for sel, want := range map[string][]string{
+		"spec.nodeName=n1":             {"on-n1"},
+		"spec.nodeName!=n1":            {"on-n2"},
+		"spec.nodeName=":               nil,
+		"spec.hostNetwork=true":        {"on-n2"},
+		"metadata.name=on-n1":          {"on-n1"},
+		"spec.host=n2,metadata.name!=": {"on-n2"},
+	} {
+		lw, err := src.For(reflector.Target{FieldSelector: sel})
+		require.NoError(t, err, sel)
+		assert.Equal(t, want, names(t, anyLister[*unstructured.Unstructured]{lw}), sel)
+	}
+
+	meta := listwatchtest.NewSource[*metav1.PartialObjectMetadata](listwatchtest.WithResource(pods, "Pod"))
+	_, err := meta.For(reflector.Target{FieldSelector: "spec.nodeName!=n1"})
+	assert.ErrorContains(t, err, "cannot select pods by spec.nodeName")
+	_, err = meta.For(reflector.Target{FieldSelector: "metadata.name=a"})
+	assert.NoError(t, err)
+	_, err = meta.For(reflector.Target{FieldSelector: "status.podIPs=a"})
+	assert.NoError(t, err, "the server takes it, and matches it as empty")
+}
+
+// names lists lw's objects' names.
+func names(t *testing.T, lw interface {
+	List(context.Context, reflector.ListOptions, func(metav1.Object) error) (reflector.ListMeta, error)
+}) []string {
+	t.Helper()
+	var got []string
+	_, err := lw.List(t.Context(), reflector.ListOptions{}, func(o metav1.Object) error { got = append(got, o.GetName()); return nil })
+	require.NoError(t, err)
+	return got
 }
 
 // anyLister lists a ListerWatcher's objects as metav1.Objects.

@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -46,6 +48,23 @@ var fieldLabels = map[schema.GroupResource]map[string]string{
 	{Resource: "services"}:             same("metadata.name", "metadata.namespace", "spec.clusterIP", "spec.type"),
 	{Group: "batch", Resource: "jobs"}: same("metadata.name", "metadata.namespace", "status.successful"),
 	{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: same("metadata.name", "spec.signerName"),
+}
+
+// models are the k8s.io/api types of the resources in fieldLabels, into
+// which FieldsOf reads an unstructured object of one.
+var models = map[schema.GroupResource]func() metav1.Object{
+	{Resource: "pods"}:                           func() metav1.Object { return &corev1.Pod{} },
+	{Resource: "nodes"}:                          func() metav1.Object { return &corev1.Node{} },
+	{Resource: "replicationcontrollers"}:         func() metav1.Object { return &corev1.ReplicationController{} },
+	{Resource: "events"}:                         func() metav1.Object { return &corev1.Event{} },
+	{Group: "events.k8s.io", Resource: "events"}: func() metav1.Object { return &eventsv1.Event{} },
+	{Resource: "namespaces"}:                     func() metav1.Object { return &corev1.Namespace{} },
+	{Resource: "secrets"}:                        func() metav1.Object { return &corev1.Secret{} },
+	{Resource: "services"}:                       func() metav1.Object { return &corev1.Service{} },
+	{Group: "batch", Resource: "jobs"}:           func() metav1.Object { return &batchv1.Job{} },
+	{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: func() metav1.Object {
+		return &certificatesv1.CertificateSigningRequest{}
+	},
 }
 
 // defaultFieldLabels are those of every other resource.
@@ -135,6 +154,37 @@ func Fields(obj metav1.Object) fields.Set {
 		set["spec.signerName"] = o.Spec.SignerName
 	}
 	return set
+}
+
+// FieldsOf is Fields for an object of resource gr, which may be an
+// *unstructured.Unstructured: one of a resource with fields of its own
+// (pods, events and the others of ConvertFieldLabel's table) is read into
+// its k8s.io/api type first, as the server reads it. It is an error if
+// obj does not fit that type, which the server would have refused to
+// store.
+func FieldsOf(gr schema.GroupResource, obj metav1.Object) (fields.Set, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	model := models[gr]
+	if !ok || u == nil || model == nil {
+		return Fields(obj), nil
+	}
+	typed := model()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+		return nil, fmt.Errorf("reading %s %q as its type: %w", gr, u.GetName(), err)
+	}
+	return Fields(typed), nil
+}
+
+// Selects reports whether field (after ConvertFieldLabel) is one of those
+// kube-apiserver computes for the objects of resource gr, which an object
+// of another type (a PartialObjectMetadata) may not hold.
+func Selects(gr schema.GroupResource, field string) bool {
+	if model := models[gr]; model != nil {
+		_, ok := Fields(model())[field]
+		return ok
+	}
+	_, ok := defaultFieldLabels[field]
+	return ok
 }
 
 func involvedObject(set fields.Set, o corev1.ObjectReference) {

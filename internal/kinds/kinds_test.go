@@ -128,3 +128,44 @@ func TestConvertFieldLabel(t *testing.T) {
 		}
 	}
 }
+
+// Every resource with field labels of its own has a model type, into
+// which FieldsOf reads an unstructured object of it; the fields the model
+// computes are the ones its labels convert to (but status.podIPs, which
+// the server takes and matches as empty).
+func TestFieldsOf(t *testing.T) {
+	for gr, labels := range fieldLabels {
+		require.Contains(t, models, gr)
+		set := Fields(models[gr]())
+		for label, field := range labels {
+			if field == "status.podIPs" {
+				continue
+			}
+			assert.Contains(t, set, field, "%v %s", gr, label)
+			assert.True(t, Selects(gr, field), "%v %s", gr, field)
+		}
+	}
+
+	pods := schema.GroupResource{Resource: "pods"}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "p"},
+		"spec":     map[string]any{"nodeName": "n1"},
+		"status":   map[string]any{"podIPs": []any{map[string]any{"ip": "10.0.0.2"}}},
+	}}
+	set, err := FieldsOf(pods, u)
+	require.NoError(t, err)
+	assert.Equal(t, "n1", set["spec.nodeName"])
+	assert.Equal(t, "10.0.0.2", set["status.podIP"])
+	assert.Equal(t, "false", set["spec.hostNetwork"])
+
+	u.Object["spec"] = map[string]any{"nodeName": int64(3)}
+	_, err = FieldsOf(pods, u)
+	assert.Error(t, err, "not a pod the server would have stored")
+
+	set, err = FieldsOf(schema.GroupResource{Group: "example.com", Resource: "widgets"}, u)
+	require.NoError(t, err)
+	assert.Equal(t, "p", set["metadata.name"])
+	assert.NotContains(t, set, "spec.nodeName")
+	assert.False(t, Selects(pods, "spec.replicas"))
+	assert.True(t, Selects(schema.GroupResource{Group: "apps", Resource: "deployments"}, "metadata.namespace"))
+}
