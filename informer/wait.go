@@ -24,7 +24,8 @@ type Syncer interface {
 // handler removed, or its informer stopped) before it synced.
 //
 // It stops waiting for an informer once its Run has returned (Stopped), and
-// for a registration once its handler is removed. Unlike
+// for a registration once its handler is removed and the call it was in
+// then, if any, has returned (the registration's Stopped). Unlike
 // Factory.WaitForCacheSync, it cannot tell an informer never run from one
 // still listing: it waits for either until ctx ends.
 func WaitForSync(ctx context.Context, syncers ...Syncer) error {
