@@ -54,8 +54,9 @@ func MetaNamespaceKey(obj metav1.Object) string {
 
 // SplitMetaNamespaceKey splits a key made by MetaNamespaceKey into its
 // namespace and name: "namespace/name" gives both, "name" a cluster-scoped
-// object's name and namespace "". A key with an empty name or more than one
-// "/" is an error: no object is stored under it.
+// object's name and namespace "". A key with an empty name, an empty
+// namespace before its "/" ("/name", which client-go reads as "name"), or
+// more than one "/" is an error: no object is stored under it.
 func SplitMetaNamespaceKey(key string) (namespace, name string, err error) {
 	namespace, name, found := strings.Cut(key, "/")
 	if !found {
