@@ -358,7 +358,9 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 }
 
 // Shutdown stops every informer, waits until all their goroutines have
-// exited, and closes the Factory's connections to the apiserver. The
+// exited, and closes the Factory's connections to the apiserver (ending a
+// run of an exec credential plugin under way: see
+// reflector.Client.CloseConnections). The
 // Factory starts nothing afterwards, and For creates no new informer
 // (ErrShutdown). Since it waits for the informers' handlers,
 // error handlers and transforms, it must not be called from one of them:

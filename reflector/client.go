@@ -127,8 +127,11 @@ func (c *Client) CloseIdleConnections() { c.rest.CloseIdleConnections() }
 // carrying a request: answers being read (watches) fail. Call it when done
 // with the Client: an HTTP/2 connection is not idle yet right after its
 // last watch was cancelled, and would stay open until the idle timeout
-// (90 s). The Client stays usable: a later request opens a new connection
-// (one handed a closed connection by HTTP/2's pool is sent once more).
+// (90 s). It also ends a run of an exec credential plugin under way, and
+// waits for it, so that nothing the Client started is left running. The
+// Client stays usable: a later request opens a new connection (one handed
+// a closed connection by HTTP/2's pool is sent once more), and runs the
+// plugin again if it needs a credential.
 func (c *Client) CloseConnections() { c.rest.CloseConnections() }
 
 // get sends a GET and returns the response if it is a 2xx, or the

@@ -290,10 +290,16 @@ func (c *Client) CloseIdleConnections() {
 }
 
 // CloseConnections closes every connection, idle or carrying a request:
-// answers being read fail. The owner of a Client calls it when done with
-// it; the Client stays usable, and a later request opens a new connection
-// (RoundTrip sends one that got a closed connection once more).
+// answers being read fail. It also ends a run of the exec plugin under
+// way, and waits for it: requests waiting for its credential fail. The
+// owner of a Client calls it when done with it, and then nothing the
+// Client started is left running; the Client stays usable, and a later
+// request opens a new connection (RoundTrip sends one that got a closed
+// connection once more) and runs the plugin again if it needs to.
 func (c *Client) CloseConnections() {
+	if c.auth.exec != nil {
+		c.auth.exec.stop()
+	}
 	c.tracker.closeConns()
 	c.conns.CloseIdleConnections()
 }

@@ -192,22 +192,28 @@ func newExecPlugin(cfg ExecConfig, cluster execCluster) (*execPlugin, error) {
 	return &execPlugin{cfg: cfg, info: info, environ: os.Environ, stderr: os.Stderr, now: time.Now, log: slog.New(slog.DiscardHandler)}, nil
 }
 
+// errExecStopped is the error of a plugin run that stop ended.
+var errExecStopped = errors.New("stopped, as the client's connections were closed")
+
 // execRun is one run of the plugin, shared by the callers that wait for it.
 type execRun struct {
-	done chan struct{} // closed when the run has ended and the fields are set
-	gen  uint64        // p.invalidations when it started
-	cred *execCredential
-	err  error
+	done    chan struct{} // closed when the run has ended and the fields are set
+	gen     uint64        // p.invalidations when it started
+	stop    context.CancelCauseFunc
+	stopped bool // by stop; guarded by the plugin's mu
+	cred    *execCredential
+	err     error
 }
 
 // credential returns the cached credential if it has not expired, else runs
 // the plugin, or waits for the run another caller started (or, for a while
 // after a run failed, returns that run's error). A caller waits
 // only as long as its own context lets it; the run itself is not bound by
-// any caller's context (only by execTimeout): a caller that gives up (a
-// LIST page's deadline, a cancelled watch) must not kill the run that the
-// others, and the next request, are waiting for. A plugin slower than the
-// shortest request deadline would otherwise never yield a credential.
+// any caller's context (only by execTimeout, and by stop): a caller that
+// gives up (a LIST page's deadline, a cancelled watch) must not kill the
+// run that the others, and the next request, are waiting for. A plugin
+// slower than the shortest request deadline would otherwise never yield a
+// credential.
 func (p *execPlugin) credential(ctx context.Context) (*execCredential, error) {
 	p.mu.Lock()
 	if c := p.cached; c != nil && (c.expiry.IsZero() || p.now().Before(c.expiry)) {
@@ -220,12 +226,14 @@ func (p *execPlugin) credential(ctx context.Context) (*execCredential, error) {
 	}
 	r := p.running
 	if r == nil {
-		r = &execRun{done: make(chan struct{}), gen: p.invalidations}
-		p.running = r
 		// Values (tracing) are kept; cancellation is not. The run's
 		// goroutine belongs to the plugin, not to this caller, and ends
-		// on its own: within execTimeout and the WaitDelay after it.
-		go p.runFor(context.WithoutCancel(ctx), r)
+		// on its own, within execTimeout and the WaitDelay after it, or
+		// when stop ends it and waits for it.
+		runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+		r = &execRun{done: make(chan struct{}), gen: p.invalidations, stop: cancel}
+		p.running = r
+		go p.runFor(runCtx, r)
 	}
 	p.mu.Unlock()
 	select {
@@ -240,14 +248,16 @@ func (p *execPlugin) credential(ctx context.Context) (*execCredential, error) {
 // to the callers waiting for it.
 func (p *execPlugin) runFor(ctx context.Context, r *execRun) {
 	c, err := p.run(ctx)
+	r.stop(nil)
 	p.mu.Lock()
 	p.running = nil
 	r.cred, r.err = c, err
 	rotated := false
 	switch {
-	case err != nil && r.gen != p.invalidations:
-		// InvalidateCredentials came while it ran: handed to the callers
-		// that waited for it, not held for the next ones.
+	case err != nil && (r.gen != p.invalidations || r.stopped):
+		// InvalidateCredentials came while it ran, or stop ended it:
+		// handed to the callers that waited for it, not held for the
+		// next ones.
 	case err != nil:
 		p.failHold = min(max(2*p.failHold, execFailureHold), execFailureHoldMax)
 		p.failed, p.failedUntil = err, p.now().Add(p.failHold)
@@ -272,6 +282,25 @@ func (p *execPlugin) runFor(ctx context.Context, r *execRun) {
 		}
 	}
 	close(r.done)
+}
+
+// stop ends the run under way, if any, and waits until it has ended: the
+// Client's owner is done with it (CloseConnections), and nothing the
+// Client started may go on. The callers waiting for the run get
+// errExecStopped, which is not held: a later request runs the plugin
+// again. The wait is short: the plugin is killed, and a child of it that
+// holds its output open is waited for up to the run's WaitDelay.
+func (p *execPlugin) stop() {
+	p.mu.Lock()
+	r := p.running
+	if r != nil {
+		r.stopped = true
+	}
+	p.mu.Unlock()
+	if r != nil {
+		r.stop(errExecStopped)
+		<-r.done
+	}
 }
 
 // invalidate forgets used, the credential a request was refused with, so
@@ -340,7 +369,10 @@ func (p *execPlugin) run(ctx context.Context) (*execCredential, error) {
 			}
 			return nil, fmt.Errorf("%s: %w", msg, err)
 		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errExecStopped):
+			return nil, fmt.Errorf("exec plugin %q: %w", p.cfg.Command, errExecStopped)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			return nil, fmt.Errorf("exec plugin %q did not finish within %v and was stopped: %w", p.cfg.Command, execTimeout, err)
 		}
 		return nil, fmt.Errorf("exec plugin %q: %w (what it wrote to standard error went to this process's)", p.cfg.Command, err)

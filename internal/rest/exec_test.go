@@ -606,3 +606,65 @@ func TestExecPluginInvalidateDuringAFailingRunIsNotLost(t *testing.T) {
 		t.Errorf("after InvalidateCredentials and one failure the hold is %v, want %v", hold, execFailureHold)
 	}
 }
+
+// CloseConnections ends a run of the exec plugin under way, and waits for
+// it: the owner of a Client is done with it, and nothing the Client
+// started may go on. Before, the run went on after Factory.Shutdown had
+// returned, its process and goroutine with it, for up to execTimeout.
+// The requests waiting for it fail; a later one runs the plugin again.
+func TestCloseConnectionsEndsAnExecPluginRun(t *testing.T) {
+	dir := t.TempDir()
+	fifo, starts := filepath.Join(dir, "fifo"), filepath.Join(dir, "starts")
+	mkfifo(t, fifo)
+	c := newExecClient(t, newEchoServer(t, nil), testPlugin(t, ExecAPIVersionV1, map[string]string{
+		"LW_PLUGIN_TOKEN": "tok", "LW_PLUGIN_START_FILE": starts, "LW_PLUGIN_WAIT_FIFO": fifo,
+	}))
+	waiting := make(chan error, 1)
+	go func() {
+		_, _, err := getBody(c, "/api")
+		waiting <- err
+	}()
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // returns once the plugin runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscanf(string(data), "%d", &pid); err != nil {
+		t.Fatalf("the plugin's pid: %v", err)
+	}
+
+	c.CloseConnections()
+	alive := syscall.Kill(pid, 0)
+	w.Close() // lets the plugin answer, if it is still there
+	err = <-waiting
+	if !errors.Is(alive, syscall.ESRCH) {
+		t.Fatalf("the plugin (pid %d) after CloseConnections: %v, want it gone (the waiting request got %v)", pid, alive, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "stopped, as the client's connections were closed") {
+		t.Errorf("the request waiting for the run: %v, want it stopped", err)
+	}
+
+	answered := make(chan string, 1)
+	go func() {
+		_, body, err := getBody(c, "/api")
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- body
+	}()
+	w, err = os.OpenFile(fifo, os.O_WRONLY, 0) // the plugin runs again
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if body := <-answered; body != "Bearer tok-1" {
+		t.Errorf("a request after CloseConnections got %q, want the plugin's new token", body)
+	}
+	if n := countLines(t, starts); n != 2 {
+		t.Errorf("the plugin ran %d times, want 2", n)
+	}
+}

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 //	LW_PLUGIN_KEY_FILE
 //	LW_PLUGIN_INFO_FILE   where to save KUBERNETES_EXEC_INFO and whether stdin was empty
 //	LW_PLUGIN_WAIT_FIFO   a named pipe to read to its end before answering
-//	LW_PLUGIN_START_FILE  a file that gets one line per run as it starts (before the fifo)
+//	LW_PLUGIN_START_FILE  a file that gets one line per run as it starts, its pid (before the fifo)
 func runTestPlugin() int {
 	if os.Getenv("LW_PLUGIN_MODE") == "hold" {
 		time.Sleep(7 * time.Second) // a daemon the plugin started, holding its stdout
@@ -42,7 +42,7 @@ func runTestPlugin() int {
 	}
 	if f := os.Getenv("LW_PLUGIN_START_FILE"); f != "" {
 		old, _ := os.ReadFile(f)
-		if err := os.WriteFile(f, append(old, "start\n"...), 0o600); err != nil {
+		if err := os.WriteFile(f, fmt.Appendf(old, "%d\n", os.Getpid()), 0o600); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
