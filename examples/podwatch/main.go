@@ -77,6 +77,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Its connections are ours to close once the informer has stopped (an
+	// HTTP/2 connection would otherwise stay open for its idle timeout).
+	defer client.CloseConnections()
 	lw, err := reflector.NewListerWatcher[*corev1.Pod](client,
 		reflector.Target{Namespace: *namespace, LabelSelector: *selector},
 		reflector.WithContentType(contentType),
@@ -110,8 +113,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	// 3. One handler. It runs on its own goroutine and hands each change
-	//    that is not part of the first list to the loop below.
+	//    that is not part of the first list to the loop below; it counts
+	//    the pods of the first list.
 	runCtx, stop := context.WithCancel(ctx)
+	var listed atomic.Int64
 	events := make(chan event, 64)
 	send := func(typ string, p *corev1.Pod) {
 		select {
@@ -119,11 +124,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		case <-runCtx.Done():
 		}
 	}
-	pods.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+	handler := pods.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
 		AddFunc: func(p *corev1.Pod, isInInitialList bool) {
-			if !isInInitialList {
-				send("ADDED", p)
+			if isInInitialList {
+				listed.Add(1)
+				return
 			}
+			send("ADDED", p)
 		},
 		UpdateFunc: func(_, p *corev1.Pod) { send("MODIFIED", p) },
 		DeleteFunc: func(p *corev1.Pod, finalStateUnknown bool) {
@@ -141,15 +148,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	start := time.Now()
 	running.Go(func() { _ = pods.Run(runCtx) })
 
-	// 5. Print the progress until the cache has synced, and the events. (A
-	//    change to a pod of the first list may come before the sync: it is
-	//    delivered right after that pod's add.) A select case is switched
-	//    off by setting its channel to nil.
+	// 5. Print the progress until the handler has had the first list, and
+	//    the events. (A change to a pod of the first list may come before
+	//    that: it is delivered right after that pod's add.) A select case
+	//    is switched off by setting its channel to nil.
 	progress := demo.NewProgress(stdout)
 	progressTick := time.NewTicker(progress.Interval())
 	defer progressTick.Stop()
-	tick, synced, syncDeadline := progressTick.C, pods.Synced(), flags.SyncDeadline()
-	var cached, handled int
+	tick, synced, syncDeadline := progressTick.C, handler.Synced(), flags.SyncDeadline()
+	var inList, handled int
 	var syncTime time.Duration
 	for {
 		select {
@@ -157,11 +164,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			n := int(decoded.Load())
 			progress.Show("listing pods: %d so far, %.0f/s", n, demo.PerSecond(n, time.Since(start)))
 		case <-synced:
-			syncTime, cached = time.Since(start), pods.Indexer().Len()
+			syncTime, inList = time.Since(start), int(listed.Load())
 			tick, synced, syncDeadline = nil, nil, nil
 			progress.Clear()
 			fmt.Fprintf(stdout, "synced %d pods in %v (%.0f/s); now watching\n",
-				cached, syncTime.Round(time.Millisecond), demo.PerSecond(cached, syncTime))
+				inList, syncTime.Round(time.Millisecond), demo.PerSecond(inList, syncTime))
 		case <-syncDeadline:
 			if err := pods.LastError(); err != nil {
 				return fmt.Errorf("pods not synced after %v: %w", flags.SyncTimeout, err)
@@ -178,7 +185,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				fmt.Fprintln(stdout, "stopped before the first list completed")
 			}
 			fmt.Fprintf(stdout, "summary: synced=%d events=%d sync=%v events/s=%.1f\n",
-				cached, handled, syncTime.Round(time.Millisecond), demo.PerSecond(handled, time.Since(start)))
+				inList, handled, syncTime.Round(time.Millisecond), demo.PerSecond(handled, time.Since(start)))
 			return nil
 		}
 	}

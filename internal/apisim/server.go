@@ -64,6 +64,10 @@ type Server struct {
 	background sync.WaitGroup
 	http       *http.Server
 	listener   net.Listener
+
+	connMu       sync.Mutex
+	conns        int           // client connections open
+	connsChanged chan struct{} // closed, and replaced, when conns changes
 }
 
 // New returns a Server that is configured but not listening yet.
@@ -167,6 +171,7 @@ func (s *Server) start(st *tlsState) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return context.Background() },
+		ConnState:         s.countConn,
 	}
 	scheme := "http"
 	protocols := new(http.Protocols)
@@ -192,6 +197,50 @@ func (s *Server) start(st *tlsState) error {
 	}()
 	s.startTimers()
 	return nil
+}
+
+// countConn counts the client connections open, for WaitConnections.
+func (s *Server) countConn(_ net.Conn, state http.ConnState) {
+	delta := 0
+	switch state {
+	case http.StateNew:
+		delta = 1
+	case http.StateClosed, http.StateHijacked:
+		delta = -1
+	default:
+		return
+	}
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	s.conns += delta
+	if s.connsChanged != nil {
+		close(s.connsChanged)
+		s.connsChanged = nil
+	}
+}
+
+// WaitConnections waits until at most n client connections are open, as
+// the server sees them (a connection a client closed is seen closed
+// once the server reads its end), or until ctx ends: then it returns
+// ctx's error and the number open.
+func (s *Server) WaitConnections(ctx context.Context, n int) error {
+	for {
+		s.connMu.Lock()
+		open := s.conns
+		if s.connsChanged == nil {
+			s.connsChanged = make(chan struct{})
+		}
+		changed := s.connsChanged
+		s.connMu.Unlock()
+		if open <= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("apisim: %d client connections open, want at most %d: %w", open, n, ctx.Err())
+		}
+	}
 }
 
 // URL returns the base URL, e.g. "http://127.0.0.1:41234"; empty before

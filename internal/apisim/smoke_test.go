@@ -1,6 +1,8 @@
 package apisim_test
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"testing"
 
@@ -35,4 +37,24 @@ func TestListThenWatch(t *testing.T) {
 
 	resp, _ := get(t, s, "/readyz")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// WaitConnections waits until the clients have closed their connections.
+func TestWaitConnections(t *testing.T) {
+	s := apisim.New(apisim.WithResources(apisim.Pods()))
+	require.NoError(t, s.Start())
+	defer s.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	resp, err := client.Get(s.URL() + "/api/v1/pods")
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	assert.ErrorContains(t, s.WaitConnections(ctx, 0), "1 client connections open, want at most 0")
+	assert.NoError(t, s.WaitConnections(ctx, 1))
+
+	client.CloseIdleConnections()
+	assert.NoError(t, s.WaitConnections(t.Context(), 0))
 }
