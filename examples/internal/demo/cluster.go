@@ -54,7 +54,7 @@ func Connect(ctx context.Context, f Flags, out io.Writer, workloads ...Workload)
 			return nil, fmt.Errorf("%w (use -sim for the simulator)", err)
 		}
 	}
-	return startSim(f, out, workloads)
+	return startSim(ctx, f, out, workloads)
 }
 
 // connectReal checks that the cluster of cfg answers, and says which
@@ -96,8 +96,9 @@ func serverVersion(ctx context.Context, cfg *reflector.Config) (string, error) {
 	return v.GitVersion, nil
 }
 
-// startSim starts the simulator, fills it and starts the churn.
-func startSim(f Flags, out io.Writer, workloads []Workload) (*Cluster, error) {
+// startSim starts the simulator, fills it and starts the churn. A Ctrl-C
+// (ctx ending) while it fills the simulator is ErrStopped.
+func startSim(ctx context.Context, f Flags, out io.Writer, workloads []Workload) (*Cluster, error) {
 	pods, rate := f.SimObjects, f.SimChurn
 	if pods <= 0 {
 		pods = 3000
@@ -133,22 +134,31 @@ func startSim(f Flags, out io.Writer, workloads []Workload) (*Cluster, error) {
 		why, sim.URL(), strings.Join(sizes, ", "), len(nss), rate)
 
 	r := rand.New(rand.NewPCG(1, 2))
+	// In chunks, to notice a Ctrl-C; of a multiple of the namespaces, so
+	// that Populate's round robin over them goes on from chunk to chunk.
+	chunk := 100 * len(nss)
 	for _, set := range sets {
-		err := sim.Populate(set.w.Resource, set.target, nss, func(ns string, i int) runtime.Object {
-			name := objectName(i)
-			set.add(ns, name)
-			return set.w.initial(ns, name, r)
-		})
-		if err != nil {
-			sim.Close()
-			return nil, err
+		for done := 0; done < set.target; done += chunk {
+			if ctx.Err() != nil {
+				sim.Close()
+				return nil, fmt.Errorf("%w: the simulator was being filled", ErrStopped)
+			}
+			err := sim.Populate(set.w.Resource, min(chunk, set.target-done), nss, func(ns string, j int) runtime.Object {
+				name := objectName(done + j)
+				set.add(ns, name)
+				return set.w.initial(ns, name, r)
+			})
+			if err != nil {
+				sim.Close()
+				return nil, err
+			}
 		}
 		set.next = set.target
 	}
 
-	ctx, stop := context.WithCancel(context.Background())
+	churnCtx, stop := context.WithCancel(context.Background())
 	c := &Cluster{Config: &reflector.Config{Host: sim.URL()}, Simulated: true, sim: sim, stopChurn: stop}
-	c.churning.Go(func() { churn(ctx, sim, sets, nss, rate, r) })
+	c.churning.Go(func() { churn(churnCtx, sim, sets, nss, rate, r) })
 	return c, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -121,6 +122,28 @@ func TestConnectStoppedBeforeTheClusterAnswers(t *testing.T) {
 	assert.NotContains(t, err.Error(), "cannot reach")
 }
 
+// Ctrl-C while the simulator is being filled is a stop too. Before, the
+// fill went on to its end (34 s for -sim-objects 200000).
+func TestConnectStoppedWhileTheSimulatorIsFilled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out bytes.Buffer
+	_, err := Connect(ctx, Flags{Sim: true, SimObjects: 200_000}, &out, Pods())
+	assert.ErrorIs(t, err, ErrStopped)
+}
+
+// The simulator is filled in chunks: all its objects, each name once
+// (Populate refuses a name twice).
+func TestSimulatorFilledInChunks(t *testing.T) {
+	var out bytes.Buffer
+	c, err := Connect(t.Context(), Flags{Sim: true, SimObjects: 2500, SimChurn: 0.01}, &out, Pods())
+	require.NoError(t, err)
+	defer c.Close()
+	n, err := c.sim.Len(apisim.Pods())
+	require.NoError(t, err)
+	assert.InDelta(t, 2500, n, 1)
+}
+
 func TestConnectToAMissingKubeconfigFails(t *testing.T) {
 	noKubeconfig(t)
 	for _, f := range []Flags{
@@ -145,15 +168,16 @@ func TestSimForcedDespiteAKubeconfig(t *testing.T) {
 	assert.True(t, strings.HasPrefix(out.String(), "simulator (-sim): "), out.String())
 }
 
-// -sim-churn takes a rate of 0 or more: NaN, infinities and negative rates
+// -sim-churn takes a rate from 0.01 to 100000: NaN, infinities and others
 // are a bad command line (NaN passed every check and made the simulator's
-// ticker panic).
+// ticker panic; 0 ran at the default 20, 1e-10 at 0.01).
 func TestSimChurnIsARate(t *testing.T) {
 	for _, tc := range []struct {
 		arg  string
 		want float64 // -1: refused
 	}{
-		{"20", 20}, {"0.5", 0.5}, {"0", 0}, {"1e-10", 1e-10},
+		{"20", 20}, {"0.5", 0.5}, {"0.01", 0.01}, {"1e5", 1e5},
+		{"0", -1}, {"1e-10", -1}, {"2e5", -1},
 		{"NaN", -1}, {"Inf", -1}, {"-Inf", -1}, {"-1", -1}, {"fast", -1},
 	} {
 		var f Flags
@@ -172,5 +196,36 @@ func TestSimChurnIsARate(t *testing.T) {
 	f.Register(flag.NewFlagSet("test", flag.ContinueOnError))
 	if f.SimChurn != 20 {
 		t.Errorf("default %v, want 20", f.SimChurn)
+	}
+}
+
+// -sim-objects takes 1 or more, -duration and -sync-timeout a duration of
+// 0 or more; other values are a bad command line. Before, -sim-objects -5
+// filled the simulator with 3000 pods, and a negative duration meant no
+// limit, without a word.
+func TestFlagsRefuseValuesTheyWouldReplace(t *testing.T) {
+	for _, args := range [][]string{
+		{"-sim-objects", "0"}, {"-sim-objects", "-5"}, {"-sim-objects", "many"},
+		{"-duration", "-1s"}, {"-sync-timeout", "-1m"}, {"-duration", "10"},
+	} {
+		var f Flags
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f.Register(fs)
+		if err := Parse(fs, args); !errors.Is(err, ErrUsage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+	var f Flags
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	f.Register(fs)
+	if f.SimObjects != 3000 || f.SyncTimeout != time.Minute || f.Duration != 0 {
+		t.Errorf("defaults %+v", f)
+	}
+	if err := Parse(fs, []string{"-sim-objects", "7", "-duration", "2s", "-sync-timeout", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.SimObjects != 7 || f.Duration != 2*time.Second || f.SyncTimeout != 0 {
+		t.Errorf("parsed %+v", f)
 	}
 }

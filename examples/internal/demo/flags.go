@@ -45,15 +45,20 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig `file` (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&f.Context, "context", "", "kubeconfig `context` (default: the current context)")
 	fs.BoolVar(&f.Sim, "sim", false, "use the in-process apiserver simulator even if a kubeconfig exists")
-	fs.DurationVar(&f.Duration, "duration", 0, "exit after this long, once connected (default: run until Ctrl-C)")
-	fs.DurationVar(&f.SyncTimeout, "sync-timeout", time.Minute, "give up if the caches have not synced after this long")
-	fs.IntVar(&f.SimObjects, "sim-objects", 3000, "simulator: number of pods (other resources scale with it)")
+	fs.Var((*duration)(&f.Duration), "duration", "exit after this long (a `duration`, such as 30s), once connected (default: run until Ctrl-C)")
+	f.SyncTimeout = time.Minute
+	fs.Var((*duration)(&f.SyncTimeout), "sync-timeout", "give up if the caches have not synced after this long (a `duration`; 0: never)")
+	f.SimObjects = 3000
+	fs.Var((*count)(&f.SimObjects), "sim-objects", "simulator: `number` of pods (other resources scale with it)")
 	f.SimChurn = 20
 	fs.Var((*rate)(&f.SimChurn), "sim-churn", "simulator: creates, updates and deletes per second, per resource (a `rate`)")
 }
 
-// rate is a flag.Value for a number of events per second: a number, not
-// negative (NaN and infinities are refused when the flag is parsed).
+// The flags' values are checked when they are parsed: a value the
+// example would have to replace by another is refused.
+
+// rate is a flag.Value for a number of events per second, from one per
+// 100 s to 100,000 (NaN, infinities and 0 are refused).
 type rate float64
 
 func (r *rate) String() string { return strconv.FormatFloat(float64(*r), 'g', -1, 64) }
@@ -63,10 +68,44 @@ func (r *rate) Set(s string) error {
 	switch {
 	case err != nil:
 		return err.(*strconv.NumError).Err // invalid syntax, or value out of range
-	case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
-		return errors.New("want a rate per second, 0 or more")
+	case math.IsNaN(v) || v < 0.01 || v > 100_000:
+		return errors.New("want a rate per second from 0.01 to 100000")
 	}
 	*r = rate(v)
+	return nil
+}
+
+// count is a flag.Value for a number of objects, 1 or more.
+type count int
+
+func (c *count) String() string { return strconv.Itoa(int(*c)) }
+
+func (c *count) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return err.(*strconv.NumError).Err
+	case v < 1:
+		return errors.New("want 1 or more")
+	}
+	*c = count(v)
+	return nil
+}
+
+// duration is a flag.Value for a time.Duration that is not negative.
+type duration time.Duration
+
+func (d *duration) String() string { return time.Duration(*d).String() }
+
+func (d *duration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return errors.New("want a duration such as 30s or 5m")
+	case v < 0:
+		return errors.New("want a duration of 0 or more")
+	}
+	*d = duration(v)
 	return nil
 }
 
