@@ -272,6 +272,9 @@ func latency(ctx context.Context, c config, info serverInfo, lib library, r *res
 	}
 	r.Latency = result.Summarize(all)
 	r.PeakRSSBytes = peakRSS()
+	if n := inf.len(); n != info.Objects {
+		return fmt.Errorf("%d objects in the cache, want %d", n, info.Objects)
+	}
 	return nil
 }
 

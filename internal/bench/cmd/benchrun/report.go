@@ -110,8 +110,15 @@ func summarize(sc scenario, runs map[string][]result.Run) scenarioReport {
 		sr.Medians[arm] = med
 	}
 	for _, rt := range sc.ratios {
-		num, den := sr.Medians[rt.num][rt.metric], sr.Medians[rt.den][rt.metric]
-		if den == 0 {
+		num, okNum := sr.Medians[rt.num][rt.metric]
+		den, okDen := sr.Medians[rt.den][rt.metric]
+		if !okNum || !okDen || den == 0 {
+			if rt.target != 0 {
+				// Missed, not passed: a ratio of nothing to something
+				// would meet every "at most" target.
+				sr.Targets[rt.key] = rt.describe()
+				sr.Met[rt.key] = false
+			}
 			continue
 		}
 		v := num / den
@@ -226,16 +233,21 @@ func (rep *report) markdown() string {
 			continue
 		}
 		for _, rt := range s.ratios {
-			v, ok := s.Ratio[rt.key]
-			if !ok {
+			v, measured := s.Ratio[rt.key]
+			met, judged := s.Met[rt.key]
+			if !measured && !judged {
 				continue
 			}
 			mark := ""
-			if met, ok := s.Met[rt.key]; ok {
+			if judged {
 				mark = "✅"
 				if !met {
 					mark = "❌"
 				}
+			}
+			value := fmt.Sprintf("%.2f", v)
+			if !measured {
+				value = "no figure"
 			}
 			den := format(rt.metric, s.Medians[rt.den][rt.metric])
 			if rt.den != "client_go" {
@@ -245,7 +257,7 @@ func (rep *report) markdown() string {
 			if rt.num != "listwatch" {
 				num += " (" + rt.num + ")"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %s | %s |\n", name, rt.key, num, den, v, rt.describe(), mark)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", name, rt.key, num, den, value, rt.describe(), mark)
 		}
 	}
 	if len(rep.Missed) > 0 {

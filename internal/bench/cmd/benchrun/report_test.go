@@ -50,6 +50,37 @@ func TestSummarizeRatios(t *testing.T) {
 	}
 }
 
+// A target whose ratio has no figure on one side (an arm that did not
+// report the metric) is missed, not met: before, listwatch without a
+// figure had a ratio of 0, which met every "at most" target, and a
+// client-go without one dropped the target from the table.
+func TestTargetWithoutAFigureIsMissed(t *testing.T) {
+	sc := scenario{
+		name:   "steady-memory/pods/json",
+		server: serverArgs{resource: "pods", objects: 10},
+		ratios: []ratio{
+			{key: "heap", metric: "heap_per_object", num: "listwatch", den: "client_go", target: 0.9},
+			{key: "rss", metric: "peak_rss_bytes", num: "listwatch", den: "client_go", target: 0.5},
+			{key: "cpu", metric: "cpu_seconds", num: "listwatch", den: "client_go"},
+		},
+	}
+	runs := map[string][]result.Run{
+		"listwatch": {{PeakRSSBytes: 10}},
+		"client_go": {{HeapPerObject: 100, CPUSeconds: 1}},
+	}
+	sr := summarize(sc, runs)
+	if !slices.Equal(sr.missed(), []string{"heap", "rss"}) {
+		t.Errorf("missed %v, want heap and rss", sr.missed())
+	}
+	rep := &report{ClientGo: "v0.37.2", Date: "2026-11-29T00:00:00Z"}
+	rep.add(sc, sr)
+	md := rep.markdown()
+	if !strings.Contains(md, "| steady-memory/pods/json (10 objects) | heap | 0 B | 100 B | no figure | ≤ 0.9 | ❌ |") ||
+		!strings.Contains(md, "| rss | 0 MiB | 0 MiB | no figure | ≤ 0.5 | ❌ |") {
+		t.Errorf("table:\n%s", md)
+	}
+}
+
 // TestBaselineTakesClientGosPlace runs client-go's arm with -baseline set
 // against a stand-in benchclient-baseline that reports its arguments: it
 // must be the baseline binary, asked for listwatch, with listwatch's extra
