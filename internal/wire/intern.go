@@ -192,8 +192,9 @@ func (si *stringInterner) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 	if t.Kind() != reflect.String {
 		return nil
 	}
-	// A string type that decodes itself keeps doing so.
-	if p := reflect.PointerTo(t); p.Implements(jsonUnmarshalerType) || p.Implements(textUnmarshalerType) {
+	// A string type that decodes itself keeps doing so, and json.Number,
+	// which is read from a number, has a decoder of its own (valueTypes).
+	if p := reflect.PointerTo(t); p.Implements(jsonUnmarshalerType) || p.Implements(textUnmarshalerType) || t == jsonNumberType {
 		return nil
 	}
 	return internDecoder{si.table}

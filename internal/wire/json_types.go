@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"time"
@@ -36,6 +38,8 @@ var (
 	intOrStringType = reflect.TypeFor[intstr.IntOrString]()
 	stringMapType   = reflect.TypeFor[map[string]string]()
 	anyType         = reflect.TypeFor[any]()
+	jsonNumberType  = reflect.TypeFor[json.Number]()
+	rawMessageType  = reflect.TypeFor[json.RawMessage]()
 )
 
 // CreateDecoder implements jsoniter.Extension.
@@ -55,8 +59,51 @@ func (v *valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 		return fieldsV1Decoder{v.table}
 	case anyType:
 		return anyDecoder{}
+	case jsonNumberType:
+		return jsonNumberDecoder{}
+	case rawMessageType:
+		return rawMessageDecoder{}
 	}
 	return nil
+}
+
+// jsonNumberDecoder decodes a json.Number (a type of one's own may have
+// them, to keep a number exact) as encoding/json does: from a number, or
+// from a string that holds one; null leaves it as it was. Read as a
+// string, it took no number at all, so one object with a number there
+// failed every list.
+type jsonNumberDecoder struct{}
+
+func (jsonNumberDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	var s string
+	switch it.WhatIsNext() {
+	case jsoniter.NumberValue:
+		s = string(it.ReadNumber())
+	case jsoniter.StringValue:
+		s = it.ReadString()
+	case jsoniter.NilValue:
+		it.ReadNil()
+		return
+	default:
+		it.ReportError("decode json.Number", "expected a number")
+		return
+	}
+	if !validJSONNumber(s) {
+		it.ReportError("decode json.Number", fmt.Sprintf("invalid number literal %q", s))
+		return
+	}
+	*(*json.Number)(ptr) = json.Number(s)
+}
+
+// rawMessageDecoder keeps a json.RawMessage's value as it came, null as
+// "null", as its UnmarshalJSON does (json-iterator's made null nil).
+type rawMessageDecoder struct{}
+
+func (rawMessageDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	raw := it.SkipAndReturnBytes() // a copy, validated
+	if it.Error == nil {
+		*(*json.RawMessage)(ptr) = raw
+	}
 }
 
 // anyDecoder decodes an interface{} field (a type of one's own may have
@@ -71,10 +118,36 @@ func (anyDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 
 // DecorateDecoder implements jsoniter.Extension.
 func (*valueTypes) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDecoder) jsoniter.ValDecoder {
-	if typ.Type1() == bytesType {
+	t := typ.Type1()
+	switch {
+	case t == bytesType:
 		return base64Bytes{inner: dec}
+	case t.Kind() != reflect.Pointer && textOnly(t):
+		return textNullDecoder{inner: dec}
 	}
 	return dec
+}
+
+// textOnly reports whether values of t decode themselves from text only
+// (encoding.TextUnmarshaler, not json.Unmarshaler).
+func textOnly(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return (t.Implements(textUnmarshalerType) || p.Implements(textUnmarshalerType)) &&
+		!t.Implements(jsonUnmarshalerType) && !p.Implements(jsonUnmarshalerType)
+}
+
+// textNullDecoder leaves a value that decodes itself from text as it was
+// on null, as encoding/json does (it calls no UnmarshalText for null).
+// json-iterator called UnmarshalText with "", which a type that checks
+// its text (an enum, a UUID) refuses, so that one object with a null
+// there (a nullable field of a custom resource) failed every list.
+type textNullDecoder struct{ inner jsoniter.ValDecoder }
+
+func (d textNullDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	if it.ReadNil() {
+		return
+	}
+	d.inner.Decode(ptr, it)
 }
 
 var (

@@ -1,8 +1,13 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
+
+	jsoniter "github.com/json-iterator/go"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,6 +106,92 @@ func TestValueTypesMatchApimachinery(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// tier decodes itself from text and refuses what it does not know, as an
+// enum or a UUID of a type of one's own does.
+type tier string
+
+func (t *tier) UnmarshalText(b []byte) error {
+	switch s := string(b); s {
+	case "gold", "silver":
+		*t = tier(s)
+		return nil
+	default:
+		return fmt.Errorf("unknown tier %q", s)
+	}
+}
+
+// level decodes itself from text and takes anything.
+type level string
+
+func (l *level) UnmarshalText(b []byte) error {
+	*l = level("T:" + strings.ToUpper(string(b)))
+	return nil
+}
+
+// userHolder has the fields a custom resource's Go type may have that no
+// k8s.io/api type has.
+type userHolder struct {
+	Num   json.Number      `json:"num"`
+	PNum  *json.Number     `json:"pnum"`
+	Nums  []json.Number    `json:"nums"`
+	Tier  tier             `json:"tier"`
+	PTier *tier            `json:"ptier"`
+	Level level            `json:"level"`
+	Raw   json.RawMessage  `json:"raw"`
+	Tiers map[string]level `json:"tiers"`
+}
+
+// A type of one's own decodes as sigs.k8s.io/json decodes it for
+// client-go. Before, a json.Number took no number (it was read as a
+// string), and null made json-iterator call UnmarshalText with "" (which
+// tier refuses, and level turns into "T:") where encoding/json leaves the
+// value as it was; either failed every list of a resource with such an
+// object. A RawMessage given null is "null", as its UnmarshalJSON keeps
+// it.
+func TestUserTypesMatchApimachinery(t *testing.T) {
+	for _, in := range []string{
+		`{"num":3,"pnum":2.5,"nums":[1,-0.5,1e3]}`,
+		`{"num":"42","pnum":"1e-3"}`,
+		`{"num":"abc"}`,
+		`{"num":""}`,
+		`{"num":01}`,
+		`{"num":true}`,
+		`{"num":5,"num":null}`,
+		`{"num":null,"pnum":null,"nums":[null,2]}`,
+		`{"tier":"gold","ptier":"silver","level":"x"}`,
+		`{"tier":null,"ptier":null}`,
+		`{"tier":"gold","tier":null}`,
+		`{"tier":"bronze"}`,
+		`{"tier":5}`,
+		`{"level":"x","level":null}`,
+		`{"level":null}`,
+		`{"tiers":{"a":"x","b":null}}`,
+		`{"raw":null}`,
+		`{"raw":{"a":[1,2]}}`,
+		`{"raw":"s"}`,
+	} {
+		for name, api := range map[string]jsoniter.API{
+			"copied":   newJSONAPI(false, nil, nil),
+			"interned": newJSONAPI(false, newInternTable(), nil),
+			"shared":   newJSONAPI(false, newInternTable(), newPartTable()),
+		} {
+			t.Run(in+"/"+name, func(t *testing.T) {
+				var want, got userHolder
+				wantErr := kjson.UnmarshalCaseSensitivePreserveInts([]byte(in), &want)
+				it := api.BorrowIterator([]byte(in))
+				defer api.ReturnIterator(it)
+				it.ReadVal(&got)
+				if (wantErr == nil) != (it.Error == nil) {
+					t.Fatalf("apimachinery: %v; this package: %v", wantErr, it.Error)
+				}
+				if wantErr == nil && !reflect.DeepEqual(got, want) {
+					t.Fatalf("got %+v, want %+v", got, want)
+				}
+			})
 		}
 	}
 }
