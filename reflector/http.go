@@ -177,9 +177,13 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 			if t.Resource.Version == "" {
 				return errors.New("Target.Resource needs its version")
 			}
+			unknown := err != nil // T is not a k8s.io/api type
 			gvr, err = t.Resource, nil
-			if t.Kind != "" {
+			switch {
+			case t.Kind != "":
 				gvk = gvr.GroupVersion().WithKind(t.Kind)
+			case unknown:
+				return fmt.Errorf("Target.Kind is needed: %v is not a k8s.io/api type, whose kind is known", reflect.TypeFor[T]())
 			}
 		}
 		if err != nil {

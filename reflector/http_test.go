@@ -46,6 +46,35 @@ func TestProtobufIsRefusedWhereItCannotBeRead(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// widget is a custom resource's type of one's own, as kubebuilder makes
+// them.
+type widget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		Size int32 `json:"size"`
+	} `json:"spec"`
+}
+
+func (w *widget) DeepCopyObject() runtime.Object {
+	out := *w
+	w.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return &out
+}
+
+// A type of one's own needs Target.Kind as well as Target.Resource: the
+// error says so. Before, it was the codec's "the GroupVersionKind "/,
+// Kind=" needs a version and a kind", though the Resource had a version.
+func TestTypeOfOnesOwnNeedsAKind(t *testing.T) {
+	client, err := reflector.NewClient(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	_, err = reflector.NewListerWatcher[*widget](client, reflector.Target{Resource: widgets})
+	assert.ErrorContains(t, err, "Target.Kind is needed: *reflector_test.widget is not a k8s.io/api type")
+	_, err = reflector.NewListerWatcher[*widget](client, reflector.Target{Resource: widgets, Kind: "Widget"})
+	assert.NoError(t, err)
+}
+
 // TestClientLoggerGetsTheClientsOwnReports: what the HTTP client does on its
 // own (here: a token file it cannot read, with a static token standing in)
 // reaches WithClientLogger, without the credential.
