@@ -107,7 +107,26 @@ func openWatch(ctx context.Context, c config, info serverInfo, closeAfterReplay 
 	if closeAfterReplay {
 		q.Set("benchClose", "1")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.server+"/api/v1/"+info.Resource+"?"+q.Encode(), nil)
+	return get(ctx, c, "/api/v1/"+info.Resource+"?"+q.Encode())
+}
+
+// list reads the whole list of the objects with decode.
+func list(ctx context.Context, c config, info serverInfo, decode func(io.Reader) error) error {
+	body, err := get(ctx, c, "/api/v1/"+info.Resource)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if err := decode(body); err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	return nil
+}
+
+// get sends a GET of path, asking for c's content type, and returns the
+// body of a 200.
+func get(ctx context.Context, c config, path string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.server+path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -122,34 +141,9 @@ func openWatch(ctx context.Context, c config, info serverInfo, closeAfterReplay 
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return nil, fmt.Errorf("watch: %s", resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	return resp.Body, nil
-}
-
-// list reads the whole list of the objects with decode.
-func list(ctx context.Context, c config, info serverInfo, decode func(io.Reader) error) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.server+"/api/v1/"+info.Resource, nil)
-	if err != nil {
-		return err
-	}
-	if c.content == "protobuf" {
-		req.Header.Set("Accept", "application/vnd.kubernetes.protobuf")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
-	resp, err := limitClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("list: %s", resp.Status)
-	}
-	if err := decode(resp.Body); err != nil {
-		return fmt.Errorf("list: %w", err)
-	}
-	return nil
 }
 
 // decodeLoop returns a function that decodes want MODIFIED events of type
