@@ -638,10 +638,14 @@ func TestCloseConnectionsEndsAnExecPluginRun(t *testing.T) {
 	}
 
 	c.CloseConnections()
-	alive := syscall.Kill(pid, 0)
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive := proc.Signal(syscall.Signal(0))
 	w.Close() // lets the plugin answer, if it is still there
 	err = <-waiting
-	if !errors.Is(alive, syscall.ESRCH) {
+	if !errors.Is(alive, os.ErrProcessDone) {
 		t.Fatalf("the plugin (pid %d) after CloseConnections: %v, want it gone (the waiting request got %v)", pid, alive, err)
 	}
 	if err == nil || !strings.Contains(err.Error(), "stopped, as the client's connections were closed") {
