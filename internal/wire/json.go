@@ -40,6 +40,7 @@ func newJSONAPI(dropManagedFields bool, table *internTable, parts *partTable) js
 		api.RegisterExtension(&managedFieldsSkipper{})
 	}
 	api.RegisterExtension(&trimmedSlices{})
+	api.RegisterExtension(&countedMaps{})
 	if parts != nil {
 		api.RegisterExtension(&jsonPartSharer{table: parts}) // wraps the decoders above
 	}
@@ -78,6 +79,74 @@ func (d *trimmedSliceDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 		reflect.Copy(c, v)
 		v.Set(c)
 	}
+}
+
+// countedMaps decorates the decoders of map types that can hold
+// themselves through maps and pointers alone (type Tree map[string]Tree),
+// to count their depth. json-iterator refuses objects and arrays nested
+// more than 10,000 levels deep, as encoding/json does, but counts only in
+// the decoders of structs, slices, arrays and interfaces, not of maps: a
+// map of its own type nested a few million levels would overflow the
+// stack, a crash that no recover catches. The k8s.io/api types hold no
+// such map; a type of one's own may.
+type countedMaps struct{ jsoniter.DummyExtension }
+
+// DecorateDecoder implements jsoniter.Extension.
+func (*countedMaps) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDecoder) jsoniter.ValDecoder {
+	t := typ.Type1()
+	if t.Kind() != reflect.Map || selfDecoding(t) || !holdsItselfUncounted(t, t.Elem(), nil) {
+		return dec
+	}
+	return &countedMapDecoder{inner: dec, name: t.String()}
+}
+
+// holdsItselfUncounted reports whether values of type t can hold a map of
+// type m through maps and pointers alone, with none of the decoders that
+// count between them.
+func holdsItselfUncounted(m, t reflect.Type, seen map[reflect.Type]bool) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == m:
+		return true
+	case t.Kind() != reflect.Map || selfDecoding(t) || seen[t]:
+		return false
+	}
+	if seen == nil {
+		seen = make(map[reflect.Type]bool)
+	}
+	seen[t] = true
+	return holdsItselfUncounted(m, t.Elem(), seen)
+}
+
+// maxMapDepth is json-iterator's limit, for the maps it does not count.
+const maxMapDepth = 10_000
+
+// countedMapDecoder counts its depth in a mapDepth attached to the
+// iterator (nothing else here attaches anything; an iterator returned to
+// its pool is given back its attachment as nil).
+type countedMapDecoder struct {
+	inner jsoniter.ValDecoder
+	name  string
+}
+
+type mapDepth struct{ levels int }
+
+// Decode implements jsoniter.ValDecoder.
+func (d *countedMapDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
+	depth, _ := it.Attachment.(*mapDepth)
+	if depth == nil {
+		depth = new(mapDepth)
+		it.Attachment = depth
+	}
+	if depth.levels == maxMapDepth {
+		it.ReportError("decode "+d.name, "exceeded max depth")
+		return
+	}
+	depth.levels++
+	d.inner.Decode(p, it)
+	depth.levels--
 }
 
 var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()

@@ -123,18 +123,19 @@ func stringInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
 }
 
 // valueInBuffer reads the JSON object or array at the iterator's position
-// if it lies whole in the read buffer, and returns its bytes: the buffer's
-// own, valid until the iterator reads again. Otherwise ok is false and
-// nothing is read. It finds the end by balancing brackets outside strings
-// and does not validate what is between: the caller must, unless the bytes
-// equal bytes that were validated before (a table hit).
-func valueInBuffer(it *jsoniter.Iterator) (b []byte, ok bool) {
+// if it lies whole in the read buffer and is at most maxLen bytes long,
+// and returns its bytes: the buffer's own, valid until the iterator reads
+// again. Otherwise ok is false and nothing is read. It finds the end by
+// balancing brackets outside strings and does not validate what is
+// between: the caller must, unless the bytes equal bytes that were
+// validated before (a table hit).
+func valueInBuffer(it *jsoniter.Iterator, maxLen int) (b []byte, ok bool) {
 	buf, head := unread(it)
 	if len(buf) == 0 || (buf[0] != '{' && buf[0] != '[') {
 		return nil, false
 	}
 	depth := 0
-	for i := 0; i < len(buf); i++ {
+	for i := 0; i < min(len(buf), maxLen); i++ {
 		switch buf[i] {
 		case '{', '[':
 			depth++

@@ -77,7 +77,14 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	// parsing. A part that does not lie whole in the buffer is copied out
 	// first, unless the buffer holds more than maxPartLen of it: then it
 	// is too long to be remembered, and is decoded from the stream.
-	raw, inBuffer := valueInBuffer(it)
+	//
+	// Decoding from the stream also keeps json-iterator's depth limit,
+	// which counts on one iterator: a part decoded from its bytes gets an
+	// iterator of its own, counting from nothing, so parts are taken from
+	// the buffer only up to maxPartLen, which no more than maxPartLen/2
+	// levels fit in. (And a part copied out was skipped, within the limit,
+	// by the stream's iterator.)
+	raw, inBuffer := valueInBuffer(it, maxPartLen)
 	if !inBuffer {
 		if buf, _ := unread(it); len(buf) > maxPartLen {
 			d.inner.Decode(p, it)

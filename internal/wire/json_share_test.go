@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 
 	jsoniter "github.com/json-iterator/go"
@@ -308,4 +309,62 @@ func TestJSONSharedPartMetAgainIsCopiedDeep(t *testing.T) {
 	var third resourcev1.ResourceClaim // the part remembered is still the first's
 	require.NoError(t, api.Unmarshal([]byte(a), &third))
 	assert.JSONEq(t, `{"x":"AAAA"}`, string(third.Spec.Devices.Config[0].Opaque.Parameters.Raw))
+}
+
+// depthTree nests without end, as a type of one's own may.
+type depthTree map[string]depthTree
+
+// TestJSONKeepsTheDepthLimit: json-iterator refuses values nested more
+// than 10,000 levels deep, as encoding/json does, but did not count the
+// levels of maps, and a part decoded from its bytes (WithSharedParts) had
+// an iterator of its own that counted from nothing: a million levels went
+// through (from one byte slice, in 200 s: each level's part was found by
+// scanning to its end), and some millions overflowed the stack, a crash no
+// recover catches. (A part of at most maxPartLen bytes still counts from
+// nothing: some hundred levels more, and no further.)
+func TestJSONKeepsTheDepthLimit(t *testing.T) {
+	nested := func(levels int) []byte {
+		return []byte(strings.Repeat(`{"a":`, levels-1) + `{}` + strings.Repeat(`}`, levels-1))
+	}
+	decode := func(api jsoniter.API, doc []byte, buffer int, into any) error {
+		if buffer == 0 { // from one byte slice
+			return api.Unmarshal(doc, into)
+		}
+		it := jsoniter.Parse(api, bytes.NewReader(doc), buffer)
+		it.ReadVal(into)
+		return it.Error
+	}
+	for _, levels := range []int{9_999, 100_000, 1_000_000} {
+		doc := nested(levels)
+		for _, buffer := range []int{0, 64, 4096} {
+			t.Run(fmt.Sprintf("maps, %d levels, buffer %d", levels, buffer), func(t *testing.T) {
+				plainErr := decode(plainJSON, doc, buffer, new(depthTree))
+				sharedErr := decode(jsonAPIFor(newPartTable()).(jsoniter.API), doc, buffer, new(depthTree))
+				require.Equal(t, levels > 10_000, plainErr != nil, "without sharing: %.200v", plainErr)
+				require.Equal(t, levels > 10_000, sharedErr != nil, "with shared parts: %.200v", sharedErr)
+			})
+		}
+	}
+}
+
+// Only maps that can hold themselves through maps and pointers alone are
+// counted: between any other two levels a decoder that counts stands.
+func TestHoldsItselfUncounted(t *testing.T) {
+	type (
+		viaPointer map[string]*viaPointer
+		mutualA    map[string]map[string]*mutualA
+		viaStruct  map[string]struct{ M viaStruct }
+		viaSlice   map[string][]viaSlice
+	)
+	for typ, want := range map[reflect.Type]bool{
+		reflect.TypeFor[depthTree]():         true,
+		reflect.TypeFor[viaPointer]():        true,
+		reflect.TypeFor[mutualA]():           true,
+		reflect.TypeFor[viaStruct]():         false,
+		reflect.TypeFor[viaSlice]():          false,
+		reflect.TypeFor[map[string]any]():    false,
+		reflect.TypeFor[map[string]string](): false,
+	} {
+		assert.Equal(t, want, holdsItselfUncounted(typ, typ.Elem(), nil), "%v", typ)
+	}
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -167,7 +168,7 @@ func (d fieldsV1Decoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	if it.ReadNil() {
 		return
 	}
-	raw, inBuffer := valueInBuffer(it)
+	raw, inBuffer := valueInBuffer(it, math.MaxInt)
 	if !inBuffer {
 		raw = it.SkipAndReturnBytes() // a fresh copy, validated
 		if it.Error == nil {
