@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"runtime"
 	"runtime/debug"
@@ -58,9 +59,10 @@ func WithWrapTransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
 // NewClient checks cfg and builds a Client. It fails, with an error saying
 // what to change, when Host is not an http(s) URL, when credentials would
 // be sent over plain http without AllowBearerOverHTTP, when both a bearer
-// token and basic auth are set, when a CA, certificate or key does not
-// load, or when the exec plugin is misconfigured. cfg is copied: later
-// changes to it do not affect the Client.
+// token and basic auth are set, when a Password is set without a Username,
+// when a CA, certificate or key does not load, or when the exec plugin is
+// misconfigured. cfg is copied: later changes to it do not affect the
+// Client.
 //
 // The credentials used are, in order: BearerTokenFile (with BearerToken,
 // if set too, used while the file cannot be read), BearerToken,
@@ -90,7 +92,10 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	base.RawQuery, base.Fragment = "", "" // as client-go's REST client
 
 	hasBearer := c.BearerToken != "" || c.BearerTokenFile != ""
-	hasBasic := c.Username != "" || c.Password != ""
+	if c.Password != "" && c.Username == "" {
+		return nil, errors.New("rest: a Password is set without a Username; basic auth needs both (client-go sends no basic auth then)")
+	}
+	hasBasic := c.Username != ""
 	if hasBearer && hasBasic {
 		return nil, errors.New("rest: both a bearer token and basic auth (username/password) are set; keep one")
 	}
@@ -243,6 +248,12 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	}
 	if first {
 		defer c.first.done() // even if the transport panics
+		// The others may go once the connection is up, which they will
+		// share: not wait for the first's answer, which may be a large
+		// LIST read from etcd.
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) { c.first.done() },
+		}))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

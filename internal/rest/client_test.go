@@ -427,6 +427,9 @@ func TestNewClientErrors(t *testing.T) {
 	if _, err := NewClient(&Config{Host: "https://k", ProxyURL: "ftp://p"}); err == nil || !strings.Contains(err.Error(), "proxy") {
 		t.Errorf("bad proxy: err = %v", err)
 	}
+	if _, err := NewClient(&Config{Host: "https://k", Password: "pw"}); err == nil || !strings.Contains(err.Error(), "without a Username") {
+		t.Errorf("a password alone: err = %v", err)
+	}
 }
 
 func TestProxyURL(t *testing.T) {

@@ -48,14 +48,16 @@ type Config struct {
 	// (projected service account tokens) are picked up. When both are set,
 	// BearerTokenFile wins.
 	BearerTokenFile string
-	// Username and Password are sent with HTTP basic authentication.
+	// Username and Password are sent with HTTP basic authentication. A
+	// Password without a Username is an error (NewClient); a kubeconfig's
+	// user with one is read as kubectl reads it, as no basic auth.
 	Username, Password string
 
 	// TLS configures server verification and the client certificate.
 	TLS TLSConfig
 	// Exec runs a credential plugin for a token or client certificate. It is
-	// ignored when BearerToken, BearerTokenFile, Username, Password or a
-	// client certificate is set, as kubectl does.
+	// ignored when BearerToken, BearerTokenFile, Username or a client
+	// certificate is set, as kubectl does.
 	Exec *ExecConfig
 	// Impersonate, when its UserName, UID, Groups or Extra is set, makes
 	// every request act as that user (Impersonate-* headers), as the as,

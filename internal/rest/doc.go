@@ -62,7 +62,9 @@
 // TCP_USER_TIMEOUT do the same job in the kernel.
 //
 // Over HTTPS with HTTP/2, a Client's first request goes alone: the others
-// wait for its answer (at most two seconds, after which nobody waits), so
+// wait until it has its connection (or its answer, through a wrapped
+// transport that does not tell; at most two seconds, after which nobody
+// waits), so
 // that a Factory starting hundreds of informers at once shares one HTTP/2
 // connection rather than dialing one each. A request whose own timeout is
 // shorter than that wait may run out while it waits, on that first use

@@ -7,7 +7,7 @@ import (
 )
 
 // firstGate lets a Client's first request go alone: the others wait until
-// its response's headers have arrived or it has failed, and at most
+// it has its connection (or its response, or has failed), and at most
 // firstRequestWait. While no connection to a host is up, net/http dials
 // one for every request waiting (it cannot know before the TLS handshake
 // that HTTP/2 will carry them all on one), then throws the extra ones
@@ -19,6 +19,7 @@ import (
 type firstGate struct {
 	state atomic.Int32  // gateUnused, gateFirst or gateOpen
 	open  chan struct{} // closed when the gate opens
+	wait  time.Duration // firstRequestWait; tests set it
 }
 
 const (
@@ -27,12 +28,15 @@ const (
 	gateOpen
 )
 
-// firstRequestWait is the longest the gate stays shut: a LIST whose
-// headers come late (a large list read from etcd) must not hold up the
+// firstRequestWait is the longest the gate stays shut: a first request
+// through a wrapped transport that reports no connection, and whose
+// headers come late (a large list read from etcd), must not hold up the
 // rest, which by then find the connection up.
 const firstRequestWait = 2 * time.Second
 
-func newFirstGate() *firstGate { return &firstGate{open: make(chan struct{})} }
+func newFirstGate() *firstGate {
+	return &firstGate{open: make(chan struct{}), wait: firstRequestWait}
+}
 
 // enter returns once the request may go: at once for the first request
 // (first is true: call done when it is) and once the gate is open for the
@@ -44,7 +48,7 @@ func (g *firstGate) enter(ctx context.Context) (first bool, err error) {
 	case g.state.CompareAndSwap(gateUnused, gateFirst):
 		return true, nil
 	}
-	t := time.NewTimer(firstRequestWait)
+	t := time.NewTimer(g.wait)
 	defer t.Stop()
 	select {
 	case <-g.open:
@@ -58,8 +62,8 @@ func (g *firstGate) enter(ctx context.Context) (first bool, err error) {
 	return false, nil
 }
 
-// done opens the gate: the first request has its answer, or failed (or,
-// from enter, was too long about it).
+// done opens the gate: the first request has its connection or its
+// answer, or failed (or, from enter, was too long about it).
 func (g *firstGate) done() {
 	if g != nil && g.state.CompareAndSwap(gateFirst, gateOpen) {
 		close(g.open)

@@ -49,6 +49,64 @@ func TestFirstRequestGoesAlone(t *testing.T) {
 	}
 }
 
+// The others go once the first request has its connection, not when its
+// answer comes: a first LIST that is slow to answer (read from etcd) held
+// every other informer of a Factory for firstRequestWait. Found by a review
+// helper. They share the connection all the same.
+func TestFirstGateOpensOnceTheConnectionIsUp(t *testing.T) {
+	var conns atomic.Int32
+	entered, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(entered)
+			<-release
+		}
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer releaseOnce() // before the server closes
+	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+	c.first.wait = time.Hour // not the way out
+	slow := make(chan error, 1)
+	go func() { slow <- getErr(c, "/slow") }()
+	<-entered
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a guard
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL("/fast", nil).String(), nil)
+			resp, err := c.Do(req)
+			if err == nil {
+				err = resp.Body.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a request behind a first one whose answer is held: %v", err)
+		}
+	}
+	releaseOnce()
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	if got := conns.Load(); got != 1 {
+		t.Errorf("%d connections, want 1", got)
+	}
+}
+
 // The others wait for the first request until it is done, or at most
 // firstRequestWait (its headers may come late), and no longer than their
 // own context; once it is done, nobody waits.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v2"
@@ -184,6 +185,33 @@ func (c *kubeCluster) execExtension() (json.RawMessage, error) {
 	return nil, nil
 }
 
+// jsonKey turns a YAML map key into a JSON object's, as sigs.k8s.io/yaml
+// does for kubectl: {1: a} is {"1": "a"}.
+func jsonKey(k any) (string, bool) {
+	switch k := k.(type) {
+	case string:
+		return k, true
+	case int:
+		return strconv.Itoa(k), true
+	case int64:
+		return strconv.FormatInt(k, 10), true
+	case float64:
+		switch s := strconv.FormatFloat(k, 'g', -1, 32); s {
+		case "+Inf":
+			return ".inf", true
+		case "-Inf":
+			return "-.inf", true
+		case "NaN":
+			return ".nan", true
+		default:
+			return s, true
+		}
+	case bool:
+		return strconv.FormatBool(k), true
+	}
+	return "", false
+}
+
 // jsonValue turns a value decoded from YAML into one JSON can encode: maps
 // with string keys.
 func jsonValue(v any) (any, error) {
@@ -191,7 +219,7 @@ func jsonValue(v any) (any, error) {
 	case map[any]any:
 		m := make(map[string]any, len(v))
 		for k, e := range v {
-			s, ok := k.(string)
+			s, ok := jsonKey(k)
 			if !ok {
 				return nil, fmt.Errorf("key %v is not a string", k)
 			}
@@ -440,7 +468,12 @@ func (u *kubeUser) apply(cfg *Config) error {
 	}
 	cfg.BearerToken = u.Token
 	cfg.BearerTokenFile = u.TokenFile
-	cfg.Username, cfg.Password = u.Username, u.Password
+	if u.Username != "" {
+		// As kubectl: basic auth needs a username (client-go's
+		// HasBasicAuth); a password alone sends nothing, and leaves an
+		// exec plugin to run.
+		cfg.Username, cfg.Password = u.Username, u.Password
+	}
 	if u.ClientCertificateData != "" {
 		if cfg.TLS.CertData, err = decodeBase64(u.ClientCertificateData); err != nil {
 			return fmt.Errorf("client-certificate-data: %w", err)
@@ -454,6 +487,12 @@ func (u *kubeUser) apply(cfg *Config) error {
 		}
 	} else {
 		cfg.TLS.KeyFile = u.ClientKey
+	}
+	if u.ClientCertificateData == "" && u.ClientCertificate == "" {
+		// As kubectl: a client key without a certificate is ignored (it
+		// would otherwise fail NewClient, and keep an exec plugin from
+		// running). Bad base64 in it is an error all the same, as there.
+		cfg.TLS.KeyData, cfg.TLS.KeyFile = nil, ""
 	}
 	if e := u.Exec; e != nil {
 		cfg.Exec = &ExecConfig{

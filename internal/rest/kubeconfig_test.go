@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -502,5 +504,85 @@ contexts: [{name: c, context: {cluster: k, user: u}}]`)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("auth-provider %s: err = %v, want it to name %s", name, err, want)
 		}
+	}
+}
+
+// A kubeconfig's user is read as kubectl (client-go) reads it: basic auth
+// only with a username (transport.Config.HasBasicAuth), so a password alone
+// sends nothing and leaves an exec plugin to run; a client key only with a
+// client certificate (getUserIdentificationPartialConfig), so a stray key
+// is ignored rather than failing NewClient or keeping the plugin from
+// running. Found by a review helper against client-go.
+func TestLoadKubeconfigCredentialsAsKubectl(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "ca.crt"), string(serverCAPEM(srv)))
+	writeFile(t, filepath.Join(dir, "stray.key"), "not a key")
+	plugin := writeFile(t, filepath.Join(dir, "plug"), "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"exectok\"}}'\n")
+	if err := os.Chmod(plugin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const exec = `exec: {command: ./plug, apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never}`
+	for _, tc := range []struct{ name, user, want string }{
+		{"password without username", `{password: pw}`, ""},
+		{"client-key without client-certificate", `{token: tok, client-key: stray.key}`, "Bearer tok"},
+		{"client-key-data without client-certificate", `{token: tok, client-key-data: S0VZ}`, "Bearer tok"},
+		{"exec and a password without username", `{password: pw, ` + exec + `}`, "Bearer exectok"},
+		{"exec and client-key without client-certificate", `{client-key: stray.key, ` + exec + `}`, "Bearer exectok"},
+		{"username and password", `{username: admin, password: pw}`, "Basic YWRtaW46cHc="},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kc := writeFile(t, filepath.Join(dir, "k"), `current-context: c
+clusters: [{name: cl, cluster: {server: "`+srv.URL+`", certificate-authority: ca.crt}}]
+users: [{name: u, user: `+tc.user+`}]
+contexts: [{name: c, context: {cluster: cl, user: u}}]
+`)
+			cfg, err := LoadKubeconfig(kc, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := NewClient(cfg)
+			if err != nil {
+				t.Fatalf("NewClient: %v (kubectl takes this kubeconfig)", err)
+			}
+			defer c.CloseConnections()
+			if _, body := get(t, c, "/"); body != tc.want {
+				t.Errorf("Authorization %q, want %q as kubectl", body, tc.want)
+			}
+		})
+	}
+	bad := writeFile(t, filepath.Join(dir, "bad"), `current-context: c
+clusters: [{name: cl, cluster: {server: "`+srv.URL+`"}}]
+users: [{name: u, user: {token: tok, client-key-data: "not base64!"}}]
+contexts: [{name: c, context: {cluster: cl, user: u}}]
+`)
+	if _, err := LoadKubeconfig(bad, ""); err == nil || !strings.Contains(err.Error(), "client-key-data") {
+		t.Errorf("bad base64 in a stray client-key-data: err = %v, want it named (kubectl refuses it too)", err)
+	}
+}
+
+// The exec extension handed to a plugin has its YAML keys made strings as
+// sigs.k8s.io/yaml makes them for kubectl: {1: a} is {"1": "a"}.
+func TestLoadKubeconfigExecExtensionKeys(t *testing.T) {
+	kc := writeFile(t, filepath.Join(t.TempDir(), "k"), `current-context: c
+clusters:
+- name: cl
+  cluster:
+    server: https://a.example
+    extensions:
+    - name: client.authentication.k8s.io/exec
+      extension: {1: a, b: {true: c, 2.5: d}}
+users: [{name: u, user: {exec: {command: plug, apiVersion: client.authentication.k8s.io/v1, provideClusterInfo: true}}}]
+contexts: [{name: c, context: {cluster: cl, user: u}}]
+`)
+	cfg, err := LoadKubeconfig(kc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(cfg.Exec.ClusterConfig), `{"1":"a","b":{"2.5":"d","true":"c"}}`; got != want {
+		t.Errorf("ClusterConfig %s, want %s", got, want)
 	}
 }
