@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,4 +37,13 @@ func TestBookmarkAdvancesRV(t *testing.T) {
 	}
 	last = rvNumber(x.lastRV())
 	require.Greater(t, last, listed, "LastSyncResourceVersion did not move past the list's while only bookmarks came")
+	// And the watches reopen from there: at least one past the list's.
+	var from []uint64
+	for _, r := range requestsFor(srv.requests(t), pods, quiet, "", time.Time{}) {
+		if r.verb == "watch" {
+			from = append(from, rvNumber(r.query.Get("resourceVersion")))
+		}
+	}
+	require.GreaterOrEqual(t, len(from), 2, "the watches of timeoutSeconds 4 to 8 s were reopened")
+	require.Greater(t, slices.Max(from), listed, "every watch reopened from the list's resourceVersion %d, not a bookmark's: %v", listed, from)
 }

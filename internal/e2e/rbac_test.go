@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,6 +120,50 @@ func TestListOnlyResource(t *testing.T) {
 			assert.Empty(t, errs.since(time.Time{}), "nothing to report")
 		})
 	}
+	// What the informers above cannot show within a test: the timer. With
+	// an interval of 1 s, the Reflector lists again every second or so and,
+	// once synced, never opens a watch (one from "" would start at the
+	// newest state).
+	for name, mode := range map[string]reflector.Mode{"auto/timer": reflector.Auto, "list-watch/timer": reflector.ListWatch} {
+		t.Run(name, func(t *testing.T) {
+			client, err := reflector.NewClient(cfg)
+			require.NoError(t, err)
+			lw, err := reflector.NewListerWatcher[*corev1.ComponentStatus](client, reflector.Target{})
+			require.NoError(t, err)
+			counted := &countingLW{ListerWatcher: lw}
+			inf := informer.New[*corev1.ComponentStatus](counted, informer.WithReflectorOptions(
+				reflector.WithMode[*corev1.ComponentStatus](mode), reflector.WithRelistInterval[*corev1.ComponentStatus](time.Second)))
+			errs := &errorLog{}
+			require.NoError(t, inf.SetWatchErrorHandler(errs.add))
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			done := make(chan struct{})
+			go func() { defer close(done); inf.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			require.NoError(t, informer.WaitForSync(ctx, inf))
+			listed, watched := counted.lists.Load(), counted.watches.Load() // Auto's first attempt streams: 405
+			require.Eventually(t, func() bool { return counted.lists.Load()-listed >= 2 }, 10*time.Second, 50*time.Millisecond,
+				"not listed again twice within 10 s, with an interval of 1 s to 1.1 s")
+			assert.Equal(t, watched, counted.watches.Load(), "a watch opened for a resource listed without a resourceVersion")
+			assert.Empty(t, errs.since(time.Time{}), "nothing to report")
+		})
+	}
+}
+
+// countingLW counts the List and Watch calls of a ListerWatcher.
+type countingLW struct {
+	reflector.ListerWatcher[*corev1.ComponentStatus]
+	lists, watches atomic.Int64
+}
+
+func (c *countingLW) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.ComponentStatus) error) (reflector.ListMeta, error) {
+	c.lists.Add(1)
+	return c.ListerWatcher.List(ctx, opts, add)
+}
+
+func (c *countingLW) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.ComponentStatus], error) {
+	c.watches.Add(1)
+	return c.ListerWatcher.Watch(ctx, opts)
 }
 
 // cachedListOnly checks that inf, an informer of componentstatuses, holds

@@ -170,10 +170,10 @@ func fills(reqs []apiRequest) (fill, watch int) {
 // selector, as JSON and protobuf (custom resources: JSON only), with
 // streaming lists and with LIST then WATCH, and streaming lists again with
 // events decoded on two goroutines and parts shared (WithSharing): 84
-// informers at once. The objects exist before the informers start (the
-// initial list) and then change hundreds of times while they watch:
-// creates, updates, moves out of and into the selector, deletes, an object
-// deleted and created again.
+// informers at once; LIST+WATCH lists in pages of 7. The objects exist
+// before the informers start (the initial list) and then change hundreds
+// of times while they watch: creates, updates, moves out of and into the
+// selector, deletes, an object deleted and created again.
 func scenarioMatrix(t *testing.T, srv server, ns string) {
 	nsA, nsB := ns+"-a", ns+"-b"
 	srv.createNamespace(t, nsA)
@@ -202,6 +202,11 @@ func scenarioMatrix(t *testing.T, srv server, ns string) {
 	} {
 		fopts := []informer.FactoryOption{informer.WithListMode(c.mode),
 			informer.WithHTTPOptions(append(c.opts, reflector.WithContentType(c.ct))...)}
+		if c.mode == reflector.ListWatch {
+			// Pages of 7: every list of 8 objects or more follows
+			// continue tokens (no scenario lists the default 500).
+			fopts = append(fopts, informer.WithPageSize(7))
+		}
 		if c.opts != nil {
 			fopts = append(fopts, informer.WithSharing())
 		}
