@@ -18,18 +18,9 @@ import (
 // and the others wait for its answer. net/http dialed one connection for
 // each while none was up.
 func TestFirstRequestGoesAlone(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := newCountingHTTP2Server(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
-	}))
-	srv.EnableHTTP2 = true
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.StartTLS()
-	defer srv.Close()
+	})
 	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
 	const n = 50
 	var wg sync.WaitGroup
@@ -54,24 +45,15 @@ func TestFirstRequestGoesAlone(t *testing.T) {
 // every other informer of a Factory for firstRequestWait. Found by a review
 // helper. They share the connection all the same.
 func TestFirstGateOpensOnceTheConnectionIsUp(t *testing.T) {
-	var conns atomic.Int32
 	entered, release := make(chan struct{}), make(chan struct{})
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := newCountingHTTP2Server(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			close(entered)
 			<-release
 		}
-	}))
-	srv.EnableHTTP2 = true
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.StartTLS()
-	defer srv.Close()
+	})
 	releaseOnce := sync.OnceFunc(func() { close(release) })
-	defer releaseOnce() // before the server closes
+	defer releaseOnce() // before the server closes (a cleanup)
 	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
 	c.first.wait = time.Hour // not the way out
 	slow := make(chan error, 1)
@@ -105,6 +87,22 @@ func TestFirstGateOpensOnceTheConnectionIsUp(t *testing.T) {
 	if got := conns.Load(); got != 1 {
 		t.Errorf("%d connections, want 1", got)
 	}
+}
+
+// newCountingHTTP2Server starts a TLS server speaking HTTP/2, closed when
+// the test ends, and counts the connections it accepts.
+func newCountingHTTP2Server(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
+	conns := new(atomic.Int32)
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv, conns
 }
 
 // The others wait for the first request until it is done, or at most
