@@ -752,3 +752,33 @@ func TestImpersonationHeaders(t *testing.T) {
 		t.Error("Groups without UserName: no error")
 	}
 }
+
+// roundTripRecorder records the requests it is given.
+type roundTripRecorder struct{ reqs []*http.Request }
+
+func (r *roundTripRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.reqs = append(r.reqs, req)
+	return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+}
+
+// Credentials go to the configured server only: not to the same host
+// reached over plain HTTP (a redirect from https://h to http://h, whose
+// Host is the same when neither names a port), where the token would
+// travel in clear.
+func TestCredentialsNotSentOverAnotherScheme(t *testing.T) {
+	rec := &roundTripRecorder{}
+	origin, _ := url.Parse("https://apiserver.example")
+	tr := &authTransport{next: rec, origin: origin, userAgent: "test", bearer: "tok-123"}
+	for _, u := range []string{"https://apiserver.example/api", "http://apiserver.example/api"} {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		if _, err := tr.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rec.reqs[0].Header.Get("Authorization"); got != "Bearer tok-123" {
+		t.Fatalf("https request: Authorization %q", got)
+	}
+	if got := rec.reqs[1].Header.Get("Authorization"); got != "" {
+		t.Fatalf("http request to the same host got Authorization %q", got)
+	}
+}

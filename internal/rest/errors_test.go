@@ -313,3 +313,32 @@ func TestHelpersOnOtherErrors(t *testing.T) {
 		t.Error("a nil *APIError matched IsGone")
 	}
 }
+
+// An ERROR event's Status with reason Expired and no code is a 410: gone,
+// not retryable (the informer must relist), whatever else looks at it.
+func TestExpiredWithoutCodeIsGone(t *testing.T) {
+	e := FromStatus(&metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired, Message: "too old resource version: 1 (2)"})
+	if e.ErrStatus.Code != http.StatusGone || e.Retryable() || IsRetryable(e) || !IsGone(e) || !apierrors.IsResourceExpired(e) {
+		t.Fatalf("code %d, Retryable %v, IsRetryable %v, IsGone %v", e.ErrStatus.Code, e.Retryable(), IsRetryable(e), IsGone(e))
+	}
+	// An APIError made by hand, without a code: the reason alone says it.
+	for _, r := range []metav1.StatusReason{metav1.StatusReasonExpired, metav1.StatusReasonGone} {
+		if !IsGone(&APIError{ErrStatus: metav1.Status{Reason: r}}) {
+			t.Errorf("IsGone(reason %s, no code) = false", r)
+		}
+	}
+}
+
+// The classifiers look at each of the signs client-go looks at: a 410
+// whatever its reason; a ResourceVersionTooLarge cause whatever the
+// reason and message around it.
+func TestClassifiersEachSign(t *testing.T) {
+	if !IsGone(&APIError{ErrStatus: metav1.Status{Code: http.StatusGone}}) {
+		t.Error("IsGone(410 without a reason) = false")
+	}
+	tooLarge := &APIError{ErrStatus: metav1.Status{Code: 500, Details: &metav1.StatusDetails{
+		Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}}}}
+	if !IsTooLargeResourceVersion(tooLarge) {
+		t.Error("IsTooLargeResourceVersion(a ResourceVersionTooLarge cause alone) = false")
+	}
+}

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -71,5 +75,56 @@ func TestLimitReaderErrorIsSticky(t *testing.T) {
 	}
 	if err := iotest.TestReader(LimitReader(strings.NewReader("abcdef"), 6), []byte("abcdef")); err != nil {
 		t.Error(err)
+	}
+}
+
+// A plain-text 429 whose Retry-After is an HTTP date: the made-up Status
+// never suggests waiting less than the delay the header asked for (the
+// delay, a fraction of a second past whole seconds, is rounded up).
+func TestCheckResponseRetryAfterDateRoundsUp(t *testing.T) {
+	when := time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)
+	err := CheckResponse(fakeResponse(429, "text/plain", "Too many requests", http.Header{"Retry-After": {when}}))
+	e, ok := asAPIError(err)
+	if !ok || e.RetryAfter <= 0 || e.RetryAfter > 3*time.Second {
+		t.Fatalf("RetryAfter = %v, want up to 3s", RetryAfter(err))
+	}
+	secs, ok := apierrors.SuggestsClientDelay(err)
+	if !ok || time.Duration(secs)*time.Second < e.RetryAfter {
+		t.Fatalf("SuggestsClientDelay = %d, %v: less than the %v asked for", secs, ok, e.RetryAfter)
+	}
+}
+
+// The request's URL in an APIError never shows a password in its user
+// info, in the URL field nor in the error's text.
+func TestCheckResponseRedactsURLPassword(t *testing.T) {
+	resp := fakeResponse(403, "text/plain", "forbidden", nil)
+	resp.Request.URL = &url.URL{Scheme: "https", User: url.UserPassword("admin", "s3cr3t-pw"), Host: "apiserver.example:6443", Path: "/api/v1/pods"}
+	err := CheckResponse(resp)
+	e, _ := asAPIError(err)
+	if e == nil || strings.Contains(e.URL, "s3cr3t-pw") || strings.Contains(err.Error(), "s3cr3t-pw") {
+		t.Fatalf("the password shows: URL %q, error %q", e.URL, err)
+	}
+	if !strings.Contains(e.URL, "apiserver.example:6443/api/v1/pods") {
+		t.Fatalf("URL %q does not name the request", e.URL)
+	}
+}
+
+// A protobuf body whose envelope names another kind is not a Status,
+// even when its bytes would decode as one: the error is made up from the
+// HTTP status.
+func TestCheckResponseProtobufOtherKind(t *testing.T) {
+	raw, err := (&metav1.Status{Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound, Message: "not me"}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Event"}, Raw: raw}
+	env, err := u.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := append([]byte("k8s\x00"), env...)
+	e, _ := asAPIError(CheckResponse(fakeResponse(500, "application/vnd.kubernetes.protobuf", string(body), nil)))
+	if e == nil || e.ErrStatus.Code != 500 || e.ErrStatus.Reason != metav1.StatusReasonInternalError {
+		t.Fatalf("got %+v", e)
 	}
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -8,7 +9,9 @@ import (
 	"testing"
 
 	jsoniter "github.com/json-iterator/go"
+	"github.com/stretchr/testify/require"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -193,5 +196,31 @@ func TestUserTypesMatchApimachinery(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Quantities whose text is a prefix of one another ("100m", "100",
+// "10") each decode to their own value from JSON: the table of parsed
+// quantities is keyed by the whole string.
+func TestJSONQuantitiesThatArePrefixes(t *testing.T) {
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	texts := []string{"100m", "100", "10", "1Gi", "1G", "1", "100m", "100"}
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+	for i, s := range texts {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)}}
+		p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)}}}}
+		list.Items = append(list.Items, p)
+	}
+	var got []*corev1.Pod
+	_, err := DecodeJSONList(bytes.NewReader(jsonOf(t, list)), c, 0, func(p *corev1.Pod) error {
+		got = append(got, p)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, got, len(texts))
+	for i, s := range texts {
+		q := got[i].Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]
+		require.Equal(t, s, q.String(), "pod %d", i)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
@@ -262,4 +263,38 @@ func TestByteBudget(t *testing.T) {
 		require.False(t, <-acquired, "acquire succeeded after close")
 		require.False(t, b.acquire(1), "acquire on a closed budget succeeded")
 	})
+}
+
+// Strings holding escaped quotes next to braces (JSON held in a string,
+// as kubectl's last-applied-configuration annotation) do not end a JSON
+// event early in the parallel decoder's framer, whole or read a byte at
+// a time.
+func TestParallelJSONFramerFollowsEscapes(t *testing.T) {
+	c := mustCodec[*corev1.ConfigMap](t, configMapGVK)
+	var evs []event
+	for i := range 3 {
+		cm := testConfigMap(i)
+		cm.Annotations = map[string]string{
+			"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","data":{"k":"}"},"kind":"ConfigMap"}` + "\n",
+			"quote-brace": `a"}{"b\`,
+		}
+		evs = append(evs, event{"MODIFIED", cm})
+	}
+	stream := jsonStream(t, evs...)
+	for name, r := range map[string]func() io.Reader{
+		"whole":    func() io.Reader { return bytes.NewReader(stream) },
+		"one byte": func() io.Reader { return iotest.OneByteReader(bytes.NewReader(stream)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := NewParallelJSONWatchDecoder(r(), c, 0, parallelWorkers)
+			defer d.Close()
+			got, err := drainNext(d.Next)
+			require.ErrorIs(t, err, io.EOF)
+			require.Len(t, got, len(evs))
+			for i, ev := range got {
+				require.Equal(t, evs[i].obj.(*corev1.ConfigMap).Annotations, ev.Object.Annotations)
+				require.Equal(t, evs[i].obj.(*corev1.ConfigMap).Data, ev.Object.Data)
+			}
+		})
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -330,5 +331,45 @@ func TestMapRoomFollowsItsEntries(t *testing.T) {
 	t.Logf("frame of %d bytes: the object retains %d bytes (generated: %d)", len(data), comp, gen)
 	if comp > uint64(len(data)) {
 		t.Errorf("a one-label object retains %d bytes from a %d-byte frame (generated Unmarshal: %d)", comp, len(data), gen)
+	}
+}
+
+// A repeated varint field written packed (one length-delimited field
+// holding every value, as proto3 marshalers write it; the generated
+// Unmarshal of every k8s.io/api type accepts it) decodes to all its
+// values, negative ones included, also when unpacked elements follow.
+func TestProtoDecodePackedRepeatedVarints(t *testing.T) {
+	typ := reflect.TypeFor[corev1.PodSecurityContext]() // supplementalGroups = 4, repeated int64
+	values := []int64{1, 300, -5, 1 << 40}
+	var packed []byte
+	for _, v := range values {
+		packed = binary.AppendUvarint(packed, uint64(v))
+	}
+	data := tagged(4, packed)
+	data = binary.AppendUvarint(data, 4<<3|wireVarint) // then one unpacked
+	data = binary.AppendUvarint(data, 7)
+	want, got, wantErr, gotErr := decodeBoth(typ, data, newInternTable(), nil)
+	require.NoError(t, wantErr)
+	require.NoError(t, gotErr)
+	require.Equal(t, append(values, 7), want.(*corev1.PodSecurityContext).SupplementalGroups, "the generated Unmarshal")
+	require.Equal(t, want, got)
+}
+
+// A Quantity message that does not start with its field 1 is not a key
+// of the table's parsed quantities: such a message (here an unknown
+// field only) leaves the quantity as it was, which differs from object
+// to object.
+func TestProtoQuantityWithoutItsStringIsNotRemembered(t *testing.T) {
+	typ := reflect.TypeFor[autoscalingv1.ObjectMetricSource]() // targetValue = 3, a Quantity
+	quantity := func(s string) []byte { return tagged(1, []byte(s)) }
+	unknownOnly := []byte{2 << 3, 0} // field 2, varint 0: skipped by Quantity.Unmarshal
+	table := newInternTable()
+	for _, v := range []string{"5", "7", "9"} {
+		data := append(tagged(3, quantity(v)), tagged(3, unknownOnly)...)
+		want, got, wantErr, gotErr := decodeBoth(typ, data, table, nil)
+		require.NoError(t, wantErr)
+		require.NoError(t, gotErr)
+		require.Equal(t, v, want.(*autoscalingv1.ObjectMetricSource).TargetValue.String(), "the generated Unmarshal")
+		require.Equal(t, v, got.(*autoscalingv1.ObjectMetricSource).TargetValue.String())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -306,4 +307,18 @@ func TestErrorEventWithAnotherObject(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A RawExtension's fields other than raw (1) are skipped, as its
+// generated Unmarshal skips them, not taken for the object.
+func TestProtobufWatchSkipsUnknownRawExtensionFields(t *testing.T) {
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	pod := realisticPod(1)
+	ext := append(tagged(1, protoOf(t, pod)), tagged(2, []byte("not the object"))...)
+	we := append(tagged(1, []byte("ADDED")), tagged(2, ext)...)
+	evs, err := drainProto(t, bytes.NewReader(frame(we)), c, 0)
+	require.ErrorIs(t, err, io.EOF)
+	require.Len(t, evs, 1)
+	require.Equal(t, pod.Name, evs[0].Object.Name)
+	require.Equal(t, pod.Spec, evs[0].Object.Spec)
 }

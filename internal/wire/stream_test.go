@@ -1,10 +1,15 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A watch decoder must hand out an event as soon as its last byte has
@@ -76,6 +81,77 @@ func TestWatchDecodersDoNotWaitForTheNextEvent(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
+		})
+	}
+}
+
+// An ERROR event whose Status does not say its kind is still read as a
+// Status, code and reason kept (410 Expired: the informer relists), by
+// both decoders, as a kindless protobuf Status is.
+func TestErrorEventWithKindlessStatus(t *testing.T) {
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	status := metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old resource version: 1 (2)"}
+	st, err := status.Marshal()
+	require.NoError(t, err)
+	protoObj := append(append([]byte(nil), protobufMagic...), tagged(2, st)...) // an Unknown without typeMeta
+	jsonObj, err := json.Marshal(status)                                        // no kind, no apiVersion
+	require.NoError(t, err)
+	decoders := map[string]func() (Event[*corev1.Pod], error){
+		"json":     NewJSONWatchDecoder(strings.NewReader(`{"type":"ERROR","object":`+string(jsonObj)+"}\n"), c, 0).Next,
+		"protobuf": NewProtobufWatchDecoder(bytes.NewReader(protoFrame(t, "ERROR", protoObj)), c, 0).Next,
+	}
+	for name, next := range decoders {
+		t.Run(name, func(t *testing.T) {
+			ev, err := next()
+			require.NoError(t, err)
+			require.Equal(t, Error, ev.Type)
+			require.NotNil(t, ev.Status)
+			require.EqualValues(t, 410, ev.Status.Code)
+			require.Equal(t, metav1.StatusReasonExpired, ev.Status.Reason)
+			require.Equal(t, status.Message, ev.Status.Message)
+		})
+	}
+}
+
+// An event of exactly maxFrame bytes is decoded; one byte more is too
+// large: protobuf and JSON, sequential and parallel.
+func TestFrameOfExactlyTheLimit(t *testing.T) {
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	pod := realisticPod(1)
+	protoStream := protoWatchStream(t, event{"ADDED", pod})
+	protoLen := len(protoStream) - 4
+	jsonEv := jsonStream(t, event{"ADDED", pod}) // one line, then "\n"
+	jsonLen := len(jsonEv) - 1
+	decoders := map[string]func(max int) func() (Event[*corev1.Pod], error){
+		"protobuf": func(max int) func() (Event[*corev1.Pod], error) {
+			return NewProtobufWatchDecoder(bytes.NewReader(protoStream), c, max).Next
+		},
+		"protobuf parallel": func(max int) func() (Event[*corev1.Pod], error) {
+			d := NewParallelProtobufWatchDecoder(bytes.NewReader(protoStream), c, max, parallelWorkers)
+			t.Cleanup(d.Close)
+			return d.Next
+		},
+		"JSON": func(max int) func() (Event[*corev1.Pod], error) {
+			return NewJSONWatchDecoder(bytes.NewReader(jsonEv), c, max).Next
+		},
+		"JSON parallel": func(max int) func() (Event[*corev1.Pod], error) {
+			d := NewParallelJSONWatchDecoder(bytes.NewReader(jsonEv), c, max, parallelWorkers)
+			t.Cleanup(d.Close)
+			return d.Next
+		},
+	}
+	for name, open := range decoders {
+		t.Run(name, func(t *testing.T) {
+			limit := protoLen
+			if strings.HasPrefix(name, "JSON") {
+				limit = jsonLen
+			}
+			evs, err := drainNext(open(limit))
+			require.ErrorIs(t, err, io.EOF, "a frame of exactly the limit")
+			require.Len(t, evs, 1)
+			require.Equal(t, pod.Name, evs[0].Object.Name)
+			_, err = drainNext(open(limit - 1))
+			require.ErrorIs(t, err, ErrFrameTooLarge, "a frame one byte over the limit")
 		})
 	}
 }
