@@ -79,7 +79,8 @@ func TestJSONList(t *testing.T) {
 }
 
 func TestProtobufList(t *testing.T) {
-	remaining := int64(7)
+	// Past int32: remainingItemCount is an int64 on the wire.
+	remaining := int64(1<<40 + 7)
 	list, want := podList(3, "1234", "token", &remaining)
 	body := protoOf(t, list)
 	for name, r := range map[string]func() io.Reader{
@@ -92,7 +93,7 @@ func TestProtobufList(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if meta.ResourceVersion != "1234" || meta.Continue != "token" || meta.RemainingItemCount == nil || *meta.RemainingItemCount != 7 {
+			if meta.ResourceVersion != "1234" || meta.Continue != "token" || meta.RemainingItemCount == nil || *meta.RemainingItemCount != remaining {
 				t.Fatalf("meta: got %+v", meta)
 			}
 			// Items must not alias the reused item buffer.
