@@ -3,6 +3,7 @@ package informer_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -105,6 +106,53 @@ func TestFactoryWaitEndsWhenAnInformerRunElsewhereStops(t *testing.T) {
 		require.NoError(t, <-done)
 		err = f.WaitForCacheSync(t.Context()) // would wait for ever without Stopped
 		assert.EqualError(t, err, "caches not synced: pods: stopped before it synced")
+	})
+}
+
+// A second Start starts only the informers created since the first: one
+// already running is not run again (its Run would refuse, and the Factory
+// would lose the first Start's way to stop it). Shutdown stops the
+// informers of both Starts while neither Start's context has ended, and
+// each informer listed once.
+func TestSecondStartStartsOnlyNewInformers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pods := listwatchtest.NewSource[*corev1.Pod]()
+		configMaps := listwatchtest.NewSource[*corev1.ConfigMap]()
+		var logs syncBuffer
+		f, err := informer.NewFactory(nil, informer.WithListMode(reflector.ListWatch),
+			informer.WithFactoryLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+			informer.WithListerWatcher[*corev1.Pod](pods),
+			informer.WithListerWatcher[*corev1.ConfigMap](configMaps))
+		require.NoError(t, err)
+		_, err = informer.For[*corev1.Pod](f, reflector.Target{})
+		require.NoError(t, err)
+		first, cancelFirst := context.WithCancel(t.Context())
+		defer cancelFirst() // only so that a failure leaves nothing running
+		f.Start(first)
+		synctest.Wait()
+
+		_, err = informer.For[*corev1.ConfigMap](f, reflector.Target{})
+		require.NoError(t, err)
+		second, cancelSecond := context.WithCancel(t.Context())
+		defer cancelSecond()
+		f.Start(second)
+		require.NoError(t, f.WaitForCacheSync(t.Context()))
+
+		shutDown := make(chan struct{})
+		go func() {
+			f.Shutdown()
+			close(shutDown)
+		}()
+		select {
+		case <-shutDown:
+		case <-time.After(time.Hour): // the bubble's clock: no real wait
+			t.Fatal("Shutdown still waiting an hour later: the informer the first Start ran was not stopped")
+		}
+		podLists, _ := pods.Requests()
+		configMapLists, _ := configMaps.Requests()
+		assert.EqualValues(t, 1, podLists, "LISTs of pods")
+		assert.EqualValues(t, 1, configMapLists, "LISTs of configmaps")
+		assert.NotContains(t, logs.String(), "did not run")
 	})
 }
 

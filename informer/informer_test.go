@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/listwatch/listwatch/indexer"
 	"github.com/listwatch/listwatch/informer"
@@ -576,6 +577,40 @@ func TestRecreatedWhileAwayIsDeleteThenAdd(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, []string{"add a@1 initial=true", "delete a unknown=true", "add a@3 initial=false"}, v.calls())
 		assert.Equal(t, sourceKeys(src), cacheKeys(inf))
+	})
+}
+
+// A UID tells a recreated object from an updated one only when both
+// states have one: a state without a UID (a transform dropped it, as
+// reflector.WithTransform warns) is an update, whichever of the two lacks
+// it; only two different UIDs are a delete and an add.
+func TestAStateWithoutAUIDIsAnUpdate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		withUID := func(rv string, uid types.UID) *corev1.Pod {
+			p := podRV("a", rv)
+			p.UID = uid
+			return p
+		}
+		lw := &scriptLW{list: []*corev1.Pod{withUID("1", "")}, rv: "1", events: make(chan reflector.Event[*corev1.Pod])}
+		inf := informer.New[*corev1.Pod](lw, informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)))
+		v := newView(t)
+		inf.AddEventHandler(v)
+		defer start(t, inf)()
+		synctest.Wait()
+		for _, p := range []*corev1.Pod{
+			withUID("2", "u1"), // cached without a UID
+			withUID("3", ""),   // cached with one
+			withUID("4", "u2"), // cached without a UID again
+			withUID("5", "u3"), // another UID: recreated
+		} {
+			lw.events <- reflector.Event[*corev1.Pod]{Type: reflector.Modified, Object: p}
+		}
+		synctest.Wait()
+		assert.Equal(t, []string{
+			"add a@1 initial=true",
+			"update a@1->2", "update a@2->3", "update a@3->4",
+			"delete a unknown=true", "add a@5 initial=false",
+		}, v.calls())
 	})
 }
 

@@ -551,6 +551,43 @@ func TestResyncSkipsAHandlerBehindTheLastOne(t *testing.T) {
 	})
 }
 
+// "Every notification of its last resync" includes the one in the
+// handler: a resync of one object whose handler has not returned from it
+// yet is still the last resync, and the listener is not picked again
+// until that call returns.
+func TestResyncWaitsForItsOnlySyncInTheHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		p := processor.New[*corev1.Pod]()
+		release := make(gate)
+		r := &recorder{before: func(line string) {
+			if line == "Update ns/a 1->1" {
+				release.wait()
+			}
+		}}
+		p.AddListener(r, processor.ListenerOptions{ResyncPeriod: 10 * time.Second})
+		stop := run(p)
+		defer stop()
+
+		if !p.ShouldResync(t0.Add(10 * time.Second)) {
+			t.Fatal("the first resync was not due")
+		}
+		p.Distribute(updateOf("a", "1", "1"), true) // a cache of one object
+		synctest.Wait()                             // its only Sync is in the handler
+		if p.ShouldResync(t0.Add(20 * time.Second)) {
+			t.Error("picked while its handler is still in the only Sync of the last resync")
+		}
+		release.open()
+		synctest.Wait()
+		if !p.ShouldResync(t0.Add(21 * time.Second)) {
+			t.Error("not picked once its handler returned from the last resync")
+		}
+		p.Distribute(updateOf("a", "2", "2"), true)
+		synctest.Wait()
+		checkLines(t, "listener", r, []string{"Update ns/a 1->1", "Update ns/a 2->2"})
+	})
+}
+
 func TestResyncPeriodBounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
@@ -624,6 +661,42 @@ func TestMaxPendingCoalescesUpdates(t *testing.T) {
 		release.open()
 		synctest.Wait()
 		checkLines(t, "listener with MaxPending", r, want)
+	})
+}
+
+// With MaxPending, updates merged while the listener waits for Run are
+// taken out of its counts, as they are once it runs: after its handler has
+// handled what is left, nothing is pending, and a resync merged that way
+// does not leave the listener behind its last resync for ever.
+func TestUpdatesMergedBeforeRunAreNotLeftPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		p := processor.New[*corev1.Pod]()
+		r := &recorder{}
+		l := p.AddListener(r, processor.ListenerOptions{MaxPending: 1, ResyncPeriod: 10 * time.Second})
+
+		// Before Run: a live update merged into another, then a resync
+		// of the same object merged into that.
+		p.Distribute(updateOf("a", "1", "2"), false)
+		p.Distribute(updateOf("a", "2", "3"), false)
+		if !p.ShouldResync(t0.Add(10 * time.Second)) {
+			t.Fatal("the first resync was not due")
+		}
+		p.Distribute(updateOf("a", "3", "3"), true)
+		if got := l.Pending(); got != 1 {
+			t.Errorf("before Run: %d pending, want 1 (the others merged into it)", got)
+		}
+
+		stop := run(p)
+		defer stop()
+		synctest.Wait()
+		checkLines(t, "listener", r, []string{"Update ns/a 1->3"})
+		if got := l.Pending(); got != 0 {
+			t.Errorf("after handling everything: %d pending, want 0", got)
+		}
+		if !p.ShouldResync(t0.Add(20 * time.Second)) {
+			t.Error("not picked for its next resync: still counted behind the merged one")
+		}
 	})
 }
 
