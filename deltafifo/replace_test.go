@@ -218,6 +218,69 @@ func TestFIFOInFlightKeyIsHeld(t *testing.T) {
 	})
 }
 
+// A key both being processed and queued again (by an Update while its
+// batch is processed) that a relist lacks is deleted with the object of its
+// newest queued delta: the batch being processed holds an older state,
+// which the tombstone must not take back.
+func TestReplaceTombstoneOfAQueuedInFlightKeyCarriesTheQueuedObject(t *testing.T) {
+	f := newFIFO(newKnown(pod("a", "1")))
+	require.NoError(t, f.Update(pod("a", "2")))
+	err := f.Pop(context.Background(), func(string, []deltafifo.Delta[*corev1.Pod], bool) error {
+		if err := f.Update(pod("a", "3")); err != nil {
+			return err
+		}
+		return f.Replace(nil, "4")
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/a: Updated@3 Deleted!@3"}, snapshot(f))
+}
+
+// Two Pops at once (here one inside the other) may each hold a batch of one
+// key: the newest batch is what the FIFO counts as the key's state, whatever
+// the older one ends with.
+func TestNewestInFlightBatchDecides(t *testing.T) {
+	tests := []struct {
+		name   string
+		known  *known
+		older  []op // queue ns/a for the outer Pop
+		newer  op   // queues ns/a again, for the inner Pop
+		during op   // runs inside the inner Pop
+		want   []string
+	}{{
+		name:   "a Delete after a newer batch that added the key back is queued",
+		known:  newKnown(),
+		older:  []op{add("a", "1"), del("a", "2")},
+		newer:  add("a", "3"),
+		during: del("a", "3"),
+		want:   []string{"ns/a: Deleted@3"},
+	}, {
+		name:   "Resync queues no Sync when the older batch is a relist's and the newer is not",
+		known:  newKnown(pod("a", "1")),
+		older:  []op{replace(pod("a", "2"))},
+		newer:  update("a", "3"),
+		during: resync(),
+		want:   nil,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFIFO(tt.known)
+			for _, o := range tt.older {
+				require.NoError(t, o(f))
+			}
+			err := f.Pop(context.Background(), func(string, []deltafifo.Delta[*corev1.Pod], bool) error {
+				if err := tt.newer(f); err != nil {
+					return err
+				}
+				return f.Pop(context.Background(), func(string, []deltafifo.Delta[*corev1.Pod], bool) error {
+					return tt.during(f)
+				})
+			})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, snapshot(f))
+		})
+	}
+}
+
 // A list that holds one key twice counts once, with the newer object, in
 // whichever order they come: handlers never see it go back in time.
 func TestReplaceWithAKeyTwiceKeepsTheNewer(t *testing.T) {

@@ -69,3 +69,22 @@ func TestRetryAfterWithExtremeBackoffs(t *testing.T) {
 		}
 	}
 }
+
+// After twice its maximum without a failure, the backoff starts again from
+// its initial delay: a failure after a quiet stretch is not the next of a
+// run of them. Sooner, it stays where the run left it.
+func TestBackoffResetsAfterAQuietStretch(t *testing.T) {
+	b := newBackoff(time.Second, 30*time.Second)
+	now := time.Now()
+	for range 10 {
+		b.next(now) // a run of failures: at the maximum
+	}
+	now = now.Add(time.Minute) // twice the maximum
+	if w := b.next(now); w < 15*time.Second {
+		t.Fatalf("a failure %v after the last waited %v, want 15s to 30s: still the same run", time.Minute, w)
+	}
+	now = now.Add(time.Minute + time.Second)
+	if w := b.next(now); w > time.Second {
+		t.Fatalf("a failure %v after the last waited %v, want at most the initial 1s", time.Minute+time.Second, w)
+	}
+}

@@ -458,6 +458,76 @@ func TestEventWithoutATypeIsSkipped(t *testing.T) {
 	})
 }
 
+// skipsAt is a Watcher that skips Watcher's event number skip (from 1), as
+// the HTTP Watcher does one with an object of another kind: Next returns
+// ErrSkipped in its place.
+type skipsAt struct {
+	reflector.Watcher[*corev1.Pod]
+	skip, n int
+}
+
+func (w *skipsAt) Next() (reflector.Event[*corev1.Pod], error) {
+	ev, err := w.Watcher.Next()
+	if err == nil {
+		if w.n++; w.n == w.skip {
+			return reflector.Event[*corev1.Pod]{}, fmt.Errorf("%w: %s is of another kind", reflector.ErrSkipped, ev.Object.Name)
+		}
+	}
+	return ev, err
+}
+
+// An event the Watcher skips (ErrSkipped) is reported, and the watch goes
+// on: ending it would resume from the same resourceVersion, and the server
+// would send the same event again, and end the watch again.
+func TestSkippedWatchEventKeepsTheWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &ownLW{watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			return &skipsAt{skip: 1, Watcher: &scriptedEvents{done: make(chan struct{}), events: []reflector.Event[*corev1.Pod]{
+				{Type: reflector.Added, Object: withRV(pod("b"), "2")},
+				{Type: reflector.Added, Object: withRV(pod("c"), "3")},
+			}}}, nil
+		}}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.ListWatch)
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, []string{"a@1", "c@3"}, store.keys())
+		assert.Equal(t, int64(1), lw.watches.Load())
+		require.Len(t, errs.all(), 1)
+		assert.ErrorIs(t, errs.all()[0], reflector.ErrSkipped)
+	})
+}
+
+// A streaming list one of whose initial events the Watcher skipped is not
+// stored: a list without that object would delete it from the cache. It
+// is tried again after the backoff, and the whole one is stored.
+func TestStreamingListWithASkippedEventIsNotStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var streams atomic.Int64
+		lw := &ownLW{watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			end := withRV(&corev1.Pod{}, "5")
+			end.Annotations = map[string]string{reflector.InitialEventsEndAnnotation: "true"}
+			w := &scriptedEvents{done: make(chan struct{}), events: []reflector.Event[*corev1.Pod]{
+				{Type: reflector.Added, Object: withRV(pod("a"), "3")},
+				{Type: reflector.Added, Object: withRV(pod("b"), "4")},
+				{Type: reflector.Bookmark, Object: end},
+			}}
+			if streams.Add(1) == 1 {
+				return &skipsAt{skip: 2, Watcher: w}, nil // b skipped, the first time
+			}
+			return w, nil
+		}}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.WatchList)
+		defer run(t, r)()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 2@5"}, store.calls(), "only the whole list is stored")
+		assert.Equal(t, int64(2), streams.Load())
+		assert.Equal(t, 1, errorsContaining(errs.all(), "incomplete, so listed again"), "%v", errs.all())
+	})
+}
+
 // An add under way when List returns is waited for and kept; before, it
 // was lost without a word, and its transform and sharing raced with Run's
 // goroutine.

@@ -248,6 +248,48 @@ func TestBookmarkAdvancesResourceVersion(t *testing.T) {
 	})
 }
 
+// watchThenResume is an ownLW whose first watch sends events and ends
+// cleanly; the watches after it stay open. froms returns the
+// resourceVersion each watch was asked from.
+func watchThenResume(events ...reflector.Event[*corev1.Pod]) (lw *ownLW, froms func() []string) {
+	var mu sync.Mutex
+	var asked []string
+	lw = &ownLW{watch: func(_ context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, opts.ResourceVersion)
+		if len(asked) > 1 {
+			return newCloseOnly(), nil
+		}
+		return &eventsThen{events: events, err: errEOF}, nil
+	}}
+	return lw, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(asked)
+	}
+}
+
+// A BOOKMARK older than the event before it does not take the Reflector
+// back: the next watch resumes after the event, not from the bookmark,
+// which would bring again what the Store has.
+func TestOlderBookmarkDoesNotMoveTheResourceVersionBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, froms := watchThenResume(
+			reflector.Event[*corev1.Pod]{Type: reflector.Added, Object: withRV(pod("b"), "42")},
+			reflector.Event[*corev1.Pod]{Type: reflector.Bookmark, Object: withRV(&corev1.Pod{}, "7")},
+		)
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.ListWatch)
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, "42", r.LastSyncResourceVersion())
+		assert.Equal(t, []string{"1", "42"}, froms(), "the watch after the bookmark resumes after the event")
+		assert.Equal(t, []string{"a@1", "b@42"}, store.keys())
+		assert.Empty(t, errs.all())
+	})
+}
+
 // Events may share a resourceVersion: etcd deletes the keys of an expired
 // lease in one transaction, and kube-apiserver puts the Events created
 // within a minute on one lease, so they are DELETED at one revision (seen
@@ -521,6 +563,47 @@ func TestRelistNeverGoesBackInTime(t *testing.T) {
 		assert.Contains(t, calls, "replace 0@20")
 		assert.Equal(t, "12", lw.listOpts[1].ResourceVersion, "a relist asks for a state at least as new as the cache")
 		assert.Equal(t, metav1.ResourceVersionMatchNotOlderThan, lw.listOpts[1].ResourceVersionMatch)
+	})
+}
+
+// The same with streaming lists: a relist whose initial events end at a
+// resourceVersion older than the cache's is not stored, and the Reflector
+// streams again, from the cache's.
+func TestStreamingRelistNeverGoesBackInTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var froms []string
+		ends := []string{"10", "7", "20"} // of each streaming list; the later ones are refused
+		lw := &ownLW{watch: func(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+			mu.Lock()
+			defer mu.Unlock()
+			froms = append(froms, opts.ResourceVersion)
+			if len(froms) > len(ends) {
+				return nil, fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "no more")
+			}
+			end := withRV(&corev1.Pod{}, ends[len(froms)-1])
+			end.Annotations = map[string]string{reflector.InitialEventsEndAnnotation: "true"}
+			events := []reflector.Event[*corev1.Pod]{{Type: reflector.Bookmark, Object: end}}
+			if len(froms) == 1 {
+				events = append(events,
+					reflector.Event[*corev1.Pod]{Type: reflector.Added, Object: withRV(pod("a"), "12")},
+					reflector.Event[*corev1.Pod]{Type: reflector.Error, Status: &metav1.Status{Code: http.StatusGone, Reason: metav1.StatusReasonExpired}})
+			}
+			return &chanWatcher{ctx: ctx, events: events, stop: make(chan struct{})}, nil
+		}}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.WatchList)
+		defer run(t, r)()
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"replace 0@10", "add a@12", "replace 0@20"}, store.calls(),
+			"a streaming list older than the cache must not be applied")
+		assert.Equal(t, "20", r.LastSyncResourceVersion())
+		mu.Lock()
+		assert.Equal(t, []string{"", "12", "12"}, froms, "each relist asks for a state at least as new as the cache")
+		mu.Unlock()
+		assert.Equal(t, 1, errorsContaining(errs.all(), "initial events end at 7, cache already at 12"), "%v", errs.all())
 	})
 }
 
@@ -865,6 +948,36 @@ func TestSkippedEventAdvancesTheResourceVersion(t *testing.T) {
 	})
 }
 
+// A watch event skipped because its transform failed moves the
+// resourceVersion on only if it is newer: one older than the event before
+// it does not take the Reflector back, and the next watch resumes after
+// that event.
+func TestSkippedOlderEventDoesNotMoveTheResourceVersionBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw, froms := watchThenResume(
+			reflector.Event[*corev1.Pod]{Type: reflector.Added, Object: withRV(pod("c"), "42")},
+			reflector.Event[*corev1.Pod]{Type: reflector.Added, Object: withRV(pod("bad"), "7")},
+		)
+		var log errorLog
+		store := newRecorder()
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](log.add),
+			reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+				if p.Name == "bad" {
+					return nil, errors.New("cannot transform")
+				}
+				return p, nil
+			}))
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, "42", r.LastSyncResourceVersion())
+		assert.Equal(t, []string{"1", "42"}, froms(), "the watch after the skipped event resumes after the one before it")
+		assert.Equal(t, []string{"a@1", "c@42"}, store.keys())
+		require.Len(t, log.all(), 1)
+		assert.ErrorIs(t, log.all()[0], reflector.ErrSkipped)
+	})
+}
+
 // A list at least as new as the Store that the server refuses with 410 (a
 // server that reads resourceVersion and limit as an exact read: kube-apiserver
 // does not) is followed by a list of the server's latest state, as in
@@ -1025,6 +1138,36 @@ func TestStoreRefusingAnEventSkipsIt(t *testing.T) {
 		assert.ErrorIs(t, errs[0], reflector.ErrSkipped)
 		assert.ErrorIs(t, errs[0], errRefused)
 		assert.Contains(t, errs[0].Error(), "ns/b")
+	})
+}
+
+// TestStoreRefusingTheLastEventMovesPastIt: an event the Store refuses
+// moves the resourceVersion on even when no event comes after it, so that
+// the watch resumed after the stream ends starts past it, not with it
+// again.
+func TestStoreRefusingTheLastEventMovesPastIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, rec := newSource(), newRecorder()
+		src.Create(pod("a"))
+		store := refusing{rec, func(op string, p *corev1.Pod) bool { return op == "add" && p.Name == "b" }}
+		var log errorLog
+		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](log.add))
+		defer run(t, r)()
+		synctest.Wait()
+		src.Create(pod("b"))
+		synctest.Wait()
+		assert.Equal(t, "2", r.LastSyncResourceVersion())
+
+		src.CloseWatches()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.EqualValues(t, 2, src.Watches.Load(), "resumed once")
+		assert.EqualValues(t, 1, src.Lists.Load())
+		assert.Equal(t, []string{"a@1"}, rec.keys())
+		errs := log.all()
+		require.Len(t, errs, 1, "the resumed watch did not send b again: %v", errs)
+		assert.ErrorIs(t, errs[0], errRefused)
 	})
 }
 
@@ -1462,6 +1605,35 @@ func TestLastErrorClearsOnceAWatchIsAccepted(t *testing.T) {
 		synctest.Wait()
 		require.Len(t, reported, 1, "the 503 was reported")
 		assert.NoError(t, r.LastError(), "the watch resumed without a relist: the error is over")
+	})
+}
+
+// A list stored clears LastError, also one that skipped an item (which was
+// reported): the cache holds the server's state. Here the watch after it
+// is not answered, so no accepted watch clears it instead.
+func TestStoredListClearsLastError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &ownLW{
+			list: func(_ context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+				nameless := withRV(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}}, "1")
+				if err := add(nameless); err != nil {
+					return reflector.ListMeta{}, err
+				}
+				return reflector.ListMeta{ResourceVersion: "1"}, add(withRV(pod("a"), "1"))
+			},
+			watch: func(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+				<-ctx.Done() // no answer until Run ends
+				return nil, ctx.Err()
+			},
+		}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.ListWatch)
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Equal(t, []string{"a@1"}, store.keys())
+		require.Len(t, errs.all(), 1)
+		assert.ErrorIs(t, errs.all()[0], reflector.ErrRejected)
+		assert.NoError(t, r.LastError(), "the list was stored")
 	})
 }
 
@@ -2001,6 +2173,24 @@ func TestSpoiledWatchesAtDifferentVersionsAreResumed(t *testing.T) {
 		lw.mu.Lock()
 		defer lw.mu.Unlock()
 		assert.Equal(t, 1, lw.lists)
+	})
+}
+
+// Two watches in a row that fail in their stream at one resourceVersion, on
+// what the server sent (an event spoiled the same way each time), are
+// followed by a list, which moves past the event: the first is resumed
+// (an event spoiled on its way comes back whole), the second is not.
+func TestStuckWatchesRelistAfterTheSecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spoiled := fmt.Errorf("%w: watch event 1: spoiled the same way every time", wire.ErrMalformed)
+		var listsBefore []int // LISTs before each watch
+		var lw *scriptedWatches
+		lw = &scriptedWatches{maxWatches: 3, watch: func(int, string) reflector.Watcher[*corev1.Pod] {
+			listsBefore = append(listsBefore, lw.lists) // Watch holds lw.mu
+			return &eventsThen{err: spoiled}
+		}}
+		lw.run()
+		assert.Equal(t, []int{1, 1, 2}, listsBefore, "the first list, two watches, a relist, a watch")
 	})
 }
 
