@@ -365,9 +365,11 @@ func (s *Source[T]) CloseWatches() { s.src.CloseWatches() }
 // also one of a view that writes outside it did not move); one that is behind
 // (its watch failed before writes it has not seen) is. To make a
 // reflector list again regardless, FailWatch(apierrors.NewGone(...)) and
-// CloseWatches. The next page of a paged list under way is 410 Expired too
-// (its continue token names a state compacted away), with kube-apiserver's
-// message and, in the Status's metadata.continue, a token that goes on
+// CloseWatches. The next page of a paged list under way is 410 Expired too,
+// as a server's is once etcd has compacted away the state its continue
+// token names (also for a list of the newest state, which etcd's
+// compaction at that revision would still serve: so that a test can make
+// a paged list expire), with kube-apiserver's message and, in the Status's metadata.continue, a token that goes on
 // from the current state (an inconsistent list, as the server's).
 //
 // The Source keeps every event until Compact (as etcd keeps its history

@@ -423,7 +423,7 @@ func TestWithResourceNamesErrors(t *testing.T) {
 		obj.SetName(name)
 		return obj
 	}
-	src := listwatchtest.NewSource[*unstructured.Unstructured](
+	src := listwatchtest.NewSource[*unstructured.Unstructured](nil, // a nil Option is skipped
 		listwatchtest.WithResource(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "Widget"))
 	_, err := src.Update(widget("w"))
 	assert.EqualError(t, err, `widgets.example.com "w" not found`)
@@ -734,6 +734,14 @@ func TestFieldSelectorsOfUnstructuredAndMetadataSources(t *testing.T) {
 		}})
 		require.NoError(t, err)
 	}
+	// A pod that does not read as a corev1.Pod: selected by no field
+	// selector, as the server cannot compute its fields.
+	_, err := src.Create(&unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"namespace": "ns", "name": "unfit"},
+		"spec":     map[string]any{"nodeName": int64(5)},
+	}})
+	require.NoError(t, err)
 	for sel, want := range map[string][]string{
 		"spec.nodeName=n1":             {"on-n1"},
 		"spec.nodeName!=n1":            {"on-n2"},
@@ -748,7 +756,7 @@ func TestFieldSelectorsOfUnstructuredAndMetadataSources(t *testing.T) {
 	}
 
 	meta := listwatchtest.NewSource[*metav1.PartialObjectMetadata](listwatchtest.WithResource(pods, "Pod"))
-	_, err := meta.For(reflector.Target{FieldSelector: "spec.nodeName!=n1"})
+	_, err = meta.For(reflector.Target{FieldSelector: "spec.nodeName!=n1"})
 	assert.ErrorContains(t, err, "cannot select pods by spec.nodeName")
 	_, err = meta.For(reflector.Target{FieldSelector: "metadata.name=a"})
 	assert.NoError(t, err)
@@ -920,9 +928,11 @@ func TestFinalizersHoldADeletion(t *testing.T) {
 
 		// Without finalizers, a Delete removes at once. A Create does not
 		// mark an object.
-		plain, err := src.Create(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain", DeletionTimestamp: marked.DeletionTimestamp}})
+		plain, err := src.Create(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain",
+			DeletionTimestamp: marked.DeletionTimestamp, DeletionGracePeriodSeconds: marked.DeletionGracePeriodSeconds}})
 		require.NoError(t, err)
 		assert.Nil(t, plain.DeletionTimestamp)
+		assert.Nil(t, plain.DeletionGracePeriodSeconds)
 		assert.Equal(t, reflector.Added, next().Type)
 		require.NoError(t, src.Delete("ns", "plain"))
 		assert.Equal(t, reflector.Deleted, next().Type)
@@ -947,6 +957,23 @@ func TestUpdateMayNotMarkForDeletion(t *testing.T) {
 	assert.ErrorContains(t, err, "metadata.deletionGracePeriodSeconds")
 	stored, _ := src.Get("ns", "a")
 	assert.Equal(t, a, stored, "nothing written")
+}
+
+// A finalizer may be added to an object that is not being deleted, as
+// kube-apiserver allows (a controller adds its own before it acts). A
+// type without a generation keeps none when a Delete marks it.
+func TestFinalizersMayBeAddedBeforeADelete(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.ConfigMap]()
+	c, err := src.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}})
+	require.NoError(t, err)
+	c.Finalizers = []string{"example.com/a"}
+	_, err = src.Update(c)
+	require.NoError(t, err, "a finalizer added to an object not being deleted")
+	require.NoError(t, src.Delete("ns", "c"))
+	marked, ok := src.Get("ns", "c")
+	require.True(t, ok, "its finalizer holds the deletion")
+	assert.NotNil(t, marked.DeletionTimestamp)
+	assert.Zero(t, marked.Generation, "a ConfigMap has no generation to move on")
 }
 
 func TestUpdateMayNotChangeTheUID(t *testing.T) {
@@ -982,6 +1009,9 @@ func TestGenerateNameSkipsTakenNames(t *testing.T) {
 	assert.Equal(t, "web-3", got.Name)
 	_, ok := src.Get("ns", "web-1")
 	assert.True(t, ok)
+	named, err := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", GenerateName: "web-"}})
+	require.NoError(t, err)
+	assert.Equal(t, "db", named.Name, "a name given is kept: GenerateName is for an object without one")
 }
 
 // A nil context or add function is an error from List and Watch, as from

@@ -413,8 +413,10 @@ func (s *Source[T]) stateAtLocked(rv uint64) []T {
 // metadata.continue, a token that goes on from the current state (an
 // inconsistent list, as the server's). A list at resourceVersion "0" is
 // one page whatever its limit, as kube-apiserver's watch cache serves it.
-// A resourceVersion the Source has not reached is TooLarge; one that is not a number, or options the
-// server's validation refuses, get the server's errors.
+// A resourceVersion the Source has not reached is TooLarge; one that is not
+// a number, a next page asked for with a resourceVersion (other than "0")
+// or a resourceVersionMatch, or options the server's validation refuses,
+// get the server's errors.
 func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add func(T) error) (reflector.ListMeta, error) {
 	return s.list(ctx, opts, add, nil)
 }
@@ -458,8 +460,17 @@ func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add fu
 			snap = listSnapshot[T]{rv: s.rv, objs: s.sortedLocked()}
 		}
 	} else {
-		var err error
-		if id, after, err = parseContinue(opts.Continue); err != nil {
+		// As the server: its validation refuses a resourceVersionMatch
+		// with a continue token, its storage a resourceVersion other than
+		// "0" (the token names the state).
+		err := checkListOptions(opts)
+		if err == nil {
+			id, after, err = parseContinue(opts.Continue)
+		}
+		if err == nil && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			err = apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		if err != nil {
 			s.mu.Unlock()
 			return reflector.ListMeta{}, err
 		}

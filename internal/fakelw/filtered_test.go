@@ -17,11 +17,14 @@ func labeled(ns, name, app string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}}}
 }
 
-// next is the next event as "TYPE ns/name@rv app".
+// next is the next event as "TYPE ns/name@rv app", or "ERROR message".
 func next(t *testing.T, w reflector.Watcher[*corev1.Pod]) string {
 	t.Helper()
 	ev, err := w.Next()
 	require.NoError(t, err)
+	if ev.Type == reflector.Error {
+		return "ERROR " + ev.Status.Message
+	}
 	return string(ev.Type) + " " + ev.Object.Namespace + "/" + ev.Object.Name + "@" + ev.Object.ResourceVersion + " " + ev.Object.Labels["app"]
 }
 
@@ -65,6 +68,13 @@ func TestFiltered(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, reflector.Bookmark, ev.Type)
 
+		// A watch from "0" begins with the matching objects only, too.
+		fromZero, err := lw.Watch(ctx, reflector.WatchOptions{ResourceVersion: "0"})
+		require.NoError(t, err)
+		defer fromZero.Close()
+		assert.Equal(t, "ADDED a/p1@1 web", next(t, fromZero))
+		assert.Equal(t, "ADDED a/p4@4 web", next(t, fromZero))
+
 		w, err := lw.Watch(ctx, reflector.WatchOptions{ResourceVersion: "4"})
 		require.NoError(t, err)
 		defer w.Close()
@@ -78,6 +88,12 @@ func TestFiltered(t *testing.T) {
 		assert.Equal(t, "ADDED a/p2@6 web", next(t, w))
 		assert.Equal(t, "MODIFIED a/p4@8 web", next(t, w))
 		assert.Equal(t, "DELETED a/p2@9 web", next(t, w))
+		assert.Equal(t, "DELETED a/p1@5 web", next(t, fromZero))
+		// The DELETED of an object that left is a copy: the state it
+		// left from keeps its resourceVersion.
+		got, _, err := page(t, src, reflector.ListOptions{ResourceVersion: "4", ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a/p1@1", "a/p2@2", "a/p4@4", "b/p3@3"}, got)
 
 		// The history gives a later watch the same events.
 		again, err := lw.Watch(ctx, reflector.WatchOptions{ResourceVersion: "4"})

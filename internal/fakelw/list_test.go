@@ -1,6 +1,8 @@
 package fakelw_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,8 +54,51 @@ func TestPagesAreOneSnapshot(t *testing.T) {
 	got, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: second.Continue})
 	require.NoError(t, err, "a last page asked for again")
 	assert.Equal(t, []string{"ns/c@3"}, got)
-	_, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: "ns/b"})
-	assert.True(t, apierrors.IsBadRequest(err), "not a token of this Source: %v", err)
+	for _, token := range []string{"ns/b", "0/ns/b", "1/"} {
+		_, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: token})
+		assert.True(t, apierrors.IsBadRequest(err), "%q is not a token of this Source: %v", token, err)
+	}
+}
+
+// A Source keeps the states of the 64 newest paged lists under way: the
+// next page of an older one is 410 Expired, as a list's whose state the
+// server no longer has.
+func TestOnlyTheNewestListsAreKept(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	src.Create(labeled("ns", "a", "web")) // 1
+	src.Create(labeled("ns", "b", "web")) // 2
+	var tokens []string
+	for range 65 {
+		_, meta, err := page(t, src, reflector.ListOptions{Limit: 1})
+		require.NoError(t, err)
+		tokens = append(tokens, meta.Continue)
+	}
+	for i, token := range tokens[1:] {
+		got, _, err := page(t, src, reflector.ListOptions{Limit: 1, Continue: token})
+		require.NoError(t, err, "list %d of the 64 newest", i+2)
+		assert.Equal(t, []string{"ns/b@2"}, got)
+	}
+	_, _, err := page(t, src, reflector.ListOptions{Limit: 1, Continue: tokens[0]})
+	assert.True(t, apierrors.IsResourceExpired(err), "the oldest of 65: %v", err)
+}
+
+// List stops at the first error add returns and returns it, and returns
+// when its context ends, as a reflector.ListerWatcher must.
+func TestListStopsAtAnAddErrorOrItsContextsEnd(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	src.Create(labeled("ns", "a", "web"))
+	src.Create(labeled("ns", "b", "web"))
+	full := errors.New("the store is full")
+	adds := 0
+	_, err := src.List(t.Context(), reflector.ListOptions{}, func(*corev1.Pod) error { adds++; return full })
+	assert.ErrorIs(t, err, full)
+	assert.Equal(t, 1, adds, "no add after the error")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	adds = 0
+	_, err = src.List(ctx, reflector.ListOptions{}, func(*corev1.Pod) error { adds++; cancel(); return nil })
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, adds, "no add after the context ended")
 }
 
 // Compact forgets the snapshots of the lists under way: their next pages
@@ -129,6 +174,10 @@ func TestListAtAnExactResourceVersion(t *testing.T) {
 	got, _, err = page(t, src, reflector.ListOptions{Continue: meta.Continue})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ns/b@4"}, got, "the next page, of the same state")
+	got, meta, err = page(t, src, reflector.ListOptions{ResourceVersion: "3"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/b@4", "ns/d@6"}, got, "without a limit or a match: NotOlderThan, the current state")
+	assert.Equal(t, "7", meta.ResourceVersion)
 
 	got, meta, err = page(t, src, reflector.ListOptions{ResourceVersion: "3", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	require.NoError(t, err)
@@ -180,21 +229,51 @@ func TestResourceVersionThatIsNotANumber(t *testing.T) {
 
 // A list at resourceVersion "0" is served whole, whatever its limit, as
 // kube-apiserver's watch cache serves it (computeListLimit); other lists
-// are paged.
+// are paged, and so are their next pages asked for at "0" (the server
+// serves a continue token from etcd, not from its watch cache).
 func TestListAtZeroIgnoresTheLimit(t *testing.T) {
 	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
 	src.Create(labeled("ns", "a", "web"))
 	src.Create(labeled("ns", "b", "web"))
+	src.Create(labeled("ns", "c", "web"))
 
 	got, meta, err := page(t, src, reflector.ListOptions{ResourceVersion: "0", Limit: 1})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ns/a@1", "ns/b@2"}, got)
+	assert.Equal(t, []string{"ns/a@1", "ns/b@2", "ns/c@3"}, got)
 	assert.Empty(t, meta.Continue)
 
 	got, meta, err = page(t, src, reflector.ListOptions{Limit: 1})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ns/a@1"}, got)
 	assert.NotEmpty(t, meta.Continue)
+	got, meta, err = page(t, src, reflector.ListOptions{ResourceVersion: "0", Limit: 1, Continue: meta.Continue})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns/b@2"}, got, "a next page at \"0\": paged")
+	assert.NotEmpty(t, meta.Continue)
+}
+
+// The next page of a list is asked for with its continue token alone, as
+// kube-apiserver's validation has it: a resourceVersionMatch with a
+// continue token is Invalid ("resourceVersionMatch is forbidden when
+// continue is provided"), and a resourceVersion other than "" or "0" a
+// Bad Request ("specifying resource version is not allowed when using
+// continue"; test/integration/apiserver's testListOptionsCase checks
+// both). A Source used to serve the page, taking neither into account.
+func TestContinueWithAResourceVersionIsRefused(t *testing.T) {
+	src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+	src.Create(labeled("ns", "a", "web"))
+	src.Create(labeled("ns", "b", "web"))
+	_, first, err := page(t, src, reflector.ListOptions{Limit: 1})
+	require.NoError(t, err)
+
+	_, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: first.Continue,
+		ResourceVersion: "1", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	assert.True(t, apierrors.IsInvalid(err), "a resourceVersionMatch: %v", err)
+	_, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: first.Continue, ResourceVersion: "1"})
+	assert.True(t, apierrors.IsBadRequest(err), "a resourceVersion: %v", err)
+	got, _, err := page(t, src, reflector.ListOptions{Limit: 1, Continue: first.Continue, ResourceVersion: "0"})
+	require.NoError(t, err, "resourceVersion \"0\" is let through")
+	assert.Equal(t, []string{"ns/b@2"}, got)
 }
 
 // Watch options the server's validation refuses are refused, with its

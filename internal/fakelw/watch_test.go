@@ -2,6 +2,7 @@ package fakelw_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"testing"
@@ -140,5 +141,121 @@ func TestWatchWhoseContextEndedTakesNoMoreEvents(t *testing.T) {
 		_, err = w.Next()
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.NoError(t, w.Close())
+	})
+}
+
+// A closed watch delivers nothing more, not even the events queued before
+// Close; one that BreakWatches ends gives its error once its queue is
+// read, as a stream cut off mid-way does.
+func TestClosedOrBrokenWatchesEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+		src.Create(labeled("ns", "a", "web")) // 1
+		closed, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "0"})
+		require.NoError(t, err)
+		require.NoError(t, closed.Close())
+		_, err = closed.Next()
+		assert.Error(t, err, "the queued ADDED is not delivered")
+
+		broken, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "0"})
+		require.NoError(t, err)
+		defer broken.Close()
+		goaway := errors.New("http2: server sent GOAWAY and closed the connection")
+		src.BreakWatches(goaway)
+		src.Create(labeled("ns", "b", "web")) // 2: after the break
+		assert.Equal(t, "ADDED ns/a@1 web", next(t, broken))
+		_, err = broken.Next()
+		assert.ErrorIs(t, err, goaway)
+	})
+}
+
+// Update keeps the stored UID. The writes of a fakelw.Source are not
+// checked: an Update of a key that is not stored creates it, ADDED.
+func TestUpdateKeepsTheUIDOrCreates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+		created := src.Create(labeled("ns", "a", "web")) // 1
+		w, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1"})
+		require.NoError(t, err)
+		defer w.Close()
+		updated := src.Update(labeled("ns", "a", "db")) // 2
+		require.NotEmpty(t, created.UID)
+		assert.Equal(t, created.UID, updated.UID)
+		src.Update(labeled("ns", "b", "web")) // 3
+		assert.Equal(t, "MODIFIED ns/a@2 db", next(t, w))
+		assert.Equal(t, "ADDED ns/b@3 web", next(t, w))
+	})
+}
+
+// Restore puts the Source back to a snapshot, as restoring etcd from a
+// backup does: its objects and resourceVersion, its history up to the
+// snapshot (a Compact since undone as far as the history goes), and no
+// list under way; open watches end. A snapshot may be restored again.
+func TestRestoreGoesBackToTheSnapshot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+		src.Create(labeled("ns", "a", "web")) // 1
+		src.Create(labeled("ns", "b", "web")) // 2
+		snap := src.Snapshot()
+		_, first, err := page(t, src, reflector.ListOptions{Limit: 1})
+		require.NoError(t, err)
+		open, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "2"})
+		require.NoError(t, err)
+		defer open.Close()
+		src.Update(labeled("ns", "a", "db"))  // 3
+		src.Create(labeled("ns", "c", "web")) // 4
+
+		src.Restore(snap)
+		assert.Equal(t, "MODIFIED ns/a@3 db", next(t, open))
+		assert.Equal(t, "ADDED ns/c@4 web", next(t, open))
+		_, err = open.Next()
+		assert.ErrorIs(t, err, io.EOF, "the server restarted")
+		assert.Equal(t, "2", src.ResourceVersion())
+		got, _, err := page(t, src, reflector.ListOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"ns/a@1", "ns/b@2"}, got)
+		_, _, err = page(t, src, reflector.ListOptions{Limit: 1, Continue: first.Continue})
+		assert.True(t, apierrors.IsResourceExpired(err), "a list under way: %v", err)
+
+		src.Create(labeled("ns", "d", "web")) // 3 again
+		fromOne, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1"})
+		require.NoError(t, err)
+		defer fromOne.Close()
+		assert.Equal(t, "ADDED ns/b@2 web", next(t, fromOne), "the history up to the snapshot is kept")
+		assert.Equal(t, "ADDED ns/d@3 web", next(t, fromOne))
+
+		src.Compact()
+		src.Restore(snap)
+		got, _, err = page(t, src, reflector.ListOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"ns/a@1", "ns/b@2"}, got, "the snapshot is as it was taken")
+		fromSnap, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "2"})
+		require.NoError(t, err)
+		defer fromSnap.Close()
+		src.Create(labeled("ns", "e", "web")) // 3 once more
+		assert.Equal(t, "ADDED ns/e@3 web", next(t, fromSnap), "compacted at 3, restored to 2: a watch from 2 is served")
+	})
+}
+
+// With AcceptFutureWatches, a watch from a resourceVersion the Source has
+// not reached is accepted, as kube-apiserver's watch cache accepts it, and
+// delivers only the events past it; a streaming list from there is still
+// refused (the server waits for the resourceVersion, then answers 504).
+func TestFutureWatchDeliversOnlyTheEventsPastIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *corev1.Pod { return &corev1.Pod{} })
+		src.AcceptFutureWatches()
+		src.Create(labeled("ns", "a", "web")) // 1
+		w, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "3"})
+		require.NoError(t, err)
+		defer w.Close()
+		_, err = src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "3", SendInitialEvents: true,
+			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowBookmarks: true})
+		assert.True(t, apierrors.IsTimeout(err), "a streaming list: %v", err)
+
+		src.Create(labeled("ns", "b", "web")) // 2
+		src.Create(labeled("ns", "c", "web")) // 3
+		src.Create(labeled("ns", "d", "web")) // 4
+		assert.Equal(t, "ADDED ns/d@4 web", next(t, w))
 	})
 }
