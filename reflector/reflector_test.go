@@ -1113,17 +1113,25 @@ func (l *errorLog) all() []error {
 	return append([]error(nil), l.errs...)
 }
 
+// refusingB returns a Source holding pod a and a Reflector over it, in
+// ListWatch mode, into a Store (rec) that refuses to add pod b; errors go
+// to log.
+func refusingB(log *errorLog) (*fakelw.Source[*corev1.Pod], *recorder, *reflector.Reflector[*corev1.Pod]) {
+	src, rec := newSource(), newRecorder()
+	src.Create(pod("a"))
+	store := refusing{rec, func(op string, p *corev1.Pod) bool { return op == "add" && p.Name == "b" }}
+	r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+		reflector.WithErrorHandler[*corev1.Pod](log.add))
+	return src, rec, r
+}
+
 // TestStoreRefusingAnEventSkipsIt: an event the Store refuses is reported
 // and skipped, and the watch goes on; ending it would bring the same event
 // back from the same resourceVersion again and again.
 func TestStoreRefusingAnEventSkipsIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src, rec := newSource(), newRecorder()
-		src.Create(pod("a"))
-		store := refusing{rec, func(op string, p *corev1.Pod) bool { return op == "add" && p.Name == "b" }}
 		var log errorLog
-		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
-			reflector.WithErrorHandler[*corev1.Pod](log.add))
+		src, rec, r := refusingB(&log)
 		defer run(t, r)()
 		synctest.Wait()
 		src.Create(pod("b"))
@@ -1147,12 +1155,8 @@ func TestStoreRefusingAnEventSkipsIt(t *testing.T) {
 // again.
 func TestStoreRefusingTheLastEventMovesPastIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src, rec := newSource(), newRecorder()
-		src.Create(pod("a"))
-		store := refusing{rec, func(op string, p *corev1.Pod) bool { return op == "add" && p.Name == "b" }}
 		var log errorLog
-		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
-			reflector.WithErrorHandler[*corev1.Pod](log.add))
+		src, rec, r := refusingB(&log)
 		defer run(t, r)()
 		synctest.Wait()
 		src.Create(pod("b"))
