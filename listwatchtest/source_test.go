@@ -559,6 +559,32 @@ func TestGenerationIsTheServers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), w.GetGeneration(), "a change to the status")
 
+	// A custom resource's content is all but its apiVersion, kind,
+	// metadata and status, whichever side holds a field, compared as
+	// kube-apiserver compares it (equality.Semantic: a typed nil list, which
+	// only Go code makes, is an empty one).
+	bare, err := widgets.Create(newWidget("bare"))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name    string
+		change  func(u *unstructured.Unstructured)
+		changed bool
+	}{
+		{"a spec where there was none", func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]any{"items": []any{}} }, true},
+		{"an empty list made nil", func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]any{"items": []any(nil)} }, false},
+		{"another apiVersion", func(u *unstructured.Unstructured) { u.SetAPIVersion("example.com/v2") }, false},
+		{"the spec removed", func(u *unstructured.Unstructured) { delete(u.Object, "spec") }, true},
+	} {
+		before := bare.GetGeneration()
+		c.change(bare)
+		bare, err = widgets.Update(bare)
+		require.NoError(t, err, c.name)
+		if c.changed {
+			before++
+		}
+		assert.Equal(t, before, bare.GetGeneration(), c.name)
+	}
+
 	configMaps := listwatchtest.NewSource[*corev1.ConfigMap]()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 5}}
 	cm, err = configMaps.Create(cm)
@@ -681,6 +707,39 @@ func TestGenerationOfATypeEmbeddingAPodPointer(t *testing.T) {
 	assert.Equal(t, int64(2), p.Generation, "a change to the spec")
 }
 
+// withExtra embeds a Pod, and a part of its own through a pointer.
+type withExtra struct {
+	corev1.Pod
+	*extra
+}
+
+type extra struct{ Note string }
+
+func (p *withExtra) DeepCopyObject() runtime.Object {
+	c := &withExtra{Pod: *p.Pod.DeepCopy()}
+	if p.extra != nil {
+		e := *p.extra
+		c.extra = &e
+	}
+	return c
+}
+
+// A struct embedded through a pointer that comes or goes is a change to
+// the spec.
+func TestGenerationOfATypeEmbeddingAPointerThatComesAndGoes(t *testing.T) {
+	src := listwatchtest.NewSource[*withExtra]()
+	p, err := src.Create(&withExtra{Pod: *pod("ns", "a")})
+	require.NoError(t, err)
+	p.extra = &extra{Note: "n"}
+	p, err = src.Update(p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), p.Generation, "a part that comes")
+	p.extra = nil
+	p, err = src.Update(p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), p.Generation, "a part that goes")
+}
+
 // A Source serves the field selectors kube-apiserver serves for its
 // resource, matched against the fields the server computes: an Event's
 // involvedObject, a pod's status.podIP (the first of status.podIPs) or
@@ -789,6 +848,10 @@ func TestDeploymentAnnotationsMoveItsGeneration(t *testing.T) {
 	deployments := listwatchtest.NewSource[*appsv1.Deployment]()
 	d, err := deployments.Create(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}})
 	require.NoError(t, err)
+	d.Annotations = map[string]string{}
+	d, err = deployments.Update(d)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), d.Generation, "no annotations made empty (equality.Semantic)")
 	d.Annotations = map[string]string{"note": "v2"}
 	d, err = deployments.Update(d)
 	require.NoError(t, err)

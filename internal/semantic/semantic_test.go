@@ -39,6 +39,8 @@ func TestEqual(t *testing.T) {
 		{"two nils", (*withCache)(nil), (*withCache)(nil), true},
 		{"other types", &withCache{}, &corev1.Pod{}, false},
 		{"API types (no fallback)", &corev1.Pod{}, &corev1.Pod{}, true},
+		{"structs, not pointers", withCache{cache: "c"}, withCache{cache: "c"}, true},
+		{"structs whose unexported fields differ", withCache{cache: "c"}, withCache{cache: "d"}, false},
 	} {
 		if got := Equal(c.a, c.b); got != c.want {
 			t.Errorf("%s: Equal = %v, want %v", c.name, got, c.want)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -131,6 +132,37 @@ func TestShareKeepsNilAndEmpty(t *testing.T) {
 	assert.Nil(t, withNil.Annotations)
 }
 
+// A slice decoded with room to spare (decoders grow slices by doubling) is
+// trimmed to its length, shared or kept as the object's own: were a shared
+// array to have room behind it, append(pod.Spec.Tolerations, x), which
+// modifies no pod, would write where the same append on every other pod
+// sharing it writes.
+func TestShareTrimsSpareCapacity(t *testing.T) {
+	roomy := func(i int) *corev1.Pod {
+		p := pod("cart", i)
+		p.Spec.Tolerations = append(make([]corev1.Toleration, 0, 8), p.Spec.Tolerations...)
+		q := resource.MustParse("64Mi") // a Quantity in place: the volumes are never shared
+		p.Spec.Volumes = append(make([]corev1.Volume, 0, 8),
+			corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q}}})
+		return p
+	}
+	tab := share.New(0)
+	a, b := roomy(1), roomy(2)
+	share.Share(tab, a)
+	share.Share(tab, b)
+	require.True(t, sameSlice(a.Spec.Tolerations, b.Spec.Tolerations), "tolerations")
+	for _, p := range []*corev1.Pod{a, b} {
+		assert.Equal(t, len(p.Spec.Tolerations), cap(p.Spec.Tolerations), "%s: room behind the shared tolerations", p.Name)
+		assert.Equal(t, len(p.Spec.Volumes), cap(p.Spec.Volumes), "%s: room behind its own volumes", p.Name)
+	}
+	first := corev1.Toleration{Key: "first"}
+	fromA := append(a.Spec.Tolerations, first)
+	_ = append(b.Spec.Tolerations, corev1.Toleration{Key: "second"})
+	assert.Equal(t, first, fromA[len(fromA)-1], "an append to one pod's tolerations, overwritten by one to the other's")
+	assert.Equal(t, roomy(1), a)
+	assert.Equal(t, roomy(2), b)
+}
+
 // TestShareComparesExactly: values that == or reflect.DeepEqual would call
 // equal but that are not the same representation are never shared.
 func TestShareComparesExactly(t *testing.T) {
@@ -151,6 +183,50 @@ func TestShareComparesExactly(t *testing.T) {
 	assert.True(t, math.Signbit(*b.F))
 }
 
+// In a table where every value has the same hash, only the comparison
+// tells values apart, and it looks at all of each: a slice is not taken for
+// a longer one that starts with it (even when the array behind it holds the
+// rest), nor for one that differs past its first element; a map is not
+// taken for a smaller one whose entries it holds; and a map with float
+// keys, which may hold several NaN keys, is never shared (plainKey). Map
+// iteration order is random, so each try runs on a fresh table: a
+// comparison that looks at some entries only passes thirty tries with
+// probability 2^-30.
+func TestShareComparesWholeValues(t *testing.T) {
+	type box struct {
+		Ints  []int64
+		Attrs map[int32]string
+		ByNaN map[float64]string
+	}
+	byNaN := func(vals ...string) map[float64]string {
+		m := map[float64]string{}
+		for _, v := range vals {
+			m[math.NaN()] = v // NaN != NaN: every one is a key of its own
+		}
+		return m
+	}
+	for try := range 30 {
+		tab := share.NewColliding(0)
+		first := &box{Ints: []int64{1, 2}, Attrs: map[int32]string{1: "a"}, ByNaN: byNaN("a", "a")}
+		backing := []int64{1, 2}
+		prefix := &box{Ints: backing[:1], Attrs: map[int32]string{1: "a", 2: "b"}, ByNaN: byNaN("a", "b")}
+		tail := &box{Ints: []int64{1, 3}}
+		for _, b := range []*box{first, prefix, tail} {
+			share.Share(tab, b)
+		}
+		require.Equal(t, []int64{1}, prefix.Ints, "try %d: a slice that a longer one starts with", try)
+		require.Equal(t, map[int32]string{1: "a", 2: "b"}, prefix.Attrs, "try %d: a map holding a smaller one", try)
+		var vals []string
+		for _, v := range prefix.ByNaN {
+			vals = append(vals, v)
+		}
+		slices.Sort(vals)
+		require.Equal(t, []string{"a", "b"}, vals, "try %d: NaN keys", try)
+		require.Equal(t, []int64{1, 3}, tail.Ints, "try %d: a slice that differs in its last element", try)
+		require.Equal(t, []int64{1, 2}, first.Ints, "try %d", try)
+	}
+}
+
 // TestShareLeavesUnexportedAlone: a node behind an unexported field belongs
 // to its package; Share compares it by identity and never replaces it.
 func TestShareLeavesUnexportedAlone(t *testing.T) {
@@ -165,6 +241,27 @@ func TestShareLeavesUnexportedAlone(t *testing.T) {
 	share.Share(tab, b)
 	assert.NotSame(t, a.p, b.p)
 	assert.Same(t, a.P, b.P)
+}
+
+// An embedded field of an unexported type is gone into, as its fields are
+// promoted to exported ones; a map with integer keys is shared as one with
+// string keys is.
+func TestShareReachesPromotedFieldsAndIntegerKeys(t *testing.T) {
+	type meta struct{ Labels map[string]string }
+	type box struct {
+		meta
+		Ports map[int32]string
+	}
+	mk := func() *box {
+		return &box{meta: meta{Labels: map[string]string{"app": "web"}}, Ports: map[int32]string{80: "http"}}
+	}
+	a, b := mk(), mk()
+	tab := share.New(0)
+	share.Share(tab, a)
+	share.Share(tab, b)
+	assert.True(t, sameMap(a.Labels, b.Labels), "a map promoted from an embedded unexported type")
+	assert.True(t, sameMap(a.Ports, b.Ports), "a map with integer keys")
+	assert.Equal(t, mk(), b)
 }
 
 // tree is a recursive type with every kind of node.
@@ -339,6 +436,39 @@ func TestTableGrowsAsItFills(t *testing.T) {
 	assert.Greater(t, tolerations, 950, "pods sharing their predecessor's tolerations, of 999")
 }
 
+// A table that may still grow forgets nothing: a value that finds its
+// bucket full makes it grow, up to its bound (New's slots rounded up to a
+// power of two) if it must. At its bound, a full bucket takes the value in
+// a slot picked at random, so that two values that keep coming back to it
+// do not push each other out every time.
+func TestTableGrowsWhenABucketFills(t *testing.T) {
+	type box struct{ P *int }
+	shared := func(tab *share.Table, v int) bool {
+		b := &box{P: &v}
+		share.Share(tab, b)
+		return b.P != &v
+	}
+	for slots, want := range map[int]int{0: share.DefaultSlots, 2048: 2048, 3000: 4096} {
+		tab := share.NewColliding(slots) // every value in one bucket of four slots
+		for v := range 5 {
+			require.False(t, shared(tab, v))
+		}
+		assert.Equal(t, want, share.SlotsOf(tab), "New(%d)", slots)
+	}
+
+	tab := share.NewColliding(4) // one bucket, full
+	for v := range 4 {
+		shared(tab, 100+v)
+	}
+	hits := 0
+	for i := range 100 {
+		if shared(tab, i%2) {
+			hits++
+		}
+	}
+	assert.Positive(t, hits, "two values coming back in turn to a full bucket")
+}
+
 // Kinds of parts that differ in most objects are looked up once in 16
 // only; the parts inside them are shared all the same.
 func TestShareSkipsKindsThatRarelyRepeat(t *testing.T) {
@@ -491,6 +621,7 @@ func TestQuantityPlan(t *testing.T) {
 		{"map of nil pointers", &map[string]*resource.Quantity{"a": nil}, false},
 		{"array", &[2]resource.Quantity{}, true},
 		{"empty slice", &[]resource.Quantity{}, false},
+		{"map of slices", &map[string][]resource.Quantity{"a": {q}}, true},
 		{"recursive, deep", &chain{Next: &chain{Next: &chain{Q: &q}}}, true},
 		{"recursive, none", &chain{Next: &chain{M: map[string]resource.Quantity{"a": q}}}, false},
 		{"no quantity at all", &corev1.ObjectReference{Name: "x"}, false},
