@@ -922,6 +922,14 @@ func TestTransformMustKeepTheIdentity(t *testing.T) {
 	}
 }
 
+// failsOnBad is a transform that fails on the pod named bad.
+func failsOnBad(p *corev1.Pod) (*corev1.Pod, error) {
+	if p.Name == "bad" {
+		return nil, errors.New("cannot transform")
+	}
+	return p, nil
+}
+
 // A watch event skipped because its transform failed moves the
 // resourceVersion on, as one the Store refuses does (and as in client-go):
 // a watch reopened later starts after it, not with it again.
@@ -932,12 +940,7 @@ func TestSkippedEventAdvancesTheResourceVersion(t *testing.T) {
 		var log errorLog
 		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
 			reflector.WithErrorHandler[*corev1.Pod](log.add),
-			reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
-				if p.Name == "bad" {
-					return nil, errors.New("cannot transform")
-				}
-				return p, nil
-			}))
+			reflector.WithTransform(failsOnBad))
 		defer run(t, r)()
 		synctest.Wait()
 		src.Create(pod("bad"))
@@ -962,12 +965,7 @@ func TestSkippedOlderEventDoesNotMoveTheResourceVersionBack(t *testing.T) {
 		store := newRecorder()
 		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
 			reflector.WithErrorHandler[*corev1.Pod](log.add),
-			reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
-				if p.Name == "bad" {
-					return nil, errors.New("cannot transform")
-				}
-				return p, nil
-			}))
+			reflector.WithTransform(failsOnBad))
 		defer run(t, r)()
 		synctest.Wait()
 		assert.Equal(t, "42", r.LastSyncResourceVersion())
