@@ -272,6 +272,13 @@ func TestInjectionMatchingAndRemoval(t *testing.T) {
 	forever.Remove()
 	resp, _ = get(t, s, "/api/v1/pods?labelSelector=a%3Db")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	cms := s.Inject(apisim.Match{Resource: "configmaps"}, apisim.ServerError(http.StatusInternalServerError), 1)
+	resp, _ = get(t, s, "/api/v1/pods")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the resource must match")
+	resp, _ = get(t, s, "/api/v1/configmaps")
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	assert.Equal(t, 1, cms.Hits())
 	assert.Equal(t, "status 503", apisim.ServerError(503).String())
 	assert.Equal(t, "drop-connection after 3", apisim.DropConnection().After(3).String())
 }
@@ -289,6 +296,7 @@ func TestHoldBlocksUntilReleased(t *testing.T) {
 	released := make(chan struct{})
 	type answer struct {
 		code          int
+		kind          string // of the body: the request was served
 		afterReleased bool
 	}
 	answers := make(chan answer, 1)
@@ -301,8 +309,10 @@ func TestHoldBlocksUntilReleased(t *testing.T) {
 		default:
 		}
 		if err == nil {
+			var l list
+			_ = json.NewDecoder(resp.Body).Decode(&l)
 			resp.Body.Close()
-			a.code = resp.StatusCode
+			a.code, a.kind = resp.StatusCode, l.Kind
 		}
 		answers <- a
 	}()
@@ -313,6 +323,7 @@ func TestHoldBlocksUntilReleased(t *testing.T) {
 	gate.Release()
 	a := <-answers
 	assert.Equal(t, http.StatusOK, a.code)
+	assert.Equal(t, "PodList", a.kind, "released, the request is served")
 	assert.True(t, a.afterReleased, "the held request was answered before the gate was released")
 	gate.Release() // idempotent
 }
@@ -339,4 +350,19 @@ func TestCloseEndsHeldAndSilentRequests(t *testing.T) {
 	<-errs
 	_, err = io.ReadAll(resp.Body)
 	_ = err // the silent stream ends when the server closes
+}
+
+// Bookmarks do not count towards After(n): after three initial events and
+// the initial-events-end bookmark, the next event is the fourth.
+func TestBookmarksDoNotCountTowardsAfter(t *testing.T) {
+	s := start(t, apisim.WithBookmarkInterval(0))
+	createPods(t, s, "default", 3)
+	s.Inject(apisim.Match{Verb: apisim.VerbWatch}, apisim.UnknownEventType().After(3), 1)
+	w := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true")
+	for range 3 {
+		assert.Equal(t, "ADDED", w.next(t).Type)
+	}
+	assert.Equal(t, "BOOKMARK", w.next(t).Type)
+	createPods(t, s, "other", 1)
+	assert.Equal(t, "UNKNOWN", w.next(t).Type)
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -80,6 +82,11 @@ func TestListPagesWithSelectorOmitRemainingCount(t *testing.T) {
 	l = getList(t, s, "/api/v1/namespaces/default/configmaps?limit=2&labelSelector=parity%3Deven&continue="+l.Metadata.Continue)
 	assert.Equal(t, []string{"cm-4"}, l.names())
 	assert.Empty(t, l.Metadata.Continue)
+
+	l = getList(t, s, "/api/v1/namespaces/default/configmaps?limit=2&fieldSelector=metadata.namespace%3Ddefault")
+	assert.Equal(t, []string{"cm-0", "cm-1"}, l.names())
+	assert.Nil(t, l.Metadata.RemainingItemCount, "a field selector omits it too")
+	require.NotEmpty(t, l.Metadata.Continue)
 }
 
 func TestContinueExpiresWithCompaction(t *testing.T) {
@@ -333,4 +340,115 @@ func TestAcceptWildcardRanksLast(t *testing.T) {
 	createPods(t, s, "default", 1)
 	resp, _ := get(t, s, "/api/v1/namespaces/default/pods", "Accept", "*/*, application/vnd.kubernetes.protobuf")
 	require.Equal(t, "application/vnd.kubernetes.protobuf", resp.Header.Get("Content-Type"))
+}
+
+// etcd serves reads at its compaction revision itself (only older ones are
+// compacted), and Compact leaves the current state readable: an exact list
+// at the compacted resourceVersion, and the pages of a list taken there.
+func TestListAtTheCompactedResourceVersion(t *testing.T) {
+	s := start(t)
+	rv := createPods(t, s, "default", 3)
+	s.Compact()
+
+	l := getList(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion="+rv)
+	assert.Equal(t, rv, l.Metadata.ResourceVersion)
+	assert.Equal(t, []string{"p0", "p1", "p2"}, l.names())
+
+	first := getList(t, s, "/api/v1/pods?limit=2")
+	createPods(t, s, "other", 1) // the snapshot is now older than the server, not than the compaction
+	next := getList(t, s, "/api/v1/pods?limit=2&continue="+first.Metadata.Continue)
+	assert.Equal(t, rv, next.Metadata.ResourceVersion)
+	assert.Equal(t, []string{"p2"}, next.names())
+}
+
+// kube-apiserver refuses a resourceVersion beside a continue token, except
+// "0", which it treats as unset: the next page comes from the token's
+// snapshot.
+func TestContinueWithResourceVersionZero(t *testing.T) {
+	s := start(t)
+	createPods(t, s, "default", 3)
+	first := getList(t, s, "/api/v1/pods?limit=2")
+	createPods(t, s, "other", 1)
+
+	next := getList(t, s, "/api/v1/pods?resourceVersion=0&limit=2&continue="+first.Metadata.Continue)
+	assert.Equal(t, first.Metadata.ResourceVersion, next.Metadata.ResourceVersion)
+	assert.Equal(t, []string{"p2"}, next.names())
+}
+
+// A token that decodes but names no snapshot, no start key, or a start key
+// that climbs out of the list's scope gets kube-apiserver's 400.
+func TestListRefusesMalformedContinueTokens(t *testing.T) {
+	s := start(t)
+	createPods(t, s, "default", 3)
+	rv := s.ResourceVersion()
+	for _, tc := range []struct{ token, message string }{
+		{`{"v":"meta.k8s.io/v1","rv":0,"start":"/p0\u0000"}`,
+			"invalid continue token: continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"},
+		{`{"v":"meta.k8s.io/v1","rv":` + rv + `,"start":""}`,
+			"invalid continue token: continue key is not valid: encoded start key empty (version meta.k8s.io/v1)"},
+		{`{"v":"meta.k8s.io/v1","rv":` + rv + `,"start":"/other/../p1"}`,
+			"invalid continue token: continue key is not valid: /other/../p1"},
+		{`{"v":"meta.k8s.io/v2","rv":` + rv + `,"start":"/p0\u0000"}`,
+			"invalid continue token: continue key is not valid: server does not recognize this encoded version meta.k8s.io/v2"},
+	} {
+		t.Run(tc.token, func(t *testing.T) {
+			token := base64.RawURLEncoding.EncodeToString([]byte(tc.token))
+			resp, body := get(t, s, "/api/v1/namespaces/default/pods?limit=1&continue="+token)
+			st := status(t, resp, body, http.StatusBadRequest)
+			assert.Equal(t, metav1.StatusReasonBadRequest, st.Reason)
+			assert.Equal(t, tc.message, st.Message)
+		})
+	}
+}
+
+// The server forgets when it issued tokens once it holds more than 1024
+// snapshots' worth; a token it forgot because it had expired stays
+// expired. Time is synctest's, the requests go straight to ServeHTTP.
+func TestForgottenContinueTokenStaysExpired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := apisim.New(apisim.WithResources(apisim.Pods()), apisim.WithContinueTTL(time.Minute))
+		defer s.Close()
+		createPods(t, s, "default", 2)
+		first := serveList(t, s, "/api/v1/pods?limit=1")
+		require.NotEmpty(t, first.Metadata.Continue)
+
+		time.Sleep(2 * time.Minute) // the first token expires
+		for i := range 1025 {       // a token at each of 1025 newer snapshots
+			createPods(t, s, "ns-"+strconv.Itoa(i), 1)
+			serveList(t, s, "/api/v1/pods?limit=1")
+		}
+
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/pods?limit=1&continue="+first.Metadata.Continue, nil))
+		assert.Equal(t, http.StatusGone, rec.Code, rec.Body.String())
+	})
+}
+
+// serveList sends a LIST straight to ServeHTTP and decodes the answer.
+func serveList(t *testing.T, s *apisim.Server, path string) list {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var l list
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &l))
+	return l
+}
+
+// The history window bounds exact lists and continue tokens too: once the
+// events after a resourceVersion fell off the history, reads at it get 410,
+// while reads at the start of the window are still served.
+func TestHistoryWindowExpiresOlderListsAndTokens(t *testing.T) {
+	s := start(t, apisim.WithHistorySize(3))
+	createPods(t, s, "default", 2)
+	first := getList(t, s, "/api/v1/pods?limit=1") // snapshot at RV 2
+	createPods(t, s, "other", 4)                   // RVs 3-6: the history keeps 4, 5, 6
+
+	resp, body := get(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion=2")
+	assert.Equal(t, metav1.StatusReasonExpired, status(t, resp, body, http.StatusGone).Reason)
+	resp, body = get(t, s, "/api/v1/pods?limit=1&continue="+first.Metadata.Continue)
+	assert.Equal(t, metav1.StatusReasonExpired, status(t, resp, body, http.StatusGone).Reason)
+
+	l := getList(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion=3")
+	assert.Equal(t, []string{"p0", "p1", "p0"}, l.names())
 }

@@ -1,11 +1,15 @@
 package apisim_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -132,8 +136,9 @@ func TestWatchFromTooOldResourceVersionGetsExpiredEvent(t *testing.T) {
 func TestWatchPeriodicBookmarks(t *testing.T) {
 	s := start(t, apisim.WithBookmarkInterval(10*time.Millisecond))
 	rv := createPods(t, s, "default", 1)
-	with := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+rv)
+	// Opened first, so that the tick of with's first bookmark saw it too.
 	without := watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+rv)
+	with := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+rv)
 
 	e := with.next(t)
 	require.Equal(t, "BOOKMARK", e.Type)
@@ -355,4 +360,66 @@ func TestBookmarkTwoSecondsBeforeTheTimeout(t *testing.T) {
 	require.Equal(t, "BOOKMARK", e.Type, "like kube-apiserver, a bookmark 2 s before the end")
 	assert.Equal(t, rv, e.rv(t))
 	assert.Equal(t, io.EOF, w.end(t))
+}
+
+// kube-apiserver sends the bookmark 2 s before a watch's timeout only to
+// watches that allow bookmarks. Time is synctest's: the watch goes straight
+// to ServeHTTP, which returns at the timeout.
+func TestPreTimeoutBookmarkOnlyWhenAllowed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := apisim.New(apisim.WithResources(apisim.Pods()))
+		defer s.Close()
+		rv := createPods(t, s, "default", 1)
+		for allow, want := range map[string][]string{"true": {"BOOKMARK"}, "false": nil} {
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet,
+				"/api/v1/pods?watch=1&timeoutSeconds=10&resourceVersion="+rv+"&allowWatchBookmarks="+allow, nil))
+			var types []string
+			for line := range bytes.Lines(rec.Body.Bytes()) {
+				var e event
+				require.NoError(t, json.Unmarshal(line, &e))
+				types = append(types, e.Type)
+			}
+			assert.Equal(t, want, types, "allowWatchBookmarks=%s", allow)
+		}
+	})
+}
+
+// A watch from a resourceVersion ahead of the server gets no periodic
+// bookmark until the server reaches it: a bookmark older than the RV asked
+// for would move the client back.
+func TestPeriodicBookmarksNotBelowTheRequestedResourceVersion(t *testing.T) {
+	s := start(t, apisim.WithBookmarkInterval(5*time.Millisecond))
+	rv := createPods(t, s, "default", 1)
+	n, _ := strconv.Atoi(rv)
+	future := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+strconv.Itoa(n+2))
+	// Opened second, the witness's first bookmark comes from a tick that
+	// also saw the future watch, while the server was still at rv.
+	witness := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+rv)
+	require.Equal(t, "BOOKMARK", witness.next(t).Type)
+
+	createPods(t, s, "other", 3) // RVs n+1, n+2, n+3
+	for {
+		e := future.next(t)
+		got, _ := strconv.Atoi(e.rv(t))
+		require.GreaterOrEqual(t, got, n+2, "a %s event below the requested resourceVersion", e.Type)
+		if e.Type == "ADDED" {
+			assert.Equal(t, n+3, got)
+			return
+		}
+	}
+}
+
+// kube-apiserver refuses a watch on one object whose fieldSelector names
+// another object.
+func TestWatchOnOneObjectRefusesAnotherName(t *testing.T) {
+	s := start(t)
+	createPods(t, s, "default", 2)
+	resp, body := get(t, s, "/api/v1/watch/namespaces/default/pods/p1?timeoutSeconds=1&fieldSelector=metadata.name%3Dp0") // timeoutSeconds: a stream served by mistake ends
+	st := status(t, resp, body, http.StatusBadRequest)
+	assert.Equal(t, metav1.StatusReasonBadRequest, st.Reason)
+	assert.Equal(t, "fieldSelector metadata.name doesn't match requested name", st.Message)
+
+	w := watch(t, s, "/api/v1/watch/namespaces/default/pods/p1?fieldSelector=metadata.name%3Dp1")
+	assert.Equal(t, "p1", w.next(t).obj(t).GetName())
 }
