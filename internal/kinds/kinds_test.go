@@ -5,15 +5,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gopkg.in/inf.v0"
+	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -167,5 +173,173 @@ func TestFieldsOf(t *testing.T) {
 	assert.Equal(t, "p", set["metadata.name"])
 	assert.NotContains(t, set, "spec.nodeName")
 	assert.False(t, Selects(pods, "spec.replicas"))
-	assert.True(t, Selects(schema.GroupResource{Group: "apps", Resource: "deployments"}, "metadata.namespace"))
+	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	assert.True(t, Selects(deployments, "metadata.namespace"))
+	assert.False(t, Selects(deployments, "spec.replicas"), "a resource without labels of its own selects by metadata alone")
 }
+
+// Of knows the groups whose name is not the k8s.io/api directory followed
+// by ".k8s.io", and refuses what is not a struct type of a k8s.io/api
+// version package: a named string of one (PodPhase), and a struct of a
+// package whose path has the same two-part shape outside k8s.io/api.
+func TestOfGroupsAndRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		got      func() (string, string, error)
+		gvk, gvr string
+	}{
+		{wrap(Of[*batchv1.Job]), "batch/v1, Kind=Job", "batch/v1, Resource=jobs"},
+		{wrap(Of[*policyv1.PodDisruptionBudget]), "policy/v1, Kind=PodDisruptionBudget", "policy/v1, Resource=poddisruptionbudgets"},
+		{wrap(Of[*autoscalingv2.HorizontalPodAutoscaler]), "autoscaling/v2, Kind=HorizontalPodAutoscaler", "autoscaling/v2, Resource=horizontalpodautoscalers"},
+		{wrap(Of[*flowcontrolv1.FlowSchema]), "flowcontrol.apiserver.k8s.io/v1, Kind=FlowSchema", "flowcontrol.apiserver.k8s.io/v1, Resource=flowschemas"},
+		{wrap(Of[*apiserverinternalv1alpha1.StorageVersion]), "internal.apiserver.k8s.io/v1alpha1, Kind=StorageVersion", "internal.apiserver.k8s.io/v1alpha1, Resource=storageversions"},
+		{wrap(Of[*certificatesv1.CertificateSigningRequest]), "certificates.k8s.io/v1, Kind=CertificateSigningRequest", "certificates.k8s.io/v1, Resource=certificatesigningrequests"},
+	} {
+		gvk, gvr, err := tc.got()
+		require.NoError(t, err)
+		assert.Equal(t, tc.gvk, gvk)
+		assert.Equal(t, tc.gvr, gvr)
+	}
+
+	_, _, err := Of[corev1.PodPhase]()
+	assert.ErrorContains(t, err, "not a k8s.io/api type", "a string type of core/v1")
+	_, _, err = Of[*inf.Dec]() // package gopkg.in/inf.v0
+	assert.ErrorContains(t, err, "not a k8s.io/api type")
+
+	assert.Equal(t, "jobs", Name[*batchv1.Job]())
+	assert.Equal(t, "objects", Name[*unstructured.Unstructured]())
+}
+
+// The labels each resource takes are exactly those of kube-apiserver's
+// field label conversion functions (pkg/apis/core/v1/conversion.go and the
+// others): a label the server refuses is refused here, and one it takes
+// is never refused.
+func TestFieldLabelsAreTheServers(t *testing.T) {
+	meta := func(more ...string) []string { return append([]string{"metadata.name", "metadata.namespace"}, more...) }
+	for gr, want := range map[schema.GroupResource][]string{
+		{Resource: "pods"}: meta("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+			"spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs",
+			"status.nominatedNodeName", "spec.host"),
+		{Resource: "nodes"}:                  {"metadata.name", "spec.unschedulable"},
+		{Resource: "replicationcontrollers"}: meta("status.replicas"),
+		{Resource: "events"}: meta("involvedObject.kind", "involvedObject.namespace",
+			"involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion",
+			"involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent",
+			"source", "type"),
+		{Group: "events.k8s.io", Resource: "events"}: meta("regarding.kind", "regarding.namespace",
+			"regarding.name", "regarding.uid", "regarding.apiVersion", "regarding.resourceVersion",
+			"regarding.fieldPath", "reportingController", "reason", "type"),
+		{Resource: "namespaces"}:           {"metadata.name", "status.phase"},
+		{Resource: "secrets"}:              meta("type"),
+		{Resource: "services"}:             meta("spec.clusterIP", "spec.type"),
+		{Group: "batch", Resource: "jobs"}: meta("status.successful"),
+		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: {"metadata.name", "spec.signerName"},
+		{Group: "apps", Resource: "deployments"}:                               meta(),
+		{Resource: "configmaps"}:                                               meta(),
+	} {
+		var got []string
+		for _, label := range []string{"metadata.name", "metadata.namespace", "spec.nodeName", "spec.host",
+			"spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork",
+			"status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName", "spec.unschedulable",
+			"status.replicas", "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+			"involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+			"involvedObject.fieldPath", "regarding.kind", "regarding.namespace", "regarding.name",
+			"regarding.uid", "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath",
+			"reason", "reportingComponent", "reportingController", "source", "type", "spec.clusterIP",
+			"spec.type", "status.successful", "spec.signerName", "spec.replicas"} {
+			if _, _, err := ConvertFieldLabel(gr, label, "v"); err == nil {
+				got = append(got, label)
+			}
+		}
+		assert.ElementsMatch(t, want, got, "%v", gr)
+	}
+
+	// events.k8s.io's labels name core's fields, which both event types
+	// fill in.
+	events := schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+	for label, field := range map[string]string{
+		"regarding.kind": "involvedObject.kind", "regarding.namespace": "involvedObject.namespace",
+		"regarding.name": "involvedObject.name", "regarding.uid": "involvedObject.uid",
+		"regarding.apiVersion": "involvedObject.apiVersion", "regarding.resourceVersion": "involvedObject.resourceVersion",
+		"regarding.fieldPath": "involvedObject.fieldPath", "reportingController": "reportingComponent",
+		"reason": "reason", "type": "type",
+	} {
+		got, _, err := ConvertFieldLabel(events, label, "v")
+		require.NoError(t, err, label)
+		assert.Equal(t, field, got, label)
+	}
+}
+
+// Fields gives, for an object of each resource with field labels of its
+// own, every field its labels select, each read from where the server
+// reads it: a field taken from the wrong place would select other objects.
+func TestFieldsOfEachResource(t *testing.T) {
+	meta := metav1.ObjectMeta{Namespace: "ns", Name: "n"}
+	ref := corev1.ObjectReference{Kind: "Pod", Namespace: "web-ns", Name: "web", UID: "u-1",
+		APIVersion: "v1", ResourceVersion: "42", FieldPath: "spec.containers{app}"}
+	for _, tc := range []struct {
+		obj  metav1.Object
+		want fields.Set
+	}{{
+		&corev1.Pod{ObjectMeta: meta,
+			Spec: corev1.PodSpec{NodeName: "node-1", RestartPolicy: corev1.RestartPolicyNever,
+				SchedulerName: "sched", ServiceAccountName: "sa", HostNetwork: true},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.9", NominatedNodeName: "node-2",
+				PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}}}},
+		fields.Set{"metadata.name": "n", "metadata.namespace": "ns", "spec.nodeName": "node-1",
+			"spec.restartPolicy": "Never", "spec.schedulerName": "sched", "spec.serviceAccountName": "sa",
+			"spec.hostNetwork": "true", "status.phase": "Running", "status.podIP": "10.0.0.1",
+			"status.nominatedNodeName": "node-2"},
+	}, {
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Unschedulable: true}},
+		fields.Set{"metadata.name": "n", "metadata.namespace": "", "spec.unschedulable": "true"},
+	}, {
+		&corev1.ReplicationController{ObjectMeta: meta,
+			Spec:   corev1.ReplicationControllerSpec{Replicas: ptr(int32(5))},
+			Status: corev1.ReplicationControllerStatus{Replicas: 2, ReadyReplicas: 1}},
+		fields.Set{"metadata.name": "n", "metadata.namespace": "ns", "status.replicas": "2"},
+	}, {
+		&corev1.Event{ObjectMeta: meta, InvolvedObject: ref, Reason: "Failed", Type: "Warning",
+			Source: corev1.EventSource{Component: "kubelet"}, ReportingController: "ctrl"},
+		eventFields("kubelet"),
+	}, {
+		&eventsv1.Event{ObjectMeta: meta, Regarding: ref, Reason: "Failed", Type: "Warning",
+			Related:          &corev1.ObjectReference{Kind: "Node", Name: "other", UID: "u-2"},
+			DeprecatedSource: corev1.EventSource{Component: "kubelet"}, ReportingController: "ctrl"},
+		eventFields("kubelet"),
+	}, {
+		&eventsv1.Event{ObjectMeta: meta, Regarding: ref, Reason: "Failed", Type: "Warning", ReportingController: "ctrl"},
+		eventFields("ctrl"), // no source component: the reporting controller
+	}, {
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}},
+		fields.Set{"metadata.name": "n", "metadata.namespace": "", "status.phase": "Terminating"},
+	}, {
+		&corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeTLS},
+		fields.Set{"metadata.name": "n", "metadata.namespace": "ns", "type": "kubernetes.io/tls"},
+	}, {
+		&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10",
+			ClusterIPs: []string{"10.96.0.10"}, ExternalName: "db.example.com", Type: corev1.ServiceTypeNodePort}},
+		fields.Set{"metadata.name": "n", "metadata.namespace": "ns", "spec.clusterIP": "10.96.0.10", "spec.type": "NodePort"},
+	}, {
+		&batchv1.Job{ObjectMeta: meta, Status: batchv1.JobStatus{Succeeded: 3, Failed: 1, Active: 2}},
+		fields.Set{"metadata.name": "n", "metadata.namespace": "ns", "status.successful": "3"},
+	}, {
+		&certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "n"},
+			Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: "kubernetes.io/kubelet-serving", Username: "u"}},
+		fields.Set{"metadata.name": "n", "metadata.namespace": "", "spec.signerName": "kubernetes.io/kubelet-serving"},
+	}, {
+		&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(3))}},
+		fields.Set{"metadata.name": "n", "metadata.namespace": "ns"},
+	}} {
+		assert.Equal(t, tc.want, Fields(tc.obj), "%T", tc.obj)
+	}
+}
+
+func eventFields(source string) fields.Set {
+	return fields.Set{"metadata.name": "n", "metadata.namespace": "ns",
+		"involvedObject.kind": "Pod", "involvedObject.namespace": "web-ns", "involvedObject.name": "web",
+		"involvedObject.uid": "u-1", "involvedObject.apiVersion": "v1", "involvedObject.resourceVersion": "42",
+		"involvedObject.fieldPath": "spec.containers{app}", "reason": "Failed", "reportingComponent": "ctrl",
+		"source": source, "type": "Warning"}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -229,3 +229,53 @@ func TestFlagsRefuseValuesTheyWouldReplace(t *testing.T) {
 		t.Errorf("parsed %+v", f)
 	}
 }
+
+// A cluster that answers /version with 403 Forbidden is reachable, and
+// knows us: the example goes on, without the version.
+func TestConnectWithoutLeaveToReadTheVersion(t *testing.T) {
+	forbidding := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,`+
+			`"message":"forbidden: User \"dev\" cannot get path \"/version\""}`)
+	}))
+	defer forbidding.Close()
+	var out bytes.Buffer
+	c, err := Connect(t.Context(), Flags{Kubeconfig: writeKubeconfig(t, forbidding.URL)}, &out, Pods())
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Contains(t, out.String(), "(the kubeconfig's current context, Kubernetes version unknown)")
+}
+
+// Each workload's size follows -sim-objects, the smallest being one object;
+// a churn rate below one write per 100 s is raised to it (Connect's
+// caller may not have parsed it from a flag).
+func TestSimulatorSizesAndRate(t *testing.T) {
+	var out bytes.Buffer
+	c, err := Connect(t.Context(), Flags{Sim: true, SimObjects: 60, SimChurn: 1e-12}, &out,
+		Pods(), Deployments(), ConfigMaps(), Widgets())
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Contains(t, out.String(), "with 60 pods, 6 deployments, 20 configmaps, 6 widgets in 10 namespaces, 0.01 changes/s to each\n")
+
+	out.Reset()
+	c2, err := Connect(t.Context(), Flags{Sim: true, SimObjects: 1, SimChurn: 1}, &out, Pods(), Deployments())
+	require.NoError(t, err)
+	defer c2.Close()
+	assert.Contains(t, out.String(), "with 1 pods, 1 deployments in 10 namespaces")
+}
+
+// A kubeconfig that exists but cannot be used is an error: the simulator
+// is only for when there is no kubeconfig at all.
+func TestConnectWithABrokenKubeconfigFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(path, []byte("apiVersion: v1\nkind: Config\ncurrent-context: [unclosed\n"), 0o600))
+	t.Setenv("KUBECONFIG", path)
+	var out bytes.Buffer
+	c, err := Connect(t.Context(), Flags{}, &out, Pods())
+	if err == nil {
+		c.Close()
+	}
+	assert.Error(t, err)
+	assert.Empty(t, out.String(), "no fallback to the simulator")
+}
