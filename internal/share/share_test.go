@@ -195,6 +195,7 @@ func TestShareComparesExactly(t *testing.T) {
 func TestShareComparesWholeValues(t *testing.T) {
 	type box struct {
 		Ints  []int64
+		Names []string // compared element by element, not as bytes
 		Attrs map[int32]string
 		ByNaN map[float64]string
 	}
@@ -207,10 +208,10 @@ func TestShareComparesWholeValues(t *testing.T) {
 	}
 	for try := range 30 {
 		tab := share.NewColliding(0)
-		first := &box{Ints: []int64{1, 2}, Attrs: map[int32]string{1: "a"}, ByNaN: byNaN("a", "a")}
+		first := &box{Ints: []int64{1, 2}, Names: []string{"a", "b"}, Attrs: map[int32]string{1: "a"}, ByNaN: byNaN("a", "a")}
 		backing := []int64{1, 2}
 		prefix := &box{Ints: backing[:1], Attrs: map[int32]string{1: "a", 2: "b"}, ByNaN: byNaN("a", "b")}
-		tail := &box{Ints: []int64{1, 3}}
+		tail := &box{Ints: []int64{1, 3}, Names: []string{"a", "c"}}
 		for _, b := range []*box{first, prefix, tail} {
 			share.Share(tab, b)
 		}
@@ -223,6 +224,7 @@ func TestShareComparesWholeValues(t *testing.T) {
 		slices.Sort(vals)
 		require.Equal(t, []string{"a", "b"}, vals, "try %d: NaN keys", try)
 		require.Equal(t, []int64{1, 3}, tail.Ints, "try %d: a slice that differs in its last element", try)
+		require.Equal(t, []string{"a", "c"}, tail.Names, "try %d: a slice of strings that differs in its last element", try)
 		require.Equal(t, []int64{1, 2}, first.Ints, "try %d", try)
 	}
 }
