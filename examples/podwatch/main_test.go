@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -80,22 +77,7 @@ func TestPodwatchClosesItsConnections(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "config")
-	if err := os.WriteFile(path, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters:
-- name: sim
-  cluster: {server: %q, certificate-authority-data: %q}
-contexts:
-- name: sim
-  context: {cluster: sim, user: sim}
-users:
-- name: sim
-  user: {}
-current-context: sim
-`, sim.URL(), base64.StdEncoding.EncodeToString(sim.CAPEM())), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := demotest.Kubeconfig(t, sim)
 	if err := run(t.Context(), []string{"-kubeconfig", path, "-duration", "1s"}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
