@@ -1,7 +1,7 @@
 // Package demotest holds what the examples' tests share. Run checks an
 // example's main flow: it runs the example against the demo's simulator
 // for six seconds and checks the lines every example prints first and
-// last. Sim, Start and Output (scenario.go) run an example against a
+// last. Sim, Kubeconfig, Start and Output (scenario.go) run an example against a
 // simulator of the test's own, to cause each event it should print.
 package demotest
 
