@@ -179,9 +179,11 @@ func (x *Indexer[T]) prepare(obj T) (Write[T], error) {
 
 // Commit stores a prepared write's object, replacing any object with the
 // same key, as Add does; it runs no user code. It reports false and stores
-// nothing if the Write is the zero Write, or if [Indexer.AddIndexers] began
-// or failed since the Write was prepared, or installed indexes one of whose
-// functions failed on the Write's object: prepare it again.
+// nothing if the Write is the zero Write; if [Indexer.AddIndexers] began
+// since the Write was prepared (unless it has failed since: writes then go
+// on with the indexes they had), or was under way when it was prepared and
+// has failed since; or if it installed indexes one of whose functions
+// failed on the Write's object: prepare it again.
 func (x *Indexer[T]) Commit(w Write[T]) bool {
 	x.ready()
 	x.wmu.Lock()
