@@ -12,7 +12,9 @@ import (
 )
 
 // ErrClosed is returned by Pop once the FIFO is closed and drained, and by
-// every write after Close. Retrying does not help: the FIFO stays closed.
+// every write after Close (except one of an object the FIFO would refuse
+// anyway: objects are checked and transformed first, and that error comes
+// first). Retrying does not help: the FIFO stays closed.
 var ErrClosed = errors.New("deltafifo: queue is closed")
 
 // ErrInvalidObject is wrapped by the error a write returns for an object it

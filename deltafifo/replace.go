@@ -15,7 +15,8 @@ import (
 // as of resourceVersion (which the FIFO does not use). It queues a Replaced
 // delta for every listed object, in list order. Then, for every key that the
 // list lacks but the consumer may still hold, it queues a Deleted delta with
-// FinalStateUnknown set, carrying the newest state of the object we have:
+// FinalStateUnknown set, carrying the newest state of the object we have
+// (the keys in this order, new keys queued at the end):
 //
 //   - a queued key: the object of its newest delta;
 //   - a key being processed by Pop (and not queued again): the object of
@@ -25,7 +26,8 @@ import (
 // A key whose newest delta is already a Deleted gets nothing more. A list
 // that holds one key twice (no apiserver sends one) counts once, with the
 // object of the greater resourceVersion (the later one if they do not
-// compare): handlers never see the object go back in time.
+// compare), queued where that item stands: handlers never see the object
+// go back in time.
 //
 // The objects are validated and transformed before anything is queued: if
 // any of them fails, Replace returns the error and the queue is unchanged.
