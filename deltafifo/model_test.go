@@ -298,11 +298,8 @@ func (r *modelRun) close() {
 }
 
 // invalid writes an object without a name, alone or in a list: the call
-// fails and changes nothing.
+// fails with ErrInvalidObject, even after Close, and changes nothing.
 func (r *modelRun) invalid() {
-	if r.m.closed {
-		return // which of the two errors wins is not documented
-	}
 	noName := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", ResourceVersion: "1"}}
 	var err error
 	if r.choose.intn(2) == 1 {
