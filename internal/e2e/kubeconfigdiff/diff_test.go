@@ -79,6 +79,7 @@ type outcome struct {
 	stage string
 	where string // finer: load, client, request, status
 	err   error
+	url   string // the URL requested
 	ns    string // the namespace, when it was known
 	hasNS bool
 	rec   record
@@ -105,6 +106,7 @@ func (o outcome) String() string {
 
 // send GETs u with do and returns what the server recorded of it.
 func (e *env) send(o outcome, do func(*http.Request) (*http.Response, error), u *url.URL, id string) outcome {
+	o.url = u.String()
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

@@ -21,9 +21,9 @@ type refusal struct {
 	why string
 	// listwatch is listwatch's error, which must be that refusal.
 	listwatch *regexp.Regexp
-	// server, when set, is the one server where the refusal applies:
-	// client-go must have sent its request there.
-	server string
+	// scheme, when set, is the one scheme where the refusal applies:
+	// client-go's request must have been for a URL of that scheme.
+	scheme string
 }
 
 var refusals = []refusal{
@@ -52,7 +52,7 @@ var refusals = []refusal{
 			`|rest: both a bearer token and basic auth \(username/password\) are set; keep one$` +
 			`|kubeconfig .*: user "[^"]*": auth-provider "[^"]*" is not supported; ` +
 			`|rest: TLS: a CA certificate and Insecure are both set; verify the server or don't, not both$)`),
-		server: "H",
+		scheme: "http",
 	},
 }
 
@@ -72,7 +72,7 @@ func refusalFor(cg, lw outcome) *refusal {
 		return nil
 	}
 	for i := range refusals {
-		if r := &refusals[i]; r.listwatch.MatchString(lw.err.Error()) && (r.server == "" || cg.rec.Server == r.server) {
+		if r := &refusals[i]; r.listwatch.MatchString(lw.err.Error()) && (r.scheme == "" || strings.HasPrefix(cg.url, r.scheme+"://")) {
 			return &refusals[i]
 		}
 	}

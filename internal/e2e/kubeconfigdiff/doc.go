@@ -18,8 +18,11 @@
 // client sends a GET to local recording servers: two HTTPS servers with
 // CAs of the test's own that ask for a client certificate, a plain HTTP
 // one, and a forward proxy. The servers record which of them got the
-// request, whether through the proxy, the Authorization header, the
-// Impersonate-* headers, the client certificate's CN and Accept-Encoding.
+// request, under which path prefix, whether through the proxy, the
+// Authorization header, the Impersonate-* headers, the client
+// certificate's CN and Accept-Encoding. The exec plugin puts what it was
+// told (KUBERNETES_EXEC_INFO: the cluster's server, TLS settings, proxy
+// and exec extension) into the token it returns, so that is compared too.
 // The libraries must agree on how far they get (refused before sending,
 // failed to send, or sent: clientcmd reads the files a kubeconfig names
 // when it loads it, listwatch when it builds the Client, and both count

@@ -252,6 +252,14 @@ func (w *fileWriter) cluster(name string) {
 	case "closed":
 		url = "https://" + srv.closed
 	}
+	if server != "noscheme" {
+		switch pick[string](g, "", 16, "prefix", 2, "slash", 1) {
+		case "prefix":
+			url += "/k8s/clusters/" + name
+		case "slash":
+			url += "/"
+		}
+	}
 	w.line(2, "server: %s", q(url))
 	ca := func(which string) []byte {
 		if which == "b" {
@@ -297,6 +305,11 @@ func (w *fileWriter) cluster(name string) {
 	}
 	if g.chance(0.3) {
 		w.line(2, "disable-compression: true")
+	}
+	if g.chance(0.2) {
+		w.line(2, "extensions:")
+		w.line(2, "- name: client.authentication.k8s.io/exec")
+		w.line(2, "  extension: {audience: %s, nested: {list: [1, two], flag: true}}", q("aud-"+name))
 	}
 }
 
@@ -402,6 +415,9 @@ func (w *fileWriter) exec(tag string, kp keyPair) {
 		command = filepath.Join(w.dir, "no-such-plugin")
 	}
 	w.line(3, "command: %s", q(command))
+	if g.chance(0.5) {
+		w.line(3, "provideClusterInfo: true")
+	}
 	if mode := pick[string](g, "", 1, "Never", 3, "IfAvailable", 3); mode != "" {
 		w.line(3, "interactiveMode: %s", mode)
 	}

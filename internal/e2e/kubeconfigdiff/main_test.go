@@ -1,6 +1,8 @@
 package kubeconfigdiff
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -34,12 +36,36 @@ func execPlugin() int {
 	}
 	var info struct {
 		APIVersion string `json:"apiVersion"`
+		Spec       struct {
+			Interactive bool `json:"interactive"`
+			Cluster     *struct {
+				Server                   string          `json:"server"`
+				TLSServerName            string          `json:"tls-server-name"`
+				InsecureSkipTLSVerify    bool            `json:"insecure-skip-tls-verify"`
+				CertificateAuthorityData []byte          `json:"certificate-authority-data"`
+				ProxyURL                 string          `json:"proxy-url"`
+				DisableCompression       bool            `json:"disable-compression"`
+				Config                   json.RawMessage `json:"config"`
+			} `json:"cluster"`
+		} `json:"spec"`
 	}
 	if err := json.Unmarshal([]byte(os.Getenv("KUBERNETES_EXEC_INFO")), &info); err != nil || info.APIVersion == "" {
 		info.APIVersion = "client.authentication.k8s.io/v1beta1"
 	}
 	status := map[string]string{}
 	if tok := os.Getenv("KCDIFF_EXEC_TOKEN"); tok != "" {
+		// What the plugin was told goes into the token, for the server
+		// to record.
+		tok += fmt.Sprintf("|interactive=%t", info.Spec.Interactive)
+		if c := info.Spec.Cluster; c != nil {
+			var config bytes.Buffer
+			if len(c.Config) > 0 && string(c.Config) != "null" { // null or absent: none
+				_ = json.Compact(&config, c.Config)
+			}
+			tok += fmt.Sprintf("|server=%s|tls-server-name=%s|insecure=%t|ca-sha256=%x|proxy=%s|disable-compression=%t|config=%s",
+				c.Server, c.TLSServerName, c.InsecureSkipTLSVerify, sha256.Sum256(c.CertificateAuthorityData),
+				c.ProxyURL, c.DisableCompression, config.String())
+		}
 		status["token"] = tok
 	}
 	if f := os.Getenv("KCDIFF_EXEC_CERT"); f != "" {

@@ -29,6 +29,7 @@ import (
 // decides.
 type record struct {
 	Server         string   // "A" or "B" (HTTPS), "H" (plain HTTP)
+	Prefix         string   // the path before the test's own, from the server URL
 	Proxied        bool     // it came through the proxy
 	Authorization  string   // the Authorization header
 	Impersonate    []string // every Impersonate-* header, "Name: value", sorted
@@ -65,6 +66,7 @@ func (rec *recorder) handler(server string) http.Handler {
 			got.ClientCN = r.TLS.PeerCertificates[0].Subject.CommonName
 		}
 		id := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+		got.Prefix, _, _ = strings.Cut(r.URL.Path, "/kcdiff/")
 		rec.mu.Lock()
 		if rec.seen == nil {
 			rec.seen = map[string]record{}
@@ -122,7 +124,25 @@ func (p *proxy) dial(ctx context.Context, addr string) (net.Conn, error) {
 	p.mu.Lock()
 	p.from[conn.LocalAddr().String()] = true
 	p.mu.Unlock()
-	return conn, nil
+	return &proxiedConn{Conn: conn, p: p}, nil
+}
+
+// proxiedConn is a connection the proxy opened to a server. Its local
+// address is forgotten when it closes: a client's own connection may get
+// the port next.
+type proxiedConn struct {
+	net.Conn
+	p    *proxy
+	once sync.Once
+}
+
+func (c *proxiedConn) Close() error {
+	c.once.Do(func() {
+		c.p.mu.Lock()
+		delete(c.p.from, c.LocalAddr().String())
+		c.p.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 func (p *proxy) dialedFrom(remote string) bool {
@@ -150,6 +170,12 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.mu.Lock()
+	if p.tunnels == nil { // closed
+		p.mu.Unlock()
+		_ = up.Close()
+		_ = conn.Close()
+		return
+	}
 	p.tunnels[conn], p.tunnels[up] = true, true
 	p.mu.Unlock()
 	_, _ = io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n")
@@ -171,10 +197,12 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // close ends the tunnels still open and waits for their goroutines.
 func (p *proxy) close() {
 	p.mu.Lock()
-	for c := range p.tunnels {
+	tunnels := p.tunnels
+	p.tunnels = nil
+	p.mu.Unlock()
+	for c := range tunnels { // not under p.mu, which a proxiedConn's Close takes
 		_ = c.Close()
 	}
-	p.mu.Unlock()
 	p.wg.Wait()
 	p.tr.CloseIdleConnections()
 }
