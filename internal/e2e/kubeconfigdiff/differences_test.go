@@ -98,15 +98,25 @@ type reading struct {
 
 var readings = []reading{
 	{
-		name: "certificate-authority-data beside certificate-authority",
-		why: "kubeconfig.go, kubeCluster.apply: `The data wins over the file, as in kubectl.` " +
-			"(but clientcmd refuses both: `certificate-authority-data will override` is its error)",
-		clientGo: regexp.MustCompile(`certificate-authority-data and certificate-authority are both specified for [^ ]+\. certificate-authority-data will override\.`),
+		name: "a data field beside its file",
+		why: "kubeconfig.go, kubeCluster.apply: `The data wins over the file, as in kubectl.` for " +
+			"certificate-authority-data (but clientcmd refuses both: `certificate-authority-data will override` " +
+			"is its error); UNDOCUMENTED for client-certificate-data and client-key-data, which kubeUser.apply " +
+			"prefers to their files the same way",
+		clientGo: regexp.MustCompile(`certificate-authority-data and certificate-authority are both specified for [^ ]+\. certificate-authority-data will override\.` +
+			`|client-cert-data and client-cert are both specified for [^ ]+\. client-cert-data will override\.` +
+			`|client-key-data and client-key are both specified for [^;]+; client-key-data will override`),
 		rewrite: func(entry []string) []string {
-			if !hasField(entry, "certificate-authority-data") {
-				return entry
+			for data, file := range map[string]string{
+				"certificate-authority-data": "certificate-authority",
+				"client-certificate-data":    "client-certificate",
+				"client-key-data":            "client-key",
+			} {
+				if hasField(entry, data) {
+					entry = dropField(entry, file)
+				}
 			}
-			return dropField(entry, "certificate-authority")
+			return entry
 		},
 	},
 	{

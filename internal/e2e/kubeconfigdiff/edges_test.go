@@ -79,6 +79,9 @@ users: [{name: u, user: {token: tok}}]`}},
 	{name: "a context naming a missing user", files: []string{strings.Replace(cfg("{A}", "certificate-authority-data: {CA1}", "{}", ""), "user: u}", "user: gone}", 1)}},
 	{name: "certificate-authority-data beside certificate-authority", files: []string{cfg("{A}", "{certificate-authority-data: {CA1}, certificate-authority: ca.crt}", "token: tok", "")},
 		beside: []map[string]string{{"ca.crt": "{CA2PEM}"}}},
+	{name: "client certificate data beside files", files: []string{cfg("{A}", "certificate-authority-data: {CA1}",
+		"{client-certificate: c.crt, client-key: c.key, client-certificate-data: {CERT}, client-key-data: {KEY}}", "")},
+		beside: []map[string]string{{"c.crt": "{CERT2PEM}", "c.key": "{KEY2PEM}"}}},
 	{name: "a token beside a password", files: []string{cfg("{A}", "certificate-authority-data: {CA1}", "{token: tok, password: p}", "")}},
 	{name: "exec v1 without interactiveMode", files: []string{cfg("{A}", "certificate-authority-data: {CA1}", execUser("v1", "", "KCDIFF_EXEC_TOKEN: et"), "")}},
 	{name: "bad base64 in a user the context does not use", files: []string{cfg("{A}", "certificate-authority-data: {CA1}", "token: tok", "") + `
@@ -167,6 +170,7 @@ func (e *env) edgeReplacer(dir string) *strings.Replacer {
 		"{CA1}", b64(e.pki.ca1), "{CA2}", b64(e.pki.ca2),
 		"{CA1PEM}", string(e.pki.ca1), "{CA2PEM}", string(e.pki.ca2),
 		"{CERT}", b64(kp.cert), "{KEY}", b64(kp.key), "{CERTPEM}", string(kp.cert), "{KEYPEM}", string(kp.key),
+		"{CERT2PEM}", string(e.pki.clients[1].cert), "{KEY2PEM}", string(e.pki.clients[1].key),
 		"{CERTFILE}", certFile, "{KEYFILE}", keyFile,
 		"{PLUGIN}", e.plugin,
 	)

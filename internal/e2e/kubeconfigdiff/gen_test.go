@@ -204,6 +204,9 @@ const badBase64 = "!!not base64!!"
 func (w *fileWriter) kubeconfig() string {
 	g := w.g
 	if g.broken(0.02) {
+		return "" // empty
+	}
+	if g.broken(0.02) {
 		return "clusters: [\n  - {name: c0\n" // unreadable YAML
 	}
 	w.line(0, "apiVersion: v1")
@@ -227,9 +230,12 @@ func (w *fileWriter) kubeconfig() string {
 			w.context(x)
 		}
 	}
-	if current {
+	switch {
+	case current:
 		w.line(0, "current-context: %s", q(g.ref("x")))
 		g.current = true
+	case g.chance(0.1):
+		w.line(0, `current-context: ""`)
 	}
 	return w.b.String()
 }
@@ -337,7 +343,7 @@ func (w *fileWriter) user(name string) {
 		w.line(2, "password: %s", q("pw-"+tag))
 	}
 	kp := p.clients[g.r.IntN(len(p.clients))]
-	switch pick[string](g, "none", 12, "files", 3, "data", 3, "mixed", 1, "cert", g.bw(1), "key", 1, "bad", g.bw(1), "missing", g.bw(1)) {
+	switch pick[string](g, "none", 12, "files", 3, "data", 3, "mixed", 1, "both", 1, "cert", g.bw(1), "key", 1, "bad", g.bw(1), "missing", g.bw(1)) {
 	case "files":
 		w.line(2, "client-certificate: %s", q(w.put("client-"+name+".crt", kp.cert)))
 		w.line(2, "client-key: %s", q(w.put("client-"+name+".key", kp.key)))
@@ -346,6 +352,14 @@ func (w *fileWriter) user(name string) {
 		w.line(2, "client-key-data: %s", b64(kp.key))
 	case "mixed":
 		w.line(2, "client-certificate: %s", q(w.put("client-"+name+".crt", kp.cert)))
+		w.line(2, "client-key-data: %s", b64(kp.key))
+	case "both": // data and files, the files of another pair
+		other := p.clients[(g.r.IntN(len(p.clients)-1)+1+slicesIndex(p.clients, kp))%len(p.clients)]
+		w.line(2, "client-certificate: %s", q(w.put("client-"+name+".crt", other.cert)))
+		w.line(2, "client-certificate-data: %s", b64(kp.cert))
+		if g.chance(0.5) {
+			w.line(2, "client-key: %s", q(w.put("client-"+name+".key", other.key)))
+		}
 		w.line(2, "client-key-data: %s", b64(kp.key))
 	case "cert":
 		w.line(2, "client-certificate-data: %s", b64(kp.cert))
@@ -445,7 +459,19 @@ func (w *fileWriter) context(name string) {
 	if !g.chance(0.15) {
 		w.line(2, "user: %s", q(g.ref("u")))
 	}
-	if g.chance(0.5) {
+	switch {
+	case g.broken(0.03):
+		w.line(2, "namespace: %s", q("Not_A_DNS_Label"))
+	case g.chance(0.5):
 		w.line(2, "namespace: %s", q(fmt.Sprintf("ns-f%d-%s", w.file, name)))
 	}
+}
+
+func slicesIndex(kps []keyPair, kp keyPair) int {
+	for i := range kps {
+		if kps[i].cn == kp.cn {
+			return i
+		}
+	}
+	return -1
 }
