@@ -42,7 +42,10 @@ var ErrNotInCluster = rest.ErrNotInCluster
 
 // LoadKubeconfig reads a kubeconfig file, as kubectl does: path, or else
 // the files listed in $KUBECONFIG, or else ~/.kube/config; and the named
-// context, or else the current one.
+// context, or else the current one. It refuses what kubectl refuses (such
+// as certificate-authority-data beside certificate-authority), and also a
+// server without a scheme and a context naming a user that is not
+// defined, which kubectl would take silently.
 func LoadKubeconfig(path, context string) (*Config, error) {
 	return rest.LoadKubeconfig(path, context)
 }

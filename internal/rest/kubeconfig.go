@@ -40,6 +40,19 @@ const maxKubeconfigSize = 16 << 20
 // file paths inside a kubeconfig are relative to that file's directory.
 // Errors name the file and the context, cluster or user at fault, and never
 // include a credential.
+//
+// It refuses what kubectl refuses, and more: a server without a scheme
+// (kubectl picks one silently), a context naming a user that is not
+// defined (kubectl sends no credentials then), and, over http://, what
+// NewClient refuses (kubectl ignores a user's credentials and the
+// cluster's TLS settings there). It reads four things kubectl refuses: a
+// token beside a password without a username (the token is sent; a
+// password alone is never sent), an exec plugin of
+// client.authentication.k8s.io/v1 without interactiveMode (IfAvailable),
+// bad base64 in a cluster or user the context does not use (only the
+// chosen ones are decoded), and an unquoted YAML 1.1 boolean or number
+// where a string belongs (its text: namespace: off is "off").
+// internal/e2e/kubeconfigdiff checks all of this against client-go.
 func LoadKubeconfig(path, contextName string) (*Config, error) {
 	files, err := kubeconfigFiles(path, os.Getenv, os.UserHomeDir)
 	if err != nil {
@@ -431,8 +444,11 @@ func (c *kubeCluster) apply(cfg *Config) error {
 	cfg.TLS.Insecure = c.InsecureSkipTLSVerify
 	cfg.ProxyURL = c.ProxyURL
 	cfg.DisableCompression = c.DisableCompression
+	if c.CertificateAuthorityData != "" && c.CertificateAuthority != "" {
+		// kubectl refuses this too: which one was meant is a guess.
+		return errors.New("certificate-authority-data and certificate-authority are both set; keep one")
+	}
 	if c.CertificateAuthorityData != "" {
-		// The data wins over the file, as in kubectl.
 		if cfg.TLS.CAData, err = decodeBase64(c.CertificateAuthorityData); err != nil {
 			return fmt.Errorf("certificate-authority-data: %w", err)
 		}
@@ -473,6 +489,14 @@ func (u *kubeUser) apply(cfg *Config) error {
 		// HasBasicAuth); a password alone sends nothing, and leaves an
 		// exec plugin to run.
 		cfg.Username, cfg.Password = u.Username, u.Password
+	}
+	// kubectl refuses a data field beside its file too: which one was
+	// meant is a guess.
+	if u.ClientCertificateData != "" && u.ClientCertificate != "" {
+		return errors.New("client-certificate-data and client-certificate are both set; keep one")
+	}
+	if u.ClientKeyData != "" && u.ClientKey != "" {
+		return errors.New("client-key-data and client-key are both set; keep one")
 	}
 	if u.ClientCertificateData != "" {
 		if cfg.TLS.CertData, err = decodeBase64(u.ClientCertificateData); err != nil {

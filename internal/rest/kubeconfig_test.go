@@ -310,6 +310,19 @@ contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{`user "u":
 		{"bad CA base64", `
 clusters: [{name: k, cluster: {server: "https://k", certificate-authority-data: "%%%"}}]
 contexts: [{name: c, context: {cluster: k}}]`, "c", []string{`cluster "k": certificate-authority-data: not valid base64`}},
+		// kubectl refuses a data field beside its file; so do we, rather
+		// than guess which was meant.
+		{"CA data beside its file", `
+clusters: [{name: k, cluster: {server: "https://k", certificate-authority-data: Q0E=, certificate-authority: ca.crt}}]
+contexts: [{name: c, context: {cluster: k}}]`, "c", []string{`cluster "k": certificate-authority-data and certificate-authority are both set`}},
+		{"client certificate data beside its file", `
+clusters: [{name: k, cluster: {server: "https://k"}}]
+users: [{name: u, user: {client-certificate-data: Q0VSVA==, client-certificate: c.crt, client-key-data: S0VZ}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{`user "u": client-certificate-data and client-certificate are both set`}},
+		{"client key data beside its file", `
+clusters: [{name: k, cluster: {server: "https://k"}}]
+users: [{name: u, user: {client-certificate-data: Q0VSVA==, client-key-data: S0VZ, client-key: c.key}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]`, "c", []string{`user "u": client-key-data and client-key are both set`}},
 		{"auth provider", `
 clusters: [{name: k, cluster: {server: "https://k"}}]
 users: [{name: u, user: {auth-provider: {name: oidc, config: {id-token: ` + secret + `}}}}]

@@ -35,8 +35,8 @@ var refusals = []refusal{
 	},
 	{
 		name: "a context naming a user that is not defined",
-		why: "kubeconfig_test.go, TestLoadKubeconfigErrors, case \"user missing\", and LoadKubeconfig's doc " +
-			"(`Errors name the file and the context, cluster or user at fault`); client-go sends the request " +
+		why: "kubeconfig.go, LoadKubeconfig's doc: `a context naming a user that is not defined (kubectl sends " +
+			"no credentials then)`; client-go sends the request " +
 			"without credentials (clientcmd's getAuthInfo merges nothing and does not complain)",
 		listwatch: regexp.MustCompile(`^kubeconfig .*: context "[^"]*" refers to user "[^"]*", which is not defined$`),
 	},
@@ -85,9 +85,8 @@ func refusalFor(cg, lw outcome) *refusal {
 // compares everything as for any other case.
 type reading struct {
 	name string
-	// why says why, citing where internal/rest documents it, or that
-	// nothing does (reported for review: a reading to keep, and document,
-	// or a difference to fix).
+	// why says why, citing where internal/rest documents it (a new
+	// difference is documented there, or fixed, before it is named here).
 	why string
 	// clientGo matches one of clientcmd's errors.
 	clientGo *regexp.Regexp
@@ -98,32 +97,9 @@ type reading struct {
 
 var readings = []reading{
 	{
-		name: "a data field beside its file",
-		why: "kubeconfig.go, kubeCluster.apply: `The data wins over the file, as in kubectl.` for " +
-			"certificate-authority-data (but clientcmd refuses both: `certificate-authority-data will override` " +
-			"is its error); UNDOCUMENTED for client-certificate-data and client-key-data, which kubeUser.apply " +
-			"prefers to their files the same way",
-		clientGo: regexp.MustCompile(`certificate-authority-data and certificate-authority are both specified for [^ ]+\. certificate-authority-data will override\.` +
-			`|client-cert-data and client-cert are both specified for [^ ]+\. client-cert-data will override\.` +
-			`|client-key-data and client-key are both specified for [^;]+; client-key-data will override`),
-		rewrite: func(entry []string) []string {
-			for data, file := range map[string]string{
-				"certificate-authority-data": "certificate-authority",
-				"client-certificate-data":    "client-certificate",
-				"client-key-data":            "client-key",
-			} {
-				if hasField(entry, data) {
-					entry = dropField(entry, file)
-				}
-			}
-			return entry
-		},
-	},
-	{
 		name: "a token beside a password without a username",
-		why: "kubeconfig.go, kubeUser.apply: `As kubectl: basic auth needs a username (client-go's HasBasicAuth); " +
-			"a password alone sends nothing` — UNDOCUMENTED that a token beside it is then used, where clientcmd " +
-			"refuses two authentication methods",
+		why: "kubeconfig.go, LoadKubeconfig's doc: `a token beside a password without a username (the token is " +
+			"sent; a password alone is never sent)`, where clientcmd refuses two authentication methods",
 		clientGo: regexp.MustCompile(`more than one authentication method found for [^;]+; found \[token basicAuth\], only one is allowed`),
 		rewrite: func(entry []string) []string {
 			if hasField(entry, "username") {
@@ -134,8 +110,9 @@ var readings = []reading{
 	},
 	{
 		name: "an exec plugin of client.authentication.k8s.io/v1 without interactiveMode",
-		why: "exec.go, ExecConfig.InteractiveMode: `Never, IfAvailable (the default when empty)` — UNDOCUMENTED " +
-			"for kubeconfigs, where clientcmd defaults it only for v1beta1 and refuses it empty for v1",
+		why: "kubeconfig.go, LoadKubeconfig's doc: `an exec plugin of client.authentication.k8s.io/v1 without " +
+			"interactiveMode (IfAvailable)`, as ExecConfig.InteractiveMode's default; clientcmd defaults it only " +
+			"for v1beta1 and refuses it empty for v1",
 		clientGo: regexp.MustCompile(`interactiveMode must be specified for [^ ]+ to use exec authentication plugin`),
 		rewrite: func(entry []string) []string {
 			i := slices.IndexFunc(entry, func(l string) bool { return strings.HasPrefix(l, "    exec:") })
@@ -152,8 +129,8 @@ var readings = []reading{
 	},
 	{
 		name: "bad base64 in an entry the context does not use",
-		why: "UNDOCUMENTED: kubeconfig.go decodes the data fields of the chosen cluster and user only; " +
-			"clientcmd refuses the whole file",
+		why: "kubeconfig.go, LoadKubeconfig's doc: `bad base64 in a cluster or user the context does not use " +
+			"(only the chosen ones are decoded)`; clientcmd refuses the whole file",
 		clientGo: regexp.MustCompile(`error loading config file "[^"]+": illegal base64 data at input byte \d+`),
 		rewrite: func(entry []string) []string {
 			out := slices.Clone(entry)
@@ -165,9 +142,9 @@ var readings = []reading{
 	},
 	{
 		name: "YAML 1.1 booleans and numbers where strings belong",
-		why: "UNDOCUMENTED: kubeconfig.go decodes with go.yaml.in/yaml/v2 straight into string fields, which " +
-			"takes an unquoted y, no, off or 12345 as its text; clientcmd's sigs.k8s.io/yaml turns it into a JSON " +
-			"bool or number first and refuses the file",
+		why: "kubeconfig.go, LoadKubeconfig's doc: `an unquoted YAML 1.1 boolean or number where a string " +
+			"belongs (its text: namespace: off is \"off\")` (go.yaml.in/yaml/v2 decodes straight into string " +
+			"fields); clientcmd's sigs.k8s.io/yaml turns it into a JSON bool or number first and refuses the file",
 		clientGo: regexp.MustCompile(`error loading config file "[^"]+": json: cannot unmarshal (bool|number) into Go struct field [^ ]+ of type string`),
 		rewrite: func(entry []string) []string {
 			out := slices.Clone(entry)

@@ -29,7 +29,7 @@
 // as refusing), on the namespace, and on everything recorded.
 //
 // The differences expected are named in differences_test.go, each with
-// where internal/rest documents it or a note that nothing does: refusals
+// where internal/rest documents it: refusals
 // (listwatch refuses on purpose what client-go takes; listwatch's error is
 // checked), readings (clientcmd refuses what listwatch reads in a way of
 // its own; client-go runs again on the kubeconfig rewritten to that
