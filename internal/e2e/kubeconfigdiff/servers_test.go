@@ -91,21 +91,27 @@ func (rec *recorder) take(id string) (record, bool) {
 }
 
 // proxy is a forward proxy: CONNECT tunnels for https:// targets, and
-// absolute-URL requests for http:// ones. It remembers the local address
-// of every connection it opened to a server, so that the server can tell
-// that a request came through it.
+// absolute-URL requests for http:// ones. It dials the servers from
+// proxySource, an address no client uses, so that a server can tell that a
+// request came through it. (Remembering the ports it dialed from is not
+// enough: Linux gives one local port to several connections with
+// different destinations, so a client's direct connection to one server
+// can have the port of a proxied one to another.)
 type proxy struct {
 	forward *httputil.ReverseProxy
 	tr      *http.Transport
 
 	mu      sync.Mutex
-	from    map[string]bool
 	tunnels map[net.Conn]bool
 	wg      sync.WaitGroup
 }
 
+// proxySource is the proxy's side of its connections to the servers; the
+// clients connect from 127.0.0.1.
+var proxySource = net.IPv4(127, 0, 0, 2)
+
 func newProxy() *proxy {
-	p := &proxy{from: map[string]bool{}, tunnels: map[net.Conn]bool{}}
+	p := &proxy{tunnels: map[net.Conn]bool{}}
 	p.tr = &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return p.dial(ctx, addr)
 	}}
@@ -117,41 +123,15 @@ func newProxy() *proxy {
 }
 
 func (p *proxy) dial(ctx context.Context, addr string) (net.Conn, error) {
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	p.from[conn.LocalAddr().String()] = true
-	p.mu.Unlock()
-	return &proxiedConn{Conn: conn, p: p}, nil
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: proxySource}}
+	return d.DialContext(ctx, "tcp", addr)
 }
 
-// proxiedConn is a connection the proxy opened to a server. Its local
-// address is forgotten when it closes: a client's own connection may get
-// the port next.
-type proxiedConn struct {
-	net.Conn
-	p    *proxy
-	once sync.Once
-}
-
-func (c *proxiedConn) Close() error {
-	c.once.Do(func() {
-		c.p.mu.Lock()
-		delete(c.p.from, c.LocalAddr().String())
-		c.p.mu.Unlock()
-	})
-	return c.Conn.Close()
-}
-
+// dialedFrom reports whether remote, a request's RemoteAddr, is the
+// proxy's.
 func (p *proxy) dialedFrom(remote string) bool {
-	if p == nil {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.from[remote]
+	host, _, err := net.SplitHostPort(remote)
+	return p != nil && err == nil && net.ParseIP(host).Equal(proxySource)
 }
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +180,7 @@ func (p *proxy) close() {
 	tunnels := p.tunnels
 	p.tunnels = nil
 	p.mu.Unlock()
-	for c := range tunnels { // not under p.mu, which a proxiedConn's Close takes
+	for c := range tunnels {
 		_ = c.Close()
 	}
 	p.wg.Wait()
