@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,9 +21,23 @@ import (
 	"k8s.io/client-go/transport"
 )
 
-// seeds is how many random kubeconfigs TestKubeconfigMatchesClientcmd
+// defaultSeeds is how many random kubeconfigs TestKubeconfigMatchesClientcmd
 // tries.
-const seeds = 300
+const defaultSeeds = 300
+
+// numSeeds is defaultSeeds, or LISTWATCH_KCDIFF_SEEDS=N for a longer run
+// (6,000 take about 30 s).
+func numSeeds(t *testing.T) uint64 {
+	s := os.Getenv("LISTWATCH_KCDIFF_SEEDS")
+	if s == "" {
+		return defaultSeeds
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 {
+		t.Fatalf("LISTWATCH_KCDIFF_SEEDS=%q: want a positive number", s)
+	}
+	return n
+}
 
 // requestTimeout bounds one GET; every server is local.
 const requestTimeout = 10 * time.Second
@@ -37,7 +52,7 @@ func TestKubeconfigMatchesClientcmd(t *testing.T) {
 			env.check(t, ed.name, ed.write(t, env, t.TempDir()))
 		})
 	}
-	for seed := range uint64(seeds) {
+	for seed := range numSeeds(t) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			g := &generator{r: rand.New(rand.NewPCG(seed, 0x6b63646966)), pki: env.pki, srv: env.srv, plugin: env.plugin}
 			s := g.generate(t, t.TempDir())

@@ -39,4 +39,6 @@
 // It needs no kube-apiserver:
 //
 //	go test -race ./kubeconfigdiff/
+//
+// LISTWATCH_KCDIFF_SEEDS=N runs N random kubeconfigs instead of 300.
 package kubeconfigdiff
