@@ -179,21 +179,33 @@ func isNotFound(err error) bool {
 
 // isTooLargeResourceVersion reports the server saying it has not reached the
 // resourceVersion asked for yet. It has used three shapes for that answer:
-// a cause of type ResourceVersionTooLarge, a cause with only the message,
-// and a Timeout whose message says it.
+// a cause of type ResourceVersionTooLarge, and a Timeout with a cause
+// whose message says it or whose own message says it. The message counts
+// only on a Timeout: a Status made up from a plain-text body carries the
+// body as its cause's message.
 func isTooLargeResourceVersion(err error) bool {
 	s, ok := statusOf(err)
 	if !ok {
 		return false
 	}
+	var causes []metav1.StatusCause
 	if s.Details != nil {
-		for _, c := range s.Details.Causes {
-			if c.Type == metav1.CauseTypeResourceVersionTooLarge || strings.EqualFold(c.Message, tooLargeMessage) {
-				return true
-			}
+		causes = s.Details.Causes
+	}
+	for _, c := range causes {
+		if c.Type == metav1.CauseTypeResourceVersionTooLarge {
+			return true
 		}
 	}
-	return s.Reason == metav1.StatusReasonTimeout && strings.Contains(strings.ToLower(s.Message), strings.ToLower(tooLargeMessage))
+	if s.Reason != metav1.StatusReasonTimeout {
+		return false
+	}
+	for _, c := range causes {
+		if strings.EqualFold(c.Message, tooLargeMessage) {
+			return true
+		}
+	}
+	return strings.Contains(strings.ToLower(s.Message), strings.ToLower(tooLargeMessage))
 }
 
 const tooLargeMessage = "Too large resource version"

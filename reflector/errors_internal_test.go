@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -47,5 +48,31 @@ func TestRefusesResourceVersion(t *testing.T) {
 		errors.New(field): false,
 	} {
 		assert.Equal(t, want, refusesResourceVersion(err), "%v", err)
+	}
+}
+
+// The shapes "too large resource version" has come in, and a look-alike:
+// a plain-text 500 whose body says it, which the HTTP client makes up a
+// Status for with the body as its cause's message. The message counts
+// only on a Timeout, as in client-go.
+func TestIsTooLargeResourceVersion(t *testing.T) {
+	withCause := func(reason metav1.StatusReason, cause metav1.StatusCause) error {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: reason,
+			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{cause}}}}
+	}
+	for name, tt := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"cause type":                       {withCause(metav1.StatusReasonTimeout, metav1.StatusCause{Type: metav1.CauseTypeResourceVersionTooLarge}), true},
+		"cause type, other reason":         {withCause(metav1.StatusReasonInternalError, metav1.StatusCause{Type: metav1.CauseTypeResourceVersionTooLarge}), true},
+		"cause message (1.17.0 to 1.18.5)": {withCause(metav1.StatusReasonTimeout, metav1.StatusCause{Message: tooLargeMessage}), true},
+		"message (before 1.17)":            {apierrors.NewTimeoutError("Too large resource version: 20, current: 10", 1), true},
+		"made up from a plain-text 500": {withCause(metav1.StatusReasonInternalError,
+			metav1.StatusCause{Type: metav1.CauseTypeUnexpectedServerResponse, Message: tooLargeMessage}), false},
+		"another timeout": {apierrors.NewTimeoutError("request timed out", 1), false},
+		"not a Status":    {errors.New(tooLargeMessage), false},
+	} {
+		assert.Equal(t, tt.want, isTooLargeResourceVersion(tt.err), name)
 	}
 }

@@ -70,8 +70,7 @@ func CheckResponse(resp *http.Response) error {
 		if e.RetryAfter%time.Second != 0 {
 			secs++ // an HTTP date's delay, rounded up
 		}
-		secs = min(secs, math.MaxInt32)
-		e.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: int32(secs)}
+		e.ErrStatus.Details.RetryAfterSeconds = int32(min(secs, math.MaxInt32))
 	}
 	return e
 }
@@ -102,7 +101,8 @@ func decodeStatus(contentType string, body []byte) (*metav1.Status, bool) {
 	return &s, true
 }
 
-// synthesizeStatus makes a Status for a response whose body is not one.
+// synthesizeStatus makes a Status for a response whose body is not one,
+// with the cause UnexpectedServerResponse.
 func synthesizeStatus(code int, body []byte) metav1.Status {
 	msg := strings.TrimSpace(string(body))
 	if len(msg) > maxSynthesizedMessage {
@@ -121,6 +121,13 @@ func synthesizeStatus(code int, body []byte) metav1.Status {
 		Code:     int32(code),
 		Reason:   reasonForCode(code),
 		Message:  msg,
+		// The cause client-go's made-up Status carries too, so that
+		// apimachinery's errors.IsUnexpectedServerError tells this error
+		// from one the apiserver wrote.
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{
+			Type:    metav1.CauseTypeUnexpectedServerResponse,
+			Message: msg,
+		}}},
 	}
 }
 

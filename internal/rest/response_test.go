@@ -128,3 +128,22 @@ func TestCheckResponseProtobufOtherKind(t *testing.T) {
 		t.Fatalf("got %+v", e)
 	}
 }
+
+// A made-up Status carries the cause UnexpectedServerResponse, as
+// client-go's does, so apimachinery tells it from a Status the apiserver
+// wrote; one the apiserver wrote does not get it.
+func TestCheckResponseMadeUpStatusIsUnexpected(t *testing.T) {
+	for _, body := range []string{"<html>bad gateway</html>", ""} {
+		err := CheckResponse(fakeResponse(502, "text/html", body, http.Header{"Retry-After": {"2"}}))
+		if !apierrors.IsUnexpectedServerError(err) {
+			t.Errorf("body %q: IsUnexpectedServerError = false for %v", body, err)
+		}
+		if secs, ok := apierrors.SuggestsClientDelay(err); !ok || secs != 2 {
+			t.Errorf("body %q: SuggestsClientDelay = %d, %v; want 2, true", body, secs, ok)
+		}
+	}
+	written := `{"kind":"Status","apiVersion":"v1","status":"Failure","code":502,"reason":"InternalError","message":"etcd is down"}`
+	if err := CheckResponse(fakeResponse(502, "application/json", written, nil)); apierrors.IsUnexpectedServerError(err) {
+		t.Errorf("IsUnexpectedServerError = true for a Status the apiserver wrote: %v", err)
+	}
+}
