@@ -2,7 +2,6 @@ package rest
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
 )
 
 // maxStatusBody bounds how much of an error response CheckResponse reads. A
@@ -76,8 +76,10 @@ func CheckResponse(resp *http.Response) error {
 }
 
 // decodeStatus decodes body as a Status object, in protobuf when the
-// content type says so, else in JSON. It reports false when body is not a
-// Status.
+// content type says so or the body starts with k8s\x00, else in JSON
+// whatever the content type says. It reports false when body is not a
+// Status. JSON keys match only in their own case, as in apimachinery's
+// decoder: {"Code":410} sets no code.
 func decodeStatus(contentType string, body []byte) (*metav1.Status, bool) {
 	mediaType, _, _ := mime.ParseMediaType(contentType)
 	if mediaType == "application/vnd.kubernetes.protobuf" || bytes.HasPrefix(body, protobufMagic) {
@@ -95,7 +97,7 @@ func decodeStatus(contentType string, body []byte) (*metav1.Status, bool) {
 		return &s, true
 	}
 	var s metav1.Status
-	if err := json.Unmarshal(body, &s); err != nil || s.Kind != "Status" {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &s); err != nil || s.Kind != "Status" {
 		return nil, false
 	}
 	return &s, true

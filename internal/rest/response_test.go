@@ -147,3 +147,19 @@ func TestCheckResponseMadeUpStatusIsUnexpected(t *testing.T) {
 		t.Errorf("IsUnexpectedServerError = true for a Status the apiserver wrote: %v", err)
 	}
 }
+
+// JSON keys count only in their own case, as apimachinery's decoder (and
+// client-go) reads them: a "Reason" or "Code" is no reason or code, and a
+// body whose "Kind" alone says Status is not a Status.
+func TestCheckResponseStatusKeysAreCaseSensitive(t *testing.T) {
+	body := `{"kind":"Status","apiVersion":"v1","status":"Failure","code":403,"reason":"Forbidden","message":"no","Reason":"Expired","Code":410}`
+	e, _ := asAPIError(CheckResponse(fakeResponse(403, "application/json", body, nil)))
+	if e == nil || e.ErrStatus.Code != 403 || e.ErrStatus.Reason != metav1.StatusReasonForbidden || IsGone(e) {
+		t.Fatalf("got %+v, want the 403 Forbidden the lower-case keys say", e)
+	}
+	capitals := `{"Kind":"Status","Code":410,"Reason":"Expired","Message":"capitals"}`
+	e, _ = asAPIError(CheckResponse(fakeResponse(403, "application/json", capitals, nil)))
+	if e == nil || e.ErrStatus.Code != 403 || IsGone(e) || !apierrors.IsUnexpectedServerError(e) {
+		t.Fatalf("got %+v, want a Status made up from the 403", e)
+	}
+}
