@@ -2,6 +2,7 @@ package rest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -78,8 +79,9 @@ func CheckResponse(resp *http.Response) error {
 // decodeStatus decodes body as a Status object, in protobuf when the
 // content type says so or the body starts with k8s\x00, else in JSON
 // whatever the content type says. It reports false when body is not a
-// Status. JSON keys match only in their own case, as in apimachinery's
-// decoder: {"Code":410} sets no code.
+// Status. JSON keys are read as apimachinery reads them: the kind's in any
+// case ({"Kind":"Status"} is a Status), the others only in their own
+// ({"Code":410} sets no code).
 func decodeStatus(contentType string, body []byte) (*metav1.Status, bool) {
 	mediaType, _, _ := mime.ParseMediaType(contentType)
 	if mediaType == "application/vnd.kubernetes.protobuf" || bytes.HasPrefix(body, protobufMagic) {
@@ -96,10 +98,15 @@ func decodeStatus(contentType string, body []byte) (*metav1.Status, bool) {
 		}
 		return &s, true
 	}
+	var kind struct {
+		Kind string `json:"kind"`
+	}
 	var s metav1.Status
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &s); err != nil || s.Kind != "Status" {
+	if json.Unmarshal(body, &kind) != nil || kind.Kind != "Status" ||
+		kjson.UnmarshalCaseSensitivePreserveInts(body, &s) != nil {
 		return nil, false
 	}
+	s.Kind = kind.Kind
 	return &s, true
 }
 
