@@ -182,7 +182,10 @@ func isNotFound(err error) bool {
 // a cause of type ResourceVersionTooLarge, and a Timeout with a cause
 // whose message says it or whose own message says it. The message counts
 // only on a Timeout: a Status made up from a plain-text body carries the
-// body as its cause's message.
+// body as its cause's message. The Status's own message counts only if
+// the server wrote it: a made-up one (with the cause
+// UnexpectedServerResponse) is the body, which says it only if the cause
+// does, as in client-go.
 func isTooLargeResourceVersion(err error) bool {
 	s, ok := statusOf(err)
 	if !ok {
@@ -192,10 +195,12 @@ func isTooLargeResourceVersion(err error) bool {
 	if s.Details != nil {
 		causes = s.Details.Causes
 	}
+	madeUp := false
 	for _, c := range causes {
 		if c.Type == metav1.CauseTypeResourceVersionTooLarge {
 			return true
 		}
+		madeUp = madeUp || c.Type == metav1.CauseTypeUnexpectedServerResponse
 	}
 	if s.Reason != metav1.StatusReasonTimeout {
 		return false
@@ -205,7 +210,7 @@ func isTooLargeResourceVersion(err error) bool {
 			return true
 		}
 	}
-	return strings.Contains(strings.ToLower(s.Message), strings.ToLower(tooLargeMessage))
+	return !madeUp && strings.Contains(strings.ToLower(s.Message), strings.ToLower(tooLargeMessage))
 }
 
 const tooLargeMessage = "Too large resource version"

@@ -70,6 +70,11 @@ func TestIsTooLargeResourceVersion(t *testing.T) {
 		"message (before 1.17)":            {apierrors.NewTimeoutError("Too large resource version: 20, current: 10", 1), true},
 		"made up from a plain-text 500": {withCause(metav1.StatusReasonInternalError,
 			metav1.StatusCause{Type: metav1.CauseTypeUnexpectedServerResponse, Message: tooLargeMessage}), false},
+		"made up from a 504 page that says it": {&apierrors.StatusError{ErrStatus: metav1.Status{Reason: metav1.StatusReasonTimeout,
+			Message: "<h1>Gateway Timeout</h1> Too large resource version", Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{
+				{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "<h1>Gateway Timeout</h1> Too large resource version"}}}}}, false},
+		"made up from a 504 whose body is the message": {withCause(metav1.StatusReasonTimeout,
+			metav1.StatusCause{Type: metav1.CauseTypeUnexpectedServerResponse, Message: tooLargeMessage}), true},
 		"another timeout": {apierrors.NewTimeoutError("request timed out", 1), false},
 		"not a Status":    {errors.New(tooLargeMessage), false},
 	} {

@@ -152,33 +152,38 @@ const tooLargeRV = "Too large resource version"
 //
 // It recognises the three forms apiservers have sent:
 //   - a cause of type ResourceVersionTooLarge (1.18.6 and later);
-//   - a Timeout status with a cause whose message is
-//     "Too large resource version" (1.17.0 to 1.18.5);
+//   - a Timeout status (reason Timeout, or code 504 whatever its reason)
+//     with a cause whose message is "Too large resource version" (1.17.0
+//     to 1.18.5);
 //   - a Timeout status whose message contains "Too large resource version"
-//     (before 1.17).
+//     (before 1.17), if the server wrote it: a Status made up from a body
+//     that is not one (CheckResponse) has the body as its message, and
+//     counts only if the whole body is that text, as in client-go.
 func IsTooLargeResourceVersion(err error) bool {
 	e, ok := asAPIError(err)
 	if !ok {
 		return false
 	}
+	var causes []metav1.StatusCause
 	if d := e.ErrStatus.Details; d != nil {
-		for _, c := range d.Causes {
-			if c.Type == metav1.CauseTypeResourceVersionTooLarge {
-				return true
-			}
+		causes = d.Causes
+	}
+	madeUp := false
+	for _, c := range causes {
+		if c.Type == metav1.CauseTypeResourceVersionTooLarge {
+			return true
 		}
+		madeUp = madeUp || c.Type == metav1.CauseTypeUnexpectedServerResponse
 	}
 	if e.ErrStatus.Reason != metav1.StatusReasonTimeout && e.ErrStatus.Code != http.StatusGatewayTimeout {
 		return false
 	}
-	if d := e.ErrStatus.Details; d != nil {
-		for _, c := range d.Causes {
-			if c.Message == tooLargeRV {
-				return true
-			}
+	for _, c := range causes {
+		if c.Message == tooLargeRV {
+			return true
 		}
 	}
-	return strings.Contains(e.ErrStatus.Message, tooLargeRV)
+	return !madeUp && strings.Contains(e.ErrStatus.Message, tooLargeRV)
 }
 
 // IsUnauthorized reports whether err is a 401: the credentials were not

@@ -342,3 +342,18 @@ func TestClassifiersEachSign(t *testing.T) {
 		t.Error("IsTooLargeResourceVersion(a ResourceVersionTooLarge cause alone) = false")
 	}
 }
+
+// A Status made up from a 504 whose body merely contains "Too large
+// resource version" (a proxy's page) does not say it, as in client-go,
+// whose made-up Status has a message of its own; a body that is that
+// text and nothing else does, as its cause's message.
+func TestTooLargeResourceVersionMadeUp(t *testing.T) {
+	page := CheckResponse(fakeResponse(504, "text/html", "<h1>Gateway Timeout</h1> Too large resource version", nil))
+	if IsTooLargeResourceVersion(page) {
+		t.Errorf("IsTooLargeResourceVersion = true for a made-up Status: %v", page)
+	}
+	exact := CheckResponse(fakeResponse(504, "text/plain", "Too large resource version\n", nil))
+	if !IsTooLargeResourceVersion(exact) {
+		t.Errorf("IsTooLargeResourceVersion = false for a 504 whose body is the message: %v", exact)
+	}
+}
