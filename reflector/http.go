@@ -284,7 +284,11 @@ func (lw *HTTPListerWatcher[T]) Target() Target { return lw.target }
 
 // List fetches one page, handing each item to add as it is decoded. The
 // request is bounded by the list timeout (WithListTimeout), so a server that
-// trickles its answer cannot hold the caller forever.
+// trickles its answer cannot hold the caller forever. A 2xx body is read as
+// protobuf when its Content-Type says so, else as JSON whatever the
+// Content-Type says. A 2xx body that is a Status or an object of another
+// kind is an error (client-go reads a Success Status, or an object of
+// another kind, as an empty list).
 func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add func(T) error) (ListMeta, error) {
 	q := lw.values()
 	if opts.Limit > 0 {
@@ -343,7 +347,9 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 // Watch opens a watch stream. The answer must come within the idle timeout
 // (WithWatchIdleTimeout), and its body is then read through a watchdog: if
 // no byte arrives for that long, the stream is closed and Next fails, so a
-// stalled stream is reopened rather than trusted.
+// stalled stream is reopened rather than trusted. Any 2xx answer opens the
+// stream (client-go's wants 200); the stream then ends or fails as its body
+// says.
 func (lw *HTTPListerWatcher[T]) Watch(ctx context.Context, opts WatchOptions) (Watcher[T], error) {
 	q := lw.values()
 	q.Set("watch", "1")

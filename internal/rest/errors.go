@@ -58,8 +58,11 @@ type APIError struct {
 	// info (credentials are sent in headers, never in URLs).
 	Method, URL string
 	// RetryAfter is how long the server asked the client to wait before
-	// retrying (Retry-After header or Status.Details.RetryAfterSeconds);
-	// zero when it did not say.
+	// retrying: the Retry-After header on any status, in seconds or as an
+	// HTTP date; else Status.Details.RetryAfterSeconds. A negative or
+	// unreadable header counts as none. Zero when the server did not say.
+	// (client-go's REST client waits only on a 429 or a 5xx, for a header
+	// in whole seconds.)
 	RetryAfter time.Duration
 }
 
@@ -86,6 +89,8 @@ func (e *APIError) Error() string {
 // 500, 502, 503 and 504 (including "too large resource version", which
 // clears once the server's cache catches up). False for everything else:
 // 401 and 403 need other credentials, 404 another resource, 410 a relist.
+// It goes by the code alone: the reason TooManyRequests under another code
+// is not retryable.
 func (e *APIError) Retryable() bool {
 	switch e.ErrStatus.Code {
 	case http.StatusTooManyRequests,
@@ -131,7 +136,8 @@ func FromStatus(status *metav1.Status) *APIError {
 }
 
 // IsGone reports whether err says the requested resource version or continue
-// token is too old (410, reason Expired or Gone): the caller must relist.
+// token is too old: any 410 whatever its reason, or the reason Expired or
+// Gone. The caller must relist.
 func IsGone(err error) bool {
 	e, ok := asAPIError(err)
 	if !ok {
@@ -347,7 +353,9 @@ func codeForReason(r metav1.StatusReason) int32 {
 }
 
 // reasonForCode is the reason the apiserver pairs with each HTTP status,
-// used when a response body is not a Status object.
+// used when a response body is not a Status object. It names two that
+// client-go's made-up Status leaves Unknown: Gone and
+// RequestEntityTooLarge.
 func reasonForCode(code int) metav1.StatusReason {
 	switch code {
 	case http.StatusBadRequest:

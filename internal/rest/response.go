@@ -29,12 +29,18 @@ const maxSynthesizedMessage = 512
 // protobufMagic starts every protobuf-encoded object the apiserver sends.
 var protobufMagic = []byte("k8s\x00")
 
-// CheckResponse returns nil for a 2xx response. For any other status it
-// reads (at most 1 MiB of) and closes the body and returns an *APIError:
-// the Status object the apiserver sent, in JSON or protobuf, or one made up
-// from the HTTP status and the start of the body when the body is something
-// else (a proxy's HTML page, plain text, nothing). RetryAfter comes from the
-// Retry-After header, else from the Status details.
+// CheckResponse returns nil for any 2xx response (client-go's REST client
+// refuses those above 206). For any other status it reads (at most 1 MiB
+// of) and closes the body and returns an *APIError: the Status object the
+// apiserver sent, whatever its status field says (client-go takes only a
+// Failure), given the HTTP status as its code if it has none; or one made
+// up from the HTTP status and the start of the body when the body is
+// something else (a proxy's HTML page, plain text, nothing). A Status is
+// read in protobuf when the Content-Type says so or the body starts with
+// k8s\x00, else in JSON, whatever the Content-Type says; a YAML body is
+// not read (client-go reads one), as kube-apiserver never answers a list
+// or a watch in YAML. RetryAfter comes from the Retry-After header, else
+// from the Status details.
 func CheckResponse(resp *http.Response) error {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
