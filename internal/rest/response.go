@@ -35,7 +35,8 @@ var protobufMagic = []byte("k8s\x00")
 // apiserver sent, whatever its status field says (client-go takes only a
 // Failure), given the HTTP status as its code if it has none; or one made
 // up from the HTTP status and the start of the body when the body is
-// something else (a proxy's HTML page, plain text, nothing). A Status is
+// something else (a proxy's HTML page, plain text, nothing), whatever its
+// Content-Type (client-go keeps a text/* body only). A Status is
 // read in protobuf when the Content-Type says so or the body starts with
 // k8s\x00, else in JSON, whatever the Content-Type says; a YAML body is
 // not read (client-go reads one), as kube-apiserver never answers a list

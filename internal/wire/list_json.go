@@ -35,9 +35,12 @@ func listMetaOf(lm *metav1.ListMeta) ListMeta {
 // An item larger than maxItem bytes (zero or less: DefaultMaxItemBytes) fails
 // with ErrListTooLarge; so do more than maxItem bytes between two items.
 // If add returns an error, decoding stops and that error is returned as is.
-// A Status body (kind "Status") is returned as a *StatusError. An item of
-// another kind fails the whole list with a *WrongKindError. Any error means
-// the list is incomplete: items already handed to add must be discarded.
+// A Status body (kind "Status") is returned as a *StatusError. Keys match
+// in their own case only (apimachinery finds the kind in any case): a
+// "Kind" is no kind, and {"Kind":"Status"} is a list of no items. An item
+// of another kind fails the whole list with a *WrongKindError. Any error
+// means the list is incomplete: items already handed to add must be
+// discarded.
 func DecodeJSONList[T any](r io.Reader, codec *Codec[T], maxItem int, add func(T) error) (meta ListMeta, err error) {
 	if maxItem <= 0 {
 		maxItem = DefaultMaxItemBytes
