@@ -257,6 +257,7 @@ func written() []*response {
 	add("too large message on a 500", 500, header(ctJSON, ""), apiStatus(500, "Too large resource version").with(status{"details": map[string]any{}}).as("json"))
 	add("too large as plain text on a 504", 504, header(ctText, ""), raw([]byte("Too large resource version")))
 	add("too large on a 504 of another reason", 504, header(ctJSON, ""), tooLarge.with(status{"reason": "Conflict", "details": map[string]any{}}).as("json"))
+	add("too large as a JSON-typed body on a 504", 504, header(ctJSON, ""), raw([]byte("Too large resource version")))
 	add("too large in lower case", 504, header(ctJSON, ""), tooLarge.with(status{"message": "too large resource version", "details": map[string]any{}}).as("json"))
 
 	// Retry-After: seconds, an HTTP date, garbage, negative; from the
@@ -318,6 +319,7 @@ func written() []*response {
 	add("200 a DeploymentList of v1 for deployments", 200, header(ctJSON, ""), raw([]byte(`{"kind":"DeploymentList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}`)), apps)
 	add("200 a DeploymentList without an apiVersion", 200, header(ctJSON, ""), raw([]byte(`{"kind":"DeploymentList","metadata":{"resourceVersion":"7"},"items":[]}`)), apps)
 	add("200 an empty list as application/octet-stream", 200, header("application/octet-stream", ""), raw(emptyList(false, false)))
+	add("200 a Failure Status whose Kind key is capitalised", 200, header(ctJSON, ""), apiStatus(404, "no").with(status{"kind": nil, "Kind": "Status"}).as("json"))
 	add("200 plain text", 200, header(ctText, ""), raw([]byte("ok")))
 	add("200 empty", 200, header(ctJSON, ""), raw(nil))
 	add("204 no content to a watch", 204, header("", ""), raw(nil), watch)

@@ -175,6 +175,16 @@ var differences = []difference{
 		},
 	},
 	{
+		name: "a 2xx list body's keys in their own case",
+		why: "internal/wire/list_json.go, DecodeJSONList: `a \"Kind\" is no kind, and {\"Kind\":\"Status\"} is " +
+			"a list of no items`; client-go finds the kind in any case, and reads a Failure Status, or fails to " +
+			"decode an object of another kind",
+		fields: []string{"error"},
+		shows: func(c *response, cg, lw outcome) bool {
+			return !c.watch && c.code/100 == 2 && lw.err == nil && cg.err != nil && c.st != nil && c.st["Kind"] != nil
+		},
+	},
+	{
 		name: "UNDOCUMENTED: a list of the resource's kind at another apiVersion",
 		why: "listwatch does not check a list's apiVersion (a PodList of apps/v1 is read as pods); client-go's " +
 			"scheme refuses a kind it has not registered at that version. Not documented in listwatch",
@@ -194,6 +204,17 @@ var differences = []difference{
 		shows: func(c *response, cg, lw outcome) bool {
 			s := cg.status
 			return lw.tooLarge && s != nil && s.Details == nil && strings.Contains(s.Message, "Too large resource version")
+		},
+	},
+	{
+		name: "a made-up Status keeps a body of any Content-Type",
+		why: "internal/rest/response.go, CheckResponse: `whatever its Content-Type (client-go keeps a text/* body " +
+			"only)`: a 504 whose body is \"Too large resource version\" says so as the made-up Status's cause; " +
+			"client-go's cause says \"unknown\" unless the body is text",
+		fields: []string{"too large"},
+		shows: func(c *response, cg, lw outcome) bool {
+			mt := mediaType(c)
+			return cg.unexpected && lw.unexpected && c.header.Get("Content-Type") != "" && !strings.HasPrefix(mt, "text/")
 		},
 	},
 	{
