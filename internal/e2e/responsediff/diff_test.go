@@ -234,30 +234,22 @@ func (e *env) runClientGo(c *response) error {
 func (e *env) runListwatch(c *response) error {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	if !c.watch {
-		var err error
-		if c.apps {
-			_, err = e.lwDeps.List(ctx, reflector.ListOptions{}, func(*appsv1.Deployment) error { return nil })
-		} else {
-			_, err = e.lwPods.List(ctx, reflector.ListOptions{}, func(*corev1.Pod) error { return nil })
-		}
+	if c.apps {
+		return listOrWatch(ctx, e.lwDeps, c.watch)
+	}
+	return listOrWatch(ctx, e.lwPods, c.watch)
+}
+
+// listOrWatch lists with lw, or opens a watch with it and closes it at
+// once, and returns the error.
+func listOrWatch[T reflector.Object](ctx context.Context, lw *reflector.HTTPListerWatcher[T], watch bool) error {
+	if !watch {
+		_, err := lw.List(ctx, reflector.ListOptions{}, func(T) error { return nil })
 		return err
 	}
-	var close func() error
-	var err error
-	if c.apps {
-		var w reflector.Watcher[*appsv1.Deployment]
-		if w, err = e.lwDeps.Watch(ctx, reflector.WatchOptions{}); err == nil {
-			close = w.Close
-		}
-	} else {
-		var w reflector.Watcher[*corev1.Pod]
-		if w, err = e.lwPods.Watch(ctx, reflector.WatchOptions{}); err == nil {
-			close = w.Close
-		}
-	}
-	if close != nil {
-		_ = close()
+	w, err := lw.Watch(ctx, reflector.WatchOptions{})
+	if err == nil {
+		_ = w.Close()
 	}
 	return err
 }
