@@ -185,9 +185,10 @@ var differences = []difference{
 		},
 	},
 	{
-		name: "UNDOCUMENTED: a list of the resource's kind at another apiVersion",
-		why: "listwatch does not check a list's apiVersion (a PodList of apps/v1 is read as pods); client-go's " +
-			"scheme refuses a kind it has not registered at that version. Not documented in listwatch",
+		name: "a list of the resource's kind at another apiVersion",
+		why: "reflector/http.go, HTTPListerWatcher.List: `The list's kind is checked, not its apiVersion: a " +
+			"PodList is read as pods whatever apiVersion it names`; client-go's scheme refuses a kind it has not " +
+			"registered at that version",
 		fields: []string{"error"},
 		shows: func(c *response, cg, lw outcome) bool {
 			return !c.watch && c.code/100 == 2 && lw.err == nil && cg.err != nil &&

@@ -30,10 +30,9 @@
 // The differences expected are named in differences_test.go, each with
 // where listwatch documents it: readings (listwatch reads a response in a
 // way of its own; client-go runs again on the response rewritten to that
-// reading, and everything is compared), differences in single fields, one
-// client-go bug, and one difference listwatch does not document (marked
-// UNDOCUMENTED). Any other difference fails, and so does an entry that no
-// case shows.
+// reading, and everything is compared), differences in single fields, and
+// one client-go bug. Any other difference fails, and so does an entry that
+// no case shows.
 //
 // It needs no kube-apiserver:
 //
