@@ -178,42 +178,13 @@ func isNotFound(err error) bool {
 }
 
 // isTooLargeResourceVersion reports the server saying it has not reached the
-// resourceVersion asked for yet. It has used three shapes for that answer:
-// a cause of type ResourceVersionTooLarge, and a Timeout with a cause
-// whose message says it or whose own message says it. The message counts
-// only on a Timeout: a Status made up from a plain-text body carries the
-// body as its cause's message. The Status's own message counts only if
-// the server wrote it: a made-up one (with the cause
-// UnexpectedServerResponse) is the body, which says it only if the cause
-// does, as in client-go.
+// resourceVersion asked for yet, in any of the shapes it has used for that
+// answer: rest.IsTooLargeResourceVersion's reading, applied to a Status
+// from any ListerWatcher.
 func isTooLargeResourceVersion(err error) bool {
 	s, ok := statusOf(err)
-	if !ok {
-		return false
-	}
-	var causes []metav1.StatusCause
-	if s.Details != nil {
-		causes = s.Details.Causes
-	}
-	madeUp := false
-	for _, c := range causes {
-		if c.Type == metav1.CauseTypeResourceVersionTooLarge {
-			return true
-		}
-		madeUp = madeUp || c.Type == metav1.CauseTypeUnexpectedServerResponse
-	}
-	if s.Reason != metav1.StatusReasonTimeout {
-		return false
-	}
-	for _, c := range causes {
-		if strings.EqualFold(c.Message, tooLargeMessage) {
-			return true
-		}
-	}
-	return !madeUp && strings.Contains(strings.ToLower(s.Message), strings.ToLower(tooLargeMessage))
+	return ok && rest.IsTooLargeResourceVersion(&rest.APIError{ErrStatus: s})
 }
-
-const tooLargeMessage = "Too large resource version"
 
 // refusesResourceVersion reports a server that calls the resourceVersion
 // a request named invalid: kube-apiserver answers one that is not a

@@ -66,17 +66,17 @@ func TestIsTooLargeResourceVersion(t *testing.T) {
 	}{
 		"cause type":                       {withCause(metav1.StatusReasonTimeout, metav1.StatusCause{Type: metav1.CauseTypeResourceVersionTooLarge}), true},
 		"cause type, other reason":         {withCause(metav1.StatusReasonInternalError, metav1.StatusCause{Type: metav1.CauseTypeResourceVersionTooLarge}), true},
-		"cause message (1.17.0 to 1.18.5)": {withCause(metav1.StatusReasonTimeout, metav1.StatusCause{Message: tooLargeMessage}), true},
+		"cause message (1.17.0 to 1.18.5)": {withCause(metav1.StatusReasonTimeout, metav1.StatusCause{Message: "Too large resource version"}), true},
 		"message (before 1.17)":            {apierrors.NewTimeoutError("Too large resource version: 20, current: 10", 1), true},
 		"made up from a plain-text 500": {withCause(metav1.StatusReasonInternalError,
-			metav1.StatusCause{Type: metav1.CauseTypeUnexpectedServerResponse, Message: tooLargeMessage}), false},
+			metav1.StatusCause{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "Too large resource version"}), false},
 		"made up from a 504 page that says it": {&apierrors.StatusError{ErrStatus: metav1.Status{Reason: metav1.StatusReasonTimeout,
 			Message: "<h1>Gateway Timeout</h1> Too large resource version", Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{
 				{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "<h1>Gateway Timeout</h1> Too large resource version"}}}}}, false},
 		"made up from a 504 whose body is the message": {withCause(metav1.StatusReasonTimeout,
-			metav1.StatusCause{Type: metav1.CauseTypeUnexpectedServerResponse, Message: tooLargeMessage}), true},
+			metav1.StatusCause{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "Too large resource version"}), true},
 		"another timeout": {apierrors.NewTimeoutError("request timed out", 1), false},
-		"not a Status":    {errors.New(tooLargeMessage), false},
+		"not a Status":    {errors.New("Too large resource version"), false},
 	} {
 		assert.Equal(t, tt.want, isTooLargeResourceVersion(tt.err), name)
 	}
