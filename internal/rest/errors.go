@@ -104,8 +104,14 @@ func (e *APIError) Retryable() bool {
 }
 
 // FromStatus makes an *APIError from a Status object received in a watch
-// stream's ERROR event. A Status without a code gets the code that its
-// reason implies (Expired → 410, Timeout → 504, ...). A nil status gives an
+// stream's ERROR event, whatever its status field says. A Status without a
+// code gets the code that its reason implies (Expired → 410, Timeout → 504,
+// ...; no reason, or one unknown, → 500). A positive
+// Details.RetryAfterSeconds becomes RetryAfter (client-go's reflector, after
+// an ERROR event, waits on its own backoff whatever the Status says). A
+// Status of another kind (the ERROR event's object was not a Status) gives a
+// 500 InternalError naming that kind (client-go's reflector fails with an
+// UnexpectedObjectError, which carries no Status). A nil status gives an
 // APIError with code 500 saying so.
 func FromStatus(status *metav1.Status) *APIError {
 	if status == nil {

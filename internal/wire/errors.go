@@ -12,6 +12,9 @@ import (
 // many bytes); test for them with errors.Is. Apart from ErrWrongKind, every
 // decoding error leaves the stream at an unknown position: the caller closes
 // the body and reconnects (for a watch: from the last resource version seen).
+// None carries a Status: a malformed watch event is no answer from the
+// server (client-go's watch makes up a 500 InternalError Status for one, as
+// if the server had sent it in an ERROR event).
 var (
 	// ErrMalformed reports bytes that are not valid JSON or protobuf, or a
 	// valid value of the wrong shape (an event that is not an object, a

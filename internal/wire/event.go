@@ -46,7 +46,11 @@ func parseEventType(s string) (EventType, bool) {
 // For ADDED, MODIFIED, DELETED and BOOKMARK, Object is the decoded object
 // (for BOOKMARK only its metadata is filled: resourceVersion and
 // annotations) and Status is nil. For ERROR, Object is the zero T and Status
-// is the server's Status.
+// is the server's Status: the event's object is read as a Status unless it
+// names another kind: its kind and its apiVersion may be missing, and the
+// apiVersion is not checked (client-go's decoder refuses an object that
+// lacks either). An object of another kind gives a Status that holds only
+// that kind and apiVersion, for rest.FromStatus to report.
 type Event[T any] struct {
 	Type   EventType
 	Object T
