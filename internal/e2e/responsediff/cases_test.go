@@ -74,11 +74,21 @@ func reasonFor(code int) metav1.StatusReason {
 }
 
 // payload is a body: raw bytes, or a status encoded as enc ("json",
-// "protobuf" or "yaml"), which a reading can rewrite.
+// "protobuf" or "yaml"), or a watch stream whose ERROR event's object is
+// the status; a reading can rewrite the status.
 type payload struct {
-	body []byte
-	st   status
-	enc  string
+	body   []byte
+	st     status
+	enc    string
+	stream *stream // a 200 watch stream (streams_test.go)
+}
+
+// with returns p with its status st, encoded again.
+func (p payload) with(st status) payload {
+	if p.stream != nil {
+		return watchStream(*p.stream, st)
+	}
+	return st.as(p.enc)
 }
 
 func raw(b []byte) payload { return payload{body: b} }
@@ -324,7 +334,7 @@ func written() []*response {
 	add("200 empty", 200, header(ctJSON, ""), raw(nil))
 	add("204 no content to a watch", 204, header("", ""), raw(nil), watch)
 	add("201 JSON to a watch", 201, header(ctJSON, ""), raw([]byte(`{"type":"ADDED","object":{}}`)), watch)
-	return cs
+	return append(cs, watchStreams()...)
 }
 
 // generate draws a random response.

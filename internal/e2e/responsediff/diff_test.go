@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -61,6 +63,9 @@ func TestErrorResponsesMatchClientGo(t *testing.T) {
 	for seed := range numSeeds(t) {
 		r := rand.New(rand.NewPCG(seed, 0x7265737064696666))
 		c := generate(r)
+		if seed%4 == 3 {
+			c = generateStream(r)
+		}
 		c.name = fmt.Sprint("seed ", seed)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { env.check(t, c) })
 	}
@@ -209,8 +214,11 @@ func newEnv(t *testing.T) *env {
 
 // runClientGo sends c's request with a client-go RESTClient, as its
 // reflector's ListWatch does (without its retries, whose waits checkWait
-// gives), and returns the error.
-func (e *env) runClientGo(c *response) error {
+// gives), and returns the error. A watch that opens is read as its
+// reflector's watchHandler reads it, until an ERROR event, whose object
+// becomes the error (apierrors.FromObject), or the stream's end; it also
+// returns the types of the events before.
+func (e *env) runClientGo(c *response) ([]string, error) {
 	e.cgResponse = nil
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
@@ -220,18 +228,34 @@ func (e *env) runClientGo(c *response) error {
 	}
 	req := rc.Get().Namespace("ns").Resource(resource).MaxRetries(0)
 	if !c.watch {
-		return req.Do(ctx).Into(list)
+		return nil, req.Do(ctx).Into(list)
 	}
 	w, err := req.Param("watch", "true").Watch(ctx)
-	if err == nil {
-		w.Stop()
+	if err != nil {
+		return nil, err
 	}
-	return err
+	defer w.Stop()
+	var events []string
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			switch {
+			case !ok:
+				return events, nil
+			case ev.Type == watch.Error:
+				return events, apierrors.FromObject(ev.Object)
+			}
+			events = append(events, string(ev.Type))
+		case <-ctx.Done():
+			return events, ctx.Err()
+		}
+	}
 }
 
 // runListwatch sends c's request with listwatch's HTTPListerWatcher, as
-// the Reflector does, and returns the error.
-func (e *env) runListwatch(c *response) error {
+// the Reflector does, and returns the error and, for a watch, the types of
+// the events before it.
+func (e *env) runListwatch(c *response) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	if c.apps {
@@ -240,24 +264,44 @@ func (e *env) runListwatch(c *response) error {
 	return listOrWatch(ctx, e.lwPods, c.watch)
 }
 
-// listOrWatch lists with lw, or opens a watch with it and closes it at
-// once, and returns the error.
-func listOrWatch[T reflector.Object](ctx context.Context, lw *reflector.HTTPListerWatcher[T], watch bool) error {
-	if !watch {
+// listOrWatch lists with lw, or watches with it, and returns the error.
+// A watch that opens is read as the Reflector follows it: an ERROR event's
+// Status becomes the error (rest.FromStatus, the Reflector's
+// statusError), an event skipped (ErrSkipped) is passed over, and a clean
+// end (io.EOF) is no error; it also returns the types of the events
+// before.
+func listOrWatch[T reflector.Object](ctx context.Context, lw *reflector.HTTPListerWatcher[T], watching bool) ([]string, error) {
+	if !watching {
 		_, err := lw.List(ctx, reflector.ListOptions{}, func(T) error { return nil })
-		return err
+		return nil, err
 	}
 	w, err := lw.Watch(ctx, reflector.WatchOptions{})
-	if err == nil {
-		_ = w.Close()
+	if err != nil {
+		return nil, err
 	}
-	return err
+	defer w.Close()
+	var events []string
+	for {
+		ev, err := w.Next()
+		switch {
+		case errors.Is(err, reflector.ErrSkipped):
+			continue
+		case errors.Is(err, io.EOF):
+			return events, nil
+		case err != nil:
+			return events, err
+		case ev.Type == reflector.Error:
+			return events, rest.FromStatus(ev.Status)
+		}
+		events = append(events, string(ev.Type))
+	}
 }
 
 // outcome is what one library made of a response: its error, what
 // apimachinery's helpers say of it, and the library's own decisions.
 type outcome struct {
 	err        error
+	events     []string       // a watch's events before the error or the end
 	status     *metav1.Status // the error's Status, if it has one
 	is         []string       // the apierrors.IsX helpers that hold
 	cause      bool           // apierrors.HasStatusCause(err, ResourceVersionTooLarge)
@@ -374,6 +418,7 @@ func compare(cg, lw outcome) []field {
 			out = append(out, field{name, fmt.Sprint(a), fmt.Sprint(b)})
 		}
 	}
+	add("events", cg.events, lw.events)
 	add("error", cg.err != nil, lw.err != nil)
 	if cg.err == nil || lw.err == nil {
 		return out
@@ -419,10 +464,11 @@ func (e *env) check(t *testing.T, c *response) {
 	t.Helper()
 	e.runs++
 	e.srv.serve(c)
-	cgErr := e.runClientGo(c)
-	lwErr := e.runListwatch(c)
+	cgEvents, cgErr := e.runClientGo(c)
+	lwEvents, lwErr := e.runListwatch(c)
 	e.checkRequests(t, c, 2)
 	cg, lw := observeClientGo(e.cgResponse, cgErr), observeListwatch(lwErr)
+	cg.events, lw.events = cgEvents, lwEvents
 	cur, note := c, ""
 	for round := 0; round < len(readings) && len(compare(cg, lw)) > 0; round++ {
 		rewritten, names := rewrite(cur, cg, lw)
@@ -435,9 +481,10 @@ func (e *env) check(t *testing.T, c *response) {
 		}
 		cur = rewritten
 		e.srv.serve(cur)
-		cgErr = e.runClientGo(cur)
+		cgEvents, cgErr = e.runClientGo(cur)
 		e.checkRequests(t, cur, 1)
 		cg = observeClientGo(e.cgResponse, cgErr)
+		cg.events = cgEvents
 	}
 	var unexplained []string
 	for _, d := range compare(cg, lw) {

@@ -2,13 +2,18 @@ package responsediff
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"maps"
 	"mime"
 	"net/http"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/wire"
 )
 
 // The expected differences between listwatch and client-go, by name. Any
@@ -34,7 +39,7 @@ var readings = []reading{
 			"so or the body starts with k8s\\x00, else in JSON, whatever the Content-Type says`; client-go decodes " +
 			"a body by its Content-Type, and makes a Status up for one it cannot decode so",
 		rewrite: func(c *response, cg, lw outcome) *response {
-			if !lw.written() || cg.written() {
+			if !lw.written() || cg.written() || c.stream != nil {
 				return nil
 			}
 			ct := ctJSON
@@ -63,8 +68,9 @@ var readings = []reading{
 	{
 		name: "a Status without a code",
 		why: "internal/rest/errors.go, APIError.ErrStatus: `Status.Code is always set`: response.go, CheckResponse: " +
-			"`given the HTTP status as its code if it has none`, and errors.go, FromStatus (a 2xx list body that is a " +
-			"Status): `A Status without a code gets the code that its reason implies`; client-go leaves it 0",
+			"`given the HTTP status as its code if it has none`, and errors.go, FromStatus (an ERROR event's Status, or " +
+			"a 2xx list body that is a Status): `A Status without a code gets the code that its reason implies`; " +
+			"client-go leaves it 0",
 		rewrite: func(c *response, cg, lw outcome) *response {
 			if !lw.written() || c.st == nil {
 				return nil
@@ -73,6 +79,21 @@ var readings = []reading{
 				return nil
 			}
 			return c.withStatus(status{"code": int(lw.code())})
+		},
+	},
+	{
+		name: "an ERROR event's object is a Status unless it names another kind",
+		why: "internal/wire/event.go, Event: `read as a Status unless it names another kind: its kind and its " +
+			"apiVersion may be missing, and the apiVersion is not checked`; client-go's decoder fails on such an object " +
+			"and makes up a 500 InternalError Status",
+		rewrite: func(c *response, cg, lw outcome) *response {
+			if c.stream == nil || c.st == nil || !lw.written() || cg.written() {
+				return nil
+			}
+			if k, ok := c.st["kind"].(string); ok && k != "Status" {
+				return nil // another kind, which listwatch reads as one
+			}
+			return c.withStatus(status{"kind": "Status", "apiVersion": "v1"})
 		},
 	},
 	{
@@ -138,7 +159,50 @@ var differences = []difference{
 		fields: []string{"wait"},
 		shows: func(c *response, cg, lw outcome) bool {
 			s := lw.status
-			return cg.wait == 0 && s != nil && s.Details != nil && int64(s.Details.RetryAfterSeconds) == lw.wait
+			return c.stream == nil && cg.wait == 0 && s != nil && s.Details != nil && int64(s.Details.RetryAfterSeconds) == lw.wait
+		},
+	},
+	{
+		name: "retryAfterSeconds in an ERROR event",
+		why: "internal/rest/errors.go, FromStatus: `A positive Details.RetryAfterSeconds becomes RetryAfter`; " +
+			"client-go's reflector, after an ERROR event, waits on its own backoff whatever the Status says",
+		fields: []string{"wait"},
+		shows: func(c *response, cg, lw outcome) bool {
+			s := lw.status
+			return c.stream != nil && cg.wait == 0 && s != nil && s.Details != nil && int64(s.Details.RetryAfterSeconds) == lw.wait
+		},
+	},
+	{
+		name: "an ERROR event whose object is not a Status",
+		why: "internal/rest/errors.go, FromStatus: `A Status of another kind (the ERROR event's object was not a " +
+			"Status) gives a 500 InternalError naming that kind`; client-go's reflector fails with an " +
+			"UnexpectedObjectError, which carries no Status, for a kind its scheme knows, and its watch makes up a " +
+			"500 InternalError Status for one it cannot decode",
+		fields: []string{"code", "reason", "helpers"},
+		shows: func(c *response, cg, lw outcome) bool {
+			var unexpected *apierrors.UnexpectedObjectError
+			return c.stream != nil && (errors.As(cg.err, &unexpected) || cg.unexpected) && lw.code() == 500 &&
+				strings.Contains(lw.err.Error(), "ERROR event whose object is a")
+		},
+	},
+	{
+		name: "a malformed watch event",
+		why: "internal/wire/errors.go: `None carries a Status: a malformed watch event is no answer from the " +
+			"server`: Next fails with ErrMalformed, ErrUnknownEventType or ErrMissingObject; client-go's watch makes " +
+			"up a 500 InternalError Status for it, as if the server had sent it in an ERROR event",
+		fields: []string{"code", "reason", "helpers"},
+		shows: func(c *response, cg, lw outcome) bool {
+			return c.stream != nil && cg.unexpected && cg.code() == 500 && lw.status == nil &&
+				(errors.Is(lw.err, wire.ErrMalformed) || errors.Is(lw.err, wire.ErrUnknownEventType) || errors.Is(lw.err, wire.ErrMissingObject))
+		},
+	},
+	{
+		name: "a watch stream cut inside an event",
+		why: "internal/wire/json_watch.go, JSONWatchDecoder.Next: `io.ErrUnexpectedEOF for a stream cut inside " +
+			"an event`, an error; client-go's watch ends as if the stream had ended cleanly",
+		fields: []string{"error"},
+		shows: func(c *response, cg, lw outcome) bool {
+			return c.stream != nil && cg.err == nil && errors.Is(lw.err, io.ErrUnexpectedEOF)
 		},
 	},
 	{
@@ -279,7 +343,7 @@ func (c *response) clone() *response {
 // encoded again, or nil if that changes nothing.
 func (c *response) withStatus(more status) *response {
 	out := c.clone()
-	out.payload = c.st.with(more).as(c.enc)
+	out.payload = c.payload.with(c.st.with(more))
 	if bytes.Equal(out.body, c.body) {
 		return nil
 	}
