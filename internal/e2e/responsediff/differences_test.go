@@ -68,17 +68,27 @@ var readings = []reading{
 	{
 		name: "a Status without a code",
 		why: "internal/rest/errors.go, APIError.ErrStatus: `Status.Code is always set`: response.go, CheckResponse: " +
-			"`given the HTTP status as its code if it has none`, and errors.go, FromStatus (an ERROR event's Status, or " +
-			"a 2xx list body that is a Status): `A Status without a code gets the code that its reason implies`; " +
-			"client-go leaves it 0",
+			"`given the HTTP status as its code if it has none`, and errors.go, FromStatus (a 2xx list body that is a " +
+			"Status): `A Status without a code gets the code that its reason implies`; client-go leaves it 0",
 		rewrite: func(c *response, cg, lw outcome) *response {
-			if !lw.written() || c.st == nil {
+			if c.stream != nil {
+				return nil // the next reading's
+			}
+			return withCode(c, lw)
+		},
+	},
+	{
+		name: "an ERROR event's Status without a code",
+		why: "internal/rest/errors.go, FromStatus: `A Status without a code gets the code that its reason implies " +
+			"(Expired → 410, Timeout → 504, ...; no reason, or one unknown, → 500)`; client-go leaves it 0",
+		rewrite: func(c *response, cg, lw outcome) *response {
+			if c.stream == nil {
 				return nil
 			}
-			if code, ok := c.st["code"].(int); ok && code != 0 {
-				return nil
+			if k, ok := c.st["kind"].(string); ok && k != "Status" {
+				return nil // another kind: a 500 of listwatch's own
 			}
-			return c.withStatus(status{"code": int(lw.code())})
+			return withCode(c, lw)
 		},
 	},
 	{
@@ -321,6 +331,18 @@ var differences = []difference{
 			return ct != "" && err != nil
 		},
 	},
+}
+
+// withCode returns c, whose Status has no code, with the code listwatch
+// gave it, or nil.
+func withCode(c *response, lw outcome) *response {
+	if !lw.written() || c.st == nil || lw.code() == 0 {
+		return nil
+	}
+	if code, ok := c.st["code"].(int); ok && code != 0 {
+		return nil
+	}
+	return c.withStatus(status{"code": int(lw.code())})
 }
 
 // mediaType is c's Content-Type without its parameters.
