@@ -424,6 +424,11 @@ func compare(cg, lw outcome) []field {
 		return out
 	}
 	add("code", cg.code(), lw.code())
+	if lw.status != nil {
+		// rest.APIError.ErrStatus: `Status.Code is always set`, even
+		// where client-go's is 0.
+		add("listwatch's code set", true, lw.code() != 0)
+	}
 	add("reason", cg.reason(), lw.reason())
 	add("helpers", cg.is, lw.is)
 	add("cause ResourceVersionTooLarge", cg.cause, lw.cause)

@@ -37,7 +37,9 @@
 // how long to wait (client-go's checkWait against rest.RetryAfter; after an
 // ERROR event client-go's reflector waits on its own backoff, so 0), and
 // retrying a 429 (IsTooManyRequests against rest.IsRetryable). A message
-// the server wrote in a Status must reach listwatch's error text.
+// the server wrote in a Status must reach listwatch's error text, and
+// listwatch's Status always has a code (rest.APIError), where client-go's
+// may be 0.
 // client-go's unexported decisions are copied in clientgo_test.go.
 //
 // The differences expected are named in differences_test.go, each with
