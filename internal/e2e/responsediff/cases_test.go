@@ -171,6 +171,12 @@ func (s status) protobuf() []byte {
 	}
 	kind, _ := s["kind"].(string)
 	apiVersion, _ := s["apiVersion"].(string)
+	return kubeEnvelope(apiVersion, kind, raw)
+}
+
+// kubeEnvelope is raw in protobuf's envelope: k8s\x00 and a
+// runtime.Unknown naming its kind.
+func kubeEnvelope(apiVersion, kind string, raw []byte) []byte {
 	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: apiVersion, Kind: kind}, Raw: raw}
 	env, err := u.Marshal()
 	if err != nil {
@@ -193,12 +199,7 @@ func emptyList(apps, protobuf bool) []byte {
 	if err != nil {
 		panic(err)
 	}
-	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: apiVersion, Kind: kind}, Raw: raw}
-	env, err := u.Marshal()
-	if err != nil {
-		panic(err)
-	}
-	return append([]byte("k8s\x00"), env...)
+	return kubeEnvelope(apiVersion, kind, raw)
 }
 
 func header(contentType, retryAfter string) http.Header {

@@ -2,6 +2,7 @@ package responsediff
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 
@@ -90,16 +91,17 @@ func (s *stream) object(typ string, i int) []byte {
 		meta = metav1.ObjectMeta{ResourceVersion: fmt.Sprint(10 + i)}
 	}
 	if s.apps {
-		return s.encode("apps/v1", "Deployment", &appsv1.Deployment{ObjectMeta: meta})
+		return s.encode(&appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta})
 	}
-	return s.encode("v1", "Pod", &corev1.Pod{ObjectMeta: meta})
+	return s.encode(&corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: meta})
 }
 
 // errorObject is the ERROR event's object: st, or, for a st whose kind is
 // Pod, a pod.
 func (s *stream) errorObject(st status) []byte {
 	if st["kind"] == "Pod" {
-		return s.encode("v1", "Pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "not-a-status", Namespace: "ns"}})
+		return s.encode(&corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: "not-a-status", Namespace: "ns"}})
 	}
 	if s.proto {
 		return st.protobuf()
@@ -107,41 +109,25 @@ func (s *stream) errorObject(st status) []byte {
 	return st.json()
 }
 
-// encode writes obj as an event's object: JSON naming its kind, or
-// protobuf in an envelope.
-func (s *stream) encode(apiVersion, kind string, obj interface {
+// encode writes obj, whose TypeMeta is set, as an event's object: JSON,
+// or protobuf in an envelope naming its kind.
+func (s *stream) encode(obj interface {
 	runtime.Object
 	Marshal() ([]byte, error)
 }) []byte {
 	if !s.proto {
-		return (status{"kind": kind, "apiVersion": apiVersion, "metadata": objectMeta(obj)}).json()
+		b, err := json.Marshal(obj)
+		if err != nil {
+			panic(err)
+		}
+		return b
 	}
 	raw, err := obj.Marshal()
 	if err != nil {
 		panic(err)
 	}
-	return kubeEnvelope(apiVersion, kind, raw)
-}
-
-// kubeEnvelope is raw in protobuf's envelope: k8s\x00 and a
-// runtime.Unknown naming its kind.
-func kubeEnvelope(apiVersion, kind string, raw []byte) []byte {
-	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: apiVersion, Kind: kind}, Raw: raw}
-	env, err := u.Marshal()
-	if err != nil {
-		panic(err)
-	}
-	return append([]byte("k8s\x00"), env...)
-}
-
-// objectMeta is obj's metadata as JSON writes it.
-func objectMeta(obj runtime.Object) map[string]any {
-	m := obj.(metav1.Object)
-	out := map[string]any{"resourceVersion": m.GetResourceVersion()}
-	if m.GetName() != "" {
-		out["name"], out["namespace"] = m.GetName(), m.GetNamespace()
-	}
-	return out
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return kubeEnvelope(gvk.GroupVersion().String(), gvk.Kind, raw)
 }
 
 // watchStreams returns the written cases of watch streams.
