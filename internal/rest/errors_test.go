@@ -260,6 +260,9 @@ func TestFromStatus(t *testing.T) {
 	if e := FromStatus(&metav1.Status{Reason: "SomethingNew"}); e.ErrStatus.Code != 500 || e.Error() != "500 SomethingNew" {
 		t.Errorf("unknown reason: %v", e)
 	}
+	if e := FromStatus(&metav1.Status{Message: "neither"}); e.ErrStatus.Code != 500 || e.Error() != "500 Internal Server Error: neither" {
+		t.Errorf("no code and no reason: %v", e)
+	}
 	// An ERROR event carrying another object (decoded into a Status, it
 	// keeps only its kind): the message says so.
 	pod := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}}

@@ -87,7 +87,8 @@ func TestWatchDecodersDoNotWaitForTheNextEvent(t *testing.T) {
 
 // An ERROR event whose Status does not say its kind is still read as a
 // Status, code and reason kept (410 Expired: the informer relists), by
-// both decoders, as a kindless protobuf Status is.
+// both decoders, as a kindless protobuf Status is; so is one of an
+// apiVersion no Status has, which is not checked (Event).
 func TestErrorEventWithKindlessStatus(t *testing.T) {
 	c := mustCodec[*corev1.Pod](t, podGVK)
 	status := metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old resource version: 1 (2)"}
@@ -96,9 +97,16 @@ func TestErrorEventWithKindlessStatus(t *testing.T) {
 	protoObj := append(append([]byte(nil), protobufMagic...), tagged(2, st)...) // an Unknown without typeMeta
 	jsonObj, err := json.Marshal(status)                                        // no kind, no apiVersion
 	require.NoError(t, err)
+	v2 := status
+	v2.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v2"}
+	jsonV2, err := json.Marshal(v2)
+	require.NoError(t, err)
+	protoV2 := append(append([]byte(nil), protobufMagic...), append(tagged(1, append(tagged(1, []byte("v2")), tagged(2, []byte("Status"))...)), tagged(2, st)...)...)
 	decoders := map[string]func() (Event[*corev1.Pod], error){
-		"json":     NewJSONWatchDecoder(strings.NewReader(`{"type":"ERROR","object":`+string(jsonObj)+"}\n"), c, 0).Next,
-		"protobuf": NewProtobufWatchDecoder(bytes.NewReader(protoFrame(t, "ERROR", protoObj)), c, 0).Next,
+		"json":        NewJSONWatchDecoder(strings.NewReader(`{"type":"ERROR","object":`+string(jsonObj)+"}\n"), c, 0).Next,
+		"protobuf":    NewProtobufWatchDecoder(bytes.NewReader(protoFrame(t, "ERROR", protoObj)), c, 0).Next,
+		"json v2":     NewJSONWatchDecoder(strings.NewReader(`{"type":"ERROR","object":`+string(jsonV2)+"}\n"), c, 0).Next,
+		"protobuf v2": NewProtobufWatchDecoder(bytes.NewReader(protoFrame(t, "ERROR", protoV2)), c, 0).Next,
 	}
 	for name, next := range decoders {
 		t.Run(name, func(t *testing.T) {
