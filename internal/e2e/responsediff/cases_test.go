@@ -299,6 +299,12 @@ func written() []*response {
 	add("404 Status without a status", 404, header(ctJSON, ""), apiStatus(404, "no").with(status{"status": nil}).as("json"))
 	add("500 Status with a reason of the future", 500, header(ctJSON, ""), apiStatus(500, "new").with(status{"reason": "SomethingNew"}).as("json"))
 	add("400 Status with a 404 code", 400, header(ctJSON, ""), apiStatus(404, "no").as("json"))
+	// The Status's code wins over the HTTP status (a proxy that passes the
+	// apiserver's body on under a status of its own), in both libraries.
+	add("503 Status with a 410 Expired code", 503, header(ctJSON, ""), expired.as("json"), watch)
+	add("410 Status with a 500 code", 410, header(ctJSON, ""), apiStatus(500, "etcd is down").as("json"))
+	add("500 protobuf Status with a 410 Expired code", 500, header(ctProtobuf, ""), expired.as("protobuf"), apps)
+	add("429 Status with a 403 code, Retry-After 2", 429, header(ctJSON, "2"), apiStatus(403, "no").as("json"))
 	add("422 Invalid with causes", 422, header(ctJSON, ""), apiStatus(422, `pods "x" is invalid`).with(status{"details": map[string]any{"name": "x", "kind": "pods", "causes": []any{map[string]any{"reason": "FieldValueInvalid", "message": "Invalid value", "field": "metadata.name"}}}}).as("json"))
 	add("500 truncated JSON Status", 500, header(ctJSON, ""), raw(apiStatus(500, "cut").json()[:30]))
 	add("404 JSON Status as text/plain", 404, header(ctText, ""), apiStatus(404, "no").as("json"))
