@@ -288,7 +288,9 @@ func (lw *HTTPListerWatcher[T]) Target() Target { return lw.target }
 // protobuf when its Content-Type says so, else as JSON whatever the
 // Content-Type says. A 2xx body that is a Status or an object of another
 // kind is an error (client-go reads a Success Status, or an object of
-// another kind, as an empty list). The list's kind is checked, not its
+// another kind, as an empty list), and so is a JSON body without "items"
+// (client-go reads {} as an empty list: its cache empties, its handlers are
+// told every object was deleted). The list's kind is checked, not its
 // apiVersion: a PodList is read as pods whatever apiVersion it names
 // (client-go's scheme refuses a kind at a version it has not registered).
 func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add func(T) error) (ListMeta, error) {

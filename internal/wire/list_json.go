@@ -37,10 +37,18 @@ func listMetaOf(lm *metav1.ListMeta) ListMeta {
 // If add returns an error, decoding stops and that error is returned as is.
 // A Status body (kind "Status") is returned as a *StatusError. Keys match
 // in their own case only (apimachinery finds the kind in any case): a
-// "Kind" is no kind, and {"Kind":"Status"} is a list of no items. An item
-// of another kind fails the whole list with a *WrongKindError. Any error
-// means the list is incomplete: items already handed to add must be
-// discarded.
+// "Kind" is no kind. An item of another kind fails the whole list with a
+// *WrongKindError.
+//
+// A body without an "items" key fails with ErrMalformed: every list kind's
+// OpenAPI schema requires it, and kube-apiserver writes "items":[] for a
+// list of nothing, so a body without one ({} from a proxy,
+// {"Kind":"Status"}) is not the server saying the collection is empty, and
+// taking it as such would empty the cache. apimachinery reads such a body
+// as an empty list.
+//
+// Any error means the list is incomplete: items already handed to add must
+// be discarded.
 func DecodeJSONList[T any](r io.Reader, codec *Codec[T], maxItem int, add func(T) error) (meta ListMeta, err error) {
 	if maxItem <= 0 {
 		maxItem = DefaultMaxItemBytes
@@ -91,6 +99,9 @@ func (l *jsonList[T]) decode() (ListMeta, error) {
 	}
 	if err := l.end(); err != nil {
 		return ListMeta{}, err
+	}
+	if !l.sawItems {
+		return ListMeta{}, fmt.Errorf("%w: JSON list: no \"items\" key: not a list, not even an empty one", ErrMalformed)
 	}
 	return listMetaOf(&l.meta), nil
 }

@@ -68,7 +68,7 @@ func TestJSONList(t *testing.T) {
 		})
 	}
 	t.Run("empty", func(t *testing.T) {
-		for _, body := range []string{`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[]}`, `{"metadata":{"resourceVersion":"9"},"items":null}`, `{"metadata":{"resourceVersion":"9"}}`} {
+		for _, body := range []string{`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[]}`, `{"metadata":{"resourceVersion":"9"},"items":null}`} {
 			var got []*corev1.Pod
 			meta, err := DecodeJSONList(strings.NewReader(body), mustCodec[*corev1.Pod](t, podGVK), 0, collect(&got))
 			if err != nil || meta.ResourceVersion != "9" || len(got) != 0 || meta.RemainingItemCount != nil {
@@ -76,6 +76,38 @@ func TestJSONList(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A body without an "items" key is no list: taken as an empty one, a {}
+// from a proxy would empty the cache.
+func TestJSONListWithoutItems(t *testing.T) {
+	pods := mustCodec[*corev1.Pod](t, podGVK)
+	for _, body := range []string{
+		`{}`,
+		`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"}}`,
+		`{"Kind":"Status","Code":403}`,
+		`{"kind":"PodList","Items":[]}`,
+	} {
+		for name, decode := range map[string]func() error{
+			"typed": func() error {
+				_, err := DecodeJSONList(strings.NewReader(body), pods, 0, discard[*corev1.Pod])
+				return err
+			},
+			"unstructured": func() error {
+				_, err := DecodeJSONList(strings.NewReader(body), UnstructuredCodec(podGVK), 0, discard[*unstructured.Unstructured])
+				return err
+			},
+			"metadata": func() error {
+				_, err := DecodeJSONList(strings.NewReader(body), MetadataCodec(podGVK), 0, discard[*metav1.PartialObjectMetadata])
+				return err
+			},
+		} {
+			err := decode()
+			if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), `no "items"`) {
+				t.Errorf("%s, %s: got %v, want ErrMalformed for a body without items", body, name, err)
+			}
+		}
+	}
 }
 
 func TestProtobufList(t *testing.T) {

@@ -1,6 +1,7 @@
 package responsediff
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -326,6 +327,8 @@ func written() []*response {
 		add("200 an empty list of "+g, 200, header(ctJSON, ""), raw(emptyList(a, false)), with)
 		add("200 an empty list of "+g+" in protobuf", 200, header(ctProtobuf, ""), raw(emptyList(a, true)), with)
 		add("200 {} for "+g, 200, header(ctJSON, ""), raw([]byte(`{}`)), with)
+		add("200 a list without items for "+g, 200, header(ctJSON, ""), raw(bytes.Replace(emptyList(a, false), []byte(`,"items":[]`), nil, 1)), with)
+		add("200 a list whose items are null for "+g, 200, header(ctJSON, ""), raw(bytes.Replace(emptyList(a, false), []byte(`"items":[]`), []byte(`"items":null`), 1)), with)
 		add("200 a list of the other resource for "+g, 200, header(ctJSON, ""), raw(emptyList(!a, false)), with)
 		add("200 a Failure Status for "+g, 200, header(ctJSON, ""), apiStatus(410, "expired").as("json"), with)
 		add("200 a Success Status for "+g, 200, header(ctJSON, ""), apiStatus(200, "").with(status{"status": "Success", "reason": nil, "message": nil}).as("json"), with)
