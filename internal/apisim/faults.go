@@ -1,6 +1,7 @@
 package apisim
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -18,7 +19,8 @@ import (
 //
 // Faults act at one of three moments:
 //   - before the request is served: TooManyRequests,
-//     TooManyRequestsWithoutRetryAfter, ServerError, StatusResponse, Hold;
+//     TooManyRequestsWithoutRetryAfter, ServerError, StatusResponse,
+//     Answer, Hold;
 //   - while a LIST body or WATCH stream is written, once After(n) events or
 //     items went out: DropConnection, TruncateFrame, MalformedFrame,
 //     SilentAfterHeaders, EndStream, ErrorEvent and ErrorEventStatus (watch
@@ -40,6 +42,7 @@ type Fault struct {
 	interval time.Duration  // faultTrickle
 	size     int            // mutLarge
 	gate     *Gate          // faultHold
+	answer   *answer        // faultAnswer
 	code     int32          // faultErrorEvent
 	reason   metav1.StatusReason
 }
@@ -49,6 +52,7 @@ type faultKind uint8
 const (
 	faultNone faultKind = iota
 	faultStatus
+	faultAnswer
 	faultHold
 	faultSilent
 	faultTrickle
@@ -74,6 +78,8 @@ func (f Fault) String() string {
 	switch {
 	case f.kind == faultStatus && f.status != nil:
 		name = fmt.Sprintf("status %d", f.status.Code)
+	case f.kind == faultAnswer:
+		name = fmt.Sprintf("answer %d", f.answer.code)
 	case f.kind == faultErrorEvent && f.status != nil:
 		name += fmt.Sprintf(" %d", f.status.Code)
 	}
@@ -87,6 +93,8 @@ func (k faultKind) String() string {
 	switch k {
 	case faultStatus:
 		return "status"
+	case faultAnswer:
+		return "answer"
 	case faultHold:
 		return "hold"
 	case faultSilent:
@@ -241,6 +249,21 @@ func StatusResponse(st metav1.Status) Fault {
 	return Fault{kind: faultStatus, status: &st}
 }
 
+// Answer answers the request with code, a Content-Type header of
+// contentType (none when empty) and body, in the server's place: what a
+// proxy or a load balancer in front of it may send (a 200 "{}" from a
+// health-check backend, an HTML error page). body is copied.
+func Answer(code int, contentType string, body []byte) Fault {
+	return Fault{kind: faultAnswer, answer: &answer{code: code, contentType: contentType, body: bytes.Clone(body)}}
+}
+
+// answer is what Answer sends.
+type answer struct {
+	code        int
+	contentType string
+	body        []byte
+}
+
 // EndStream ends the response cleanly after n events or items, as a
 // server closing a watch early does. On a LIST the body then stops at an
 // item boundary, so it does not decode.
@@ -370,6 +393,13 @@ func (f Fault) before(s *Server, w http.ResponseWriter, r *http.Request, req req
 			return true
 		}
 		writeStatus(w, r, &apierrors.StatusError{ErrStatus: *f.status}, errorFormat(r))
+		return true
+	case faultAnswer:
+		if f.answer.contentType != "" {
+			w.Header().Set("Content-Type", f.answer.contentType)
+		}
+		w.WriteHeader(f.answer.code)
+		_, _ = w.Write(f.answer.body)
 		return true
 	case faultHold:
 		select {

@@ -214,6 +214,22 @@ func TestDropConnectionDuringList(t *testing.T) {
 	assert.Equal(t, []string{"p0", "p1", ""}, l.names(), "mutations apply to list items too")
 }
 
+// Answer sends its bytes as they are, in the server's place.
+func TestAnswerFault(t *testing.T) {
+	s := start(t)
+	body := []byte(`{}`)
+	f := apisim.Answer(http.StatusOK, "application/json", body)
+	body[0] = 'x' // copied: the fault still sends {}
+	assert.Equal(t, "answer 200", f.String())
+	s.Inject(apisim.Match{Verb: apisim.VerbList, Resource: "pods"}, f, 1)
+	resp, got := get(t, s, "/api/v1/pods")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	assert.Equal(t, "{}", string(got))
+	_, got = get(t, s, "/api/v1/pods")
+	assert.Contains(t, string(got), `"items":[`, "once only: then the server answers")
+}
+
 func TestStatusFaults(t *testing.T) {
 	s := start(t)
 	m := apisim.Match{Verb: apisim.VerbList, Resource: "pods"}
