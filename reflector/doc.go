@@ -44,7 +44,11 @@
 //     still behind after two minutes is not lagging: the Reflector takes
 //     its latest state, older as it is, so that the cache converges to
 //     what the server holds (client-go does at once). That refill is
-//     reported as ErrBackInTime; the handlers see objects go back.
+//     reported as ErrBackInTime; the handlers see objects go back. A
+//     relist answered without a resourceVersion, where the Store has one
+//     (a proxy's {"items":[]}), is taken as older than the Store, and so
+//     is refused for two minutes; a JSON list without "items" ({}) is no
+//     list at all, and is refused every time.
 //   - A watch is not refused that way: kube-apiserver's watch cache
 //     accepts a watch from a resourceVersion it has not reached and sends
 //     only the events past it. So after the server was out of reach (no

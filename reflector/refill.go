@@ -101,10 +101,15 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	}
 	collected.settle(listRV)
 
-	back := olderThan(listRV, since)
+	// A list without a resourceVersion, where the cache has one, is not
+	// known to be as new as the cache: a resource that had them does not
+	// lose them, and a proxy's stale or made-up answer ({"items":[]})
+	// would empty the cache. It is refused as an older one is, and taken
+	// after behindPatience, if the server says nothing else for that long.
+	back := olderThan(listRV, since) || (listRV == "" && since != "")
 	if back && !s.takeOlder {
-		return fmt.Errorf("listing %s: %w: listed resourceVersion %s, cache already at %s",
-			r.opt.name, errWentBackwards, listRV, since)
+		return fmt.Errorf("listing %s: %w: listed %s, cache already at %s",
+			r.opt.name, errWentBackwards, describeRV(listRV), since)
 	}
 	// Recorded first: the Store's consumer may have processed the whole
 	// list (and reported HasSynced) before Replace returns.
@@ -271,9 +276,17 @@ func (r *Reflector[T]) tookOlderState(s *runState, rv, since string) {
 	if s.behindSince.IsZero() {
 		why = "its newest state was older than the cache when it came back after it had been out of reach"
 	}
-	r.report(fmt.Errorf("listing %s: %w: its latest state is at resourceVersion %s, the cache was at %s, "+
+	r.report(fmt.Errorf("listing %s: %w: its latest state is at %s, the cache was at %s, "+
 		"and %s (restored from a backup, or the cache had a resourceVersion the server never had)",
-		r.opt.name, ErrBackInTime, rv, since, why))
+		r.opt.name, ErrBackInTime, describeRV(rv), since, why))
+}
+
+// describeRV names a list's resourceVersion in a message.
+func describeRV(rv string) string {
+	if rv == "" {
+		return "no resourceVersion"
+	}
+	return "resourceVersion " + rv
 }
 
 // maxPageRetries bounds how often one page is asked for again after a

@@ -811,6 +811,64 @@ func TestServerBehindForMinutesIsTaken(t *testing.T) {
 	}
 }
 
+// TestListWithoutResourceVersionIsOlderThanTheCache: a relist answered with
+// a list without a resourceVersion (a proxy's made-up {"items":[]}), where
+// the cache has one, is refused as a list older than the cache is: the
+// cache keeps its objects. If the server answers so for minutes, its answer
+// is taken (ErrBackInTime), as a server behind the cache's is.
+func TestListWithoutResourceVersionIsOlderThanTheCache(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		src.Create(pod("b"))
+		lw := &unversionedAfterFirstList{Source: src}
+		var log errorLog
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](log.add))
+		defer run(t, r)()
+		synctest.Wait()
+		src.CloseWatches()
+		src.Create(pod("c"))
+		src.Compact() // the watch resumed is told 410: the Reflector lists
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"a@1", "b@2"}, store.keys(), "the cache kept")
+		assert.Equal(t, "2", r.LastSyncResourceVersion())
+		assert.Greater(t, lw.lists.Load(), int32(2), "listed again after the refusal")
+		var refused bool
+		for _, err := range log.all() {
+			refused = refused || strings.Contains(err.Error(), "listed no resourceVersion, cache already at 2")
+		}
+		assert.True(t, refused, "the refusal reported: %v", log.all())
+
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		assert.Empty(t, store.keys(), "after minutes, the server's answer")
+		var back []error
+		for _, err := range log.all() {
+			if errors.Is(err, reflector.ErrBackInTime) {
+				back = append(back, err)
+			}
+		}
+		require.Len(t, back, 1)
+		assert.ErrorContains(t, back[0], "latest state is at no resourceVersion, the cache was at 2")
+	})
+}
+
+// unversionedAfterFirstList answers the first list from its Source, and
+// every later one with an empty list without a resourceVersion.
+type unversionedAfterFirstList struct {
+	*fakelw.Source[*corev1.Pod]
+	lists atomic.Int32
+}
+
+func (l *unversionedAfterFirstList) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	if l.lists.Add(1) == 1 {
+		return l.Source.List(ctx, opts, add)
+	}
+	return reflector.ListMeta{}, nil
+}
+
 // TestRefusedListsDoNotLoop: lists refused with 410 or "too large" are
 // retried after a wait of at least a second, then with a growing backoff.
 func TestRefusedListsDoNotLoop(t *testing.T) {
