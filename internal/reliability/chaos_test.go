@@ -222,7 +222,30 @@ func allFaults() []chaosFault {
 			c.serverWide++
 			return "restart"
 		}},
+		{27, "a proxy answers", func(c *chaos) string {
+			a := proxyAnswers[c.rnd.IntN(len(proxyAnswers))]
+			m, verb := onList, "list"
+			if c.rnd.IntN(2) == 0 {
+				m, verb = onWatch, "watch"
+			}
+			c.inject(m, apisim.Answer(a.code, a.contentType, []byte(a.body)), 1)
+			return fmt.Sprintf("%d %s answered to the next %s", a.code, a.name, verb)
+		}},
 	}
+}
+
+// proxyAnswers are what a proxy or a load balancer in front of the server
+// may answer in its place (row 27).
+var proxyAnswers = []struct {
+	name, contentType, body string
+	code                    int
+}{
+	{"{}", "application/json", `{}`, http.StatusOK},
+	{"a list without items", "application/json", `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"}}`, http.StatusOK},
+	{"an empty list without resourceVersion", "application/json", `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}`, http.StatusOK},
+	{"a login page", "text/html", "<html><body>Sign in</body></html>", http.StatusOK},
+	{"a gateway's error page", "text/html", "<html><body>502 Bad Gateway</body></html>", http.StatusBadGateway},
+	{"nothing", "", "", http.StatusServiceUnavailable},
 }
 
 // lossyFaults lose an event for good: only a relist repairs what they do.

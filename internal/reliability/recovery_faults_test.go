@@ -459,42 +459,55 @@ func TestRow10EveryWatchGone(t *testing.T) {
 // as an empty list, it would empty the cache, tell every handler that every
 // object was deleted, and sync a first list on nothing (client-go reads {}
 // so). It is refused and reported; the list is made again after the
-// backoff; the handlers see no delete.
+// backoff; the handlers see no delete. An empty list without a
+// resourceVersion is refused too where the cache has one, as older than
+// the cache; as a first list it is a resource without resourceVersions
+// (informer's TestUnversionedRelistDeliversOnlyRealChanges), so it is
+// tried on a relist only.
 func TestRow27ProxyAnswersAListWithNoList(t *testing.T) {
 	t.Parallel()
-	bodies := map[string]string{
-		"{}":            `{}`,
-		"without items": `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"999999"}}`,
-	}
-	refused := func(err error) bool {
+	noItems := func(err error) bool {
 		return errors.Is(err, reflector.ErrMalformed) && strings.Contains(err.Error(), `no "items"`)
 	}
-	for name, body := range bodies {
-		t.Run("first list/"+name, func(t *testing.T) {
-			t.Parallel()
-			s := newServer(t)
-			newWriter(t, s).createN("default", 5)
-			s.Inject(onList, apisim.Answer(http.StatusOK, "application/json", []byte(body)), 1)
-			w := startWatcher(t, s, "pods", setup{})
-			if got := w.inf.Indexer().Len(); got != 5 {
-				t.Errorf("synced with %d pods in the cache, want 5: the refused answer is no list", got)
-			}
-			if len(w.errs.matching(refused)) != 1 {
-				t.Errorf("the refused answer was not reported once; reported: %v", w.errs)
-			}
-			converge(t, s, convergeBound, w)
-			if got := lists(s); got != 2 {
-				t.Errorf("LIST requests = %d, want 2", got)
-			}
-		})
-		t.Run("relist/"+name, func(t *testing.T) {
+	for _, a := range []struct {
+		name, body string
+		refused    func(error) bool
+		relistOnly bool
+	}{
+		{"{}", `{}`, noItems, false},
+		{"without items", `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"999999"}}`, noItems, false},
+		{"empty without resourceVersion", `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}`, func(err error) bool {
+			return strings.Contains(err.Error(), "listed no resourceVersion, cache already at")
+		}, true},
+	} {
+		answer := apisim.Answer(http.StatusOK, "application/json", []byte(a.body))
+		if !a.relistOnly {
+			t.Run("first list/"+a.name, func(t *testing.T) {
+				t.Parallel()
+				s := newServer(t)
+				newWriter(t, s).createN("default", 5)
+				s.Inject(onList, answer, 1)
+				w := startWatcher(t, s, "pods", setup{})
+				if got := w.inf.Indexer().Len(); got != 5 {
+					t.Errorf("synced with %d pods in the cache, want 5: the refused answer is no list", got)
+				}
+				if len(w.errs.matching(a.refused)) != 1 {
+					t.Errorf("the refused answer was not reported once; reported: %v", w.errs)
+				}
+				converge(t, s, convergeBound, w)
+				if got := lists(s); got != 2 {
+					t.Errorf("LIST requests = %d, want 2", got)
+				}
+			})
+		}
+		t.Run("relist/"+a.name, func(t *testing.T) {
 			t.Parallel()
 			s := newServer(t)
 			wr := newWriter(t, s)
 			wr.createN("default", 5)
 			w := startWatcher(t, s, "pods", setup{})
 			eventually(t, convergeBound, "the watch", func() bool { return s.Watchers(apisim.Pods()) == 1 })
-			s.Inject(onList, apisim.Answer(http.StatusOK, "application/json", []byte(body)), 1)
+			s.Inject(onList, answer, 1)
 			s.Inject(onWatch, apisim.ErrorEvent(http.StatusGone, metav1.StatusReasonExpired), 1)
 			s.Restart() // ends the watch; its resumption is told 410, so the Reflector lists
 			eventually(t, convergeBound, "the relist after the refused answer", func() bool { return lists(s) == 3 })
@@ -503,7 +516,7 @@ func TestRow27ProxyAnswersAListWithNoList(t *testing.T) {
 			if _, _, deletes, _ := w.recs[0].counts(); deletes != 0 {
 				t.Errorf("the handler saw %d deletes, want none: nothing was deleted", deletes)
 			}
-			if len(w.errs.matching(refused)) != 1 {
+			if len(w.errs.matching(a.refused)) != 1 {
 				t.Errorf("the refused answer was not reported once; reported: %v", w.errs)
 			}
 		})
