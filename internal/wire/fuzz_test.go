@@ -258,6 +258,7 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		"FuzzJSONList":      jsonListSeeds(t),
 		"FuzzProtobufList":  protobufListSeeds(t),
 		"FuzzStatus":        statusSeeds(t),
+		"FuzzJSONListMatchesApimachinery": jsonListDiffSeeds(t),
 		"FuzzJSONMatchesApimachinery": {
 			jsonOf(t, realisticPod(1)),
 			[]byte(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","labels":{"x":null}},"spec":{"priority":null,"containers":[{"name":"c","resources":{"limits":{"cpu":"1.5"}}}]},"status":{"startTime":null}}`),
@@ -343,4 +344,55 @@ func FuzzJSONMatchesApimachinery(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzJSONListMatchesApimachinery decodes a pod list with DecodeJSONList
+// and with sigs.k8s.io/json (as apimachinery does): whenever this package
+// accepts the bytes, apimachinery must too, with the same resourceVersion,
+// continue token, remaining count and items. (It refuses more: a list
+// without "items", an item of another kind.)
+//
+// Inputs that are not valid UTF-8, or hold control characters other than
+// white space, are left out: json-iterator skips an unknown key without
+// looking inside its string, and kube-apiserver only ever sends valid JSON.
+func FuzzJSONListMatchesApimachinery(f *testing.F) {
+	pods := mustCodec[*corev1.Pod](f, podGVK)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !utf8.Valid(data) || bytes.ContainsFunc(data, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' && r != '\r' }) {
+			return
+		}
+		var got []*corev1.Pod
+		meta, err := DecodeJSONList(bytes.NewReader(data), pods, fuzzLimit, func(p *corev1.Pod) error {
+			got = append(got, p)
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		want := new(corev1.PodList)
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, want); err != nil {
+			t.Fatalf("accepted a list apimachinery refuses (%v)", err)
+		}
+		if meta.ResourceVersion != want.ResourceVersion || meta.Continue != want.Continue ||
+			(meta.RemainingItemCount == nil) != (want.RemainingItemCount == nil) ||
+			meta.RemainingItemCount != nil && *meta.RemainingItemCount != *want.RemainingItemCount {
+			t.Fatalf("list metadata: got %+v, apimachinery %+v", meta, want.ListMeta)
+		}
+		if len(got) != len(want.Items) {
+			t.Fatalf("%d items, apimachinery %d", len(got), len(want.Items))
+		}
+		for i, p := range got {
+			w := &want.Items[i]
+			w.TypeMeta = p.TypeMeta // the list's items carry no kind of their own in apimachinery
+			semanticEqual(t, p, w)
+		}
+	})
+}
+
+func jsonListDiffSeeds(t testing.TB) [][]byte {
+	return append(jsonListSeeds(t),
+		[]byte(`{"kind":"PodList","metadata":{"resourceVersion":"1"},"metadata":{"continue":"x"},"items":[{"metadata":{"name":"a","labels":{"a":"b"}}}]}`),
+		[]byte(`{"metadata":{"remainingItemCount":3},"items":null}`),
+		[]byte(`{"items":[{"metadata":{"name":"a"},"spec":{"containers":[{"name":"c"}]}},{}]}`),
+	)
 }
