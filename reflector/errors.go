@@ -80,7 +80,8 @@ var (
 // stays too large until the limit is raised or the object shrinks.
 var (
 	// ErrMalformed: bytes that are not valid JSON or protobuf, or a valid
-	// value of the wrong shape. A server or proxy bug is likely.
+	// value of the wrong shape (a JSON list without "items": {} from a
+	// proxy in the server's place). A server or proxy bug is likely.
 	ErrMalformed = wire.ErrMalformed
 	// ErrItemTooLarge: a list item larger than WithMaxItemBytes allows.
 	ErrItemTooLarge = wire.ErrListTooLarge

@@ -18,7 +18,8 @@ import (
 var (
 	// ErrMalformed reports bytes that are not valid JSON or protobuf, or a
 	// valid value of the wrong shape (an event that is not an object, a
-	// list whose items are not an array, a "type" that is not a string).
+	// list whose items are not an array or that has no "items" at all, a
+	// "type" that is not a string).
 	// Retrying the same request usually gets the same bytes; a server or
 	// proxy bug is likely.
 	ErrMalformed = errors.New("malformed data from the server")
