@@ -253,11 +253,11 @@ func statusSeeds(t testing.TB) [][]byte {
 func TestWriteFuzzCorpus(t *testing.T) {
 	var bad []string
 	for name, seeds := range map[string][][]byte{
-		"FuzzJSONWatch":     jsonWatchSeeds(t),
-		"FuzzProtobufWatch": protobufWatchSeeds(t),
-		"FuzzJSONList":      jsonListSeeds(t),
-		"FuzzProtobufList":  protobufListSeeds(t),
-		"FuzzStatus":        statusSeeds(t),
+		"FuzzJSONWatch":                   jsonWatchSeeds(t),
+		"FuzzProtobufWatch":               protobufWatchSeeds(t),
+		"FuzzJSONList":                    jsonListSeeds(t),
+		"FuzzProtobufList":                protobufListSeeds(t),
+		"FuzzStatus":                      statusSeeds(t),
 		"FuzzJSONListMatchesApimachinery": jsonListDiffSeeds(t),
 		"FuzzJSONMatchesApimachinery": {
 			jsonOf(t, realisticPod(1)),
