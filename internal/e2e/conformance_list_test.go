@@ -262,3 +262,38 @@ func TestConformancePartialObjectMetadataList(t *testing.T) {
 		rec.plain(c.step, "GET", c.path, c.accept, a.do("GET", c.path, c.accept, nil))
 	}
 }
+
+// TestEmptyListsHaveItems: kube-apiserver writes "items" in a JSON list of
+// nothing, from etcd and from its watch cache, paged or not, typed or as
+// metadata. wire.DecodeJSONList refuses a body without it ({} from a
+// proxy), which would otherwise empty a cache. Asserted, not recorded.
+func TestEmptyListsHaveItems(t *testing.T) {
+	const ns = "conf-empty-list"
+	a := adminAPI(t, shared)
+	a.createNamespace(ns)
+	rv := resourceVersion(a.must("POST", "/api/v1/namespaces/"+ns+"/configmaps", map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "only"},
+	}, http.StatusCreated))
+	for _, resource := range []string{"pods", "secrets"} {
+		for _, query := range []string{"", "?limit=5", "?resourceVersion=0", "?resourceVersion=" + rv + "&resourceVersionMatch=NotOlderThan", "?labelSelector=none%3Dhere"} {
+			for _, accept := range []string{"application/json", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"} {
+				path := "/api/v1/namespaces/" + ns + "/" + resource + query
+				res := a.do("GET", path, accept, nil)
+				if res.status != http.StatusOK {
+					t.Errorf("GET %s (%s): %d %s", path, accept, res.status, res.body)
+					continue
+				}
+				items, ok := res.json(t)["items"]
+				if !ok {
+					t.Errorf("GET %s (%s): no \"items\" in %s", path, accept, res.body)
+				} else if list, _ := items.([]any); len(list) != 0 {
+					t.Errorf("GET %s (%s): %d items, want none", path, accept, len(list))
+				}
+			}
+		}
+	}
+	// The configmaps list is not empty: the same request shows items.
+	if items, _ := a.do("GET", "/api/v1/namespaces/"+ns+"/configmaps", "application/json", nil).json(t)["items"].([]any); len(items) != 1 {
+		t.Errorf("configmaps: %d items, want 1", len(items))
+	}
+}
