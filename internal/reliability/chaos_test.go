@@ -34,7 +34,8 @@ import (
 //
 //	LISTWATCH_CHAOS_SEED=42 go test -race -run TestChaos ./internal/reliability
 //
-// LISTWATCH_CHAOS_SEEDS=N runs seeds 1..N instead of the default few.
+// LISTWATCH_CHAOS_SEEDS=N runs seeds 1..N instead of the default few, and
+// LISTWATCH_CHAOS_SEEDS=A-B seeds A..B (to sweep seeds not yet run).
 
 // defaultChaosSeeds run under plain go test (and .ci/run): a few seconds
 // each with -race.
@@ -49,17 +50,28 @@ func chaosSeeds(t *testing.T) []uint64 {
 		return []uint64{seed}
 	}
 	if s := os.Getenv("LISTWATCH_CHAOS_SEEDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("LISTWATCH_CHAOS_SEEDS=%q: want a positive number", s)
+		first, last, ok := seedRange(s)
+		if !ok {
+			t.Fatalf("LISTWATCH_CHAOS_SEEDS=%q: want a positive number N (seeds 1..N) or a range A-B", s)
 		}
-		seeds := make([]uint64, n)
-		for i := range seeds {
-			seeds[i] = uint64(i + 1)
+		var seeds []uint64
+		for seed := first; seed <= last; seed++ {
+			seeds = append(seeds, seed)
 		}
 		return seeds
 	}
 	return defaultChaosSeeds
+}
+
+// seedRange reads LISTWATCH_CHAOS_SEEDS: "N" is 1..N, "A-B" is A..B.
+func seedRange(s string) (first, last uint64, ok bool) {
+	a, b, isRange := strings.Cut(s, "-")
+	if !isRange {
+		a, b = "1", s
+	}
+	first, errA := strconv.ParseUint(a, 10, 64)
+	last, errB := strconv.ParseUint(b, 10, 64)
+	return first, last, errA == nil && errB == nil && first >= 1 && first <= last
 }
 
 func TestChaos(t *testing.T) {

@@ -191,13 +191,11 @@ func (p *proxy) close() {
 // by each, and client certificates (their CAs do not matter: the servers
 // ask for a certificate without verifying it).
 type pki struct {
-	ca1, ca2     []byte          // PEM
-	serverA      tls.Certificate // signed by ca1, for 127.0.0.1 and a.kcdiff.test
-	serverB      tls.Certificate // signed by ca2, for 127.0.0.1 and b.kcdiff.test
-	clients      []keyPair       // CNs alice, bob, carol
-	clientCAKey  *ecdsa.PrivateKey
-	clientCACert *x509.Certificate
-	serial       int64
+	ca1, ca2 []byte          // PEM
+	serverA  tls.Certificate // signed by ca1, for 127.0.0.1 and a.kcdiff.test
+	serverB  tls.Certificate // signed by ca2, for 127.0.0.1 and b.kcdiff.test
+	clients  []keyPair       // CNs alice, bob, carol
+	serial   int64
 }
 
 type keyPair struct {
