@@ -16,6 +16,7 @@
 //     storm, no tight retry loop.
 //
 // The chaos test (TestChaos) drives random writes and faults from a seed;
-// LISTWATCH_CHAOS_SEEDS=N runs N seeds instead of the few that go test
-// runs by default, and LISTWATCH_CHAOS_SEED=S replays one seed.
+// LISTWATCH_CHAOS_SEEDS=N runs seeds 1 to N instead of the few that go
+// test runs by default, LISTWATCH_CHAOS_SEEDS=A-B seeds A to B, and
+// LISTWATCH_CHAOS_SEED=S replays one seed.
 package reliability
