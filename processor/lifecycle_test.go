@@ -479,16 +479,17 @@ func TestErrorHandlerGoexitDoesNotStopTheListener(t *testing.T) {
 }
 
 // The other order of TestListenerRemovedJustAfterItSynced: the upstream
-// syncs while stop is deciding, and someone sees HasSynced true in
-// between; stop must not take it back (HasSynced turned false again, and
-// Synced never closed).
+// syncs while RemoveListener asks it, and someone calls HasSynced in
+// between. The listener was not known to be synced before it began to
+// stop, so it never syncs: HasSynced says false in between and after, and
+// Synced never closes.
 func TestListenerRemovedWhileTheUpstreamSyncs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var upstream, armed atomic.Bool
 		hookIn, hookRelease := make(chan struct{}), make(chan struct{})
 		p := processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
 			v := upstream.Load()
-			if armed.CompareAndSwap(true, false) { // stop's call
+			if armed.CompareAndSwap(true, false) { // RemoveListener's call
 				close(hookIn)
 				<-hookRelease
 			}
@@ -504,21 +505,95 @@ func TestListenerRemovedWhileTheUpstreamSyncs(t *testing.T) {
 		go func() { defer close(removed); p.RemoveListener(l) }()
 		<-hookIn
 		upstream.Store(true) // the upstream syncs now
-		p.CheckSynced()      // as the informer does; l is no longer listed
-		if !l.HasSynced() {
-			t.Fatal("precondition: HasSynced should be true now")
+		p.CheckSynced()      // as the informer does
+		if l.HasSynced() {
+			t.Error("HasSynced true while stop has still to decide")
 		}
 		close(hookRelease)
 		<-removed
-		if !l.HasSynced() {
-			t.Error("HasSynced went from true back to false")
-		}
-		select {
-		case <-l.Synced():
-		default:
-			t.Error("HasSynced was true, but Synced never closes")
+		<-l.Stopped()
+		if l.HasSynced() || closed(l.Synced()) {
+			t.Error("a listener that began to stop before its upstream synced synced")
 		}
 	})
+}
+
+// A listener removed while its upstream hands out the last notification
+// of the initial list syncs only if its handler got the whole list.
+// (The upstream here plays the informer's loop, which goes on while
+// RemoveListener runs: when asked, it has just distributed the list's
+// last Add and synced. Asked only once the listener no longer received,
+// as it was, the listener synced on a list whose last Add passed it by.)
+func TestListenerRemovedBeforeTheLastInitialAdd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var removing, upstream atomic.Bool
+		var p *processor.Processor[*corev1.Pod]
+		var once sync.Once
+		p = processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
+			if removing.Load() {
+				once.Do(func() {
+					p.Distribute(addOf("b", "1", true), false)
+					upstream.Store(true)
+				})
+			}
+			return upstream.Load()
+		}))
+		r := &recorder{}
+		l := p.AddListener(r, processor.ListenerOptions{})
+		stop := run(p)
+		defer stop()
+		p.Distribute(addOf("a", "1", true), false)
+		synctest.Wait()
+		removing.Store(true)
+		p.RemoveListener(l)
+		<-l.Stopped()
+		checkSyncedOnlyWithAll(t, l, r, 2)
+	})
+}
+
+// The same when the Processor stops (asked only once it had stopped, the
+// upstream synced on a list whose last Add the Processor dropped).
+func TestProcessorStoppedBeforeTheLastInitialAdd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var stopping, upstream atomic.Bool
+		var p *processor.Processor[*corev1.Pod]
+		var once sync.Once
+		p = processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
+			if stopping.Load() {
+				once.Do(func() {
+					p.Distribute(addOf("b", "1", true), false)
+					upstream.Store(true)
+				})
+			}
+			return upstream.Load()
+		}))
+		r := &recorder{}
+		l := p.AddListener(r, processor.ListenerOptions{})
+		ctx, cancel := context.WithCancel(t.Context())
+		ran := make(chan struct{})
+		go func() { defer close(ran); p.Run(ctx) }()
+		p.Distribute(addOf("a", "1", true), false)
+		synctest.Wait()
+		stopping.Store(true)
+		cancel()
+		<-ran
+		checkSyncedOnlyWithAll(t, l, r, 2)
+	})
+}
+
+// checkSyncedOnlyWithAll checks a stopped listener: synced only if its
+// handler handled all n notifications of the initial list (whether it
+// got the last ones before it stopped is a race), and Synced closed if
+// and only if it synced.
+func checkSyncedOnlyWithAll(t *testing.T, l *processor.Listener[*corev1.Pod], r *recorder, n int) {
+	t.Helper()
+	synced := l.HasSynced()
+	if synced != closed(l.Synced()) {
+		t.Errorf("HasSynced %v, Synced closed %v", synced, closed(l.Synced()))
+	}
+	if synced && len(r.lines()) < n {
+		t.Errorf("synced after handling %q of an initial list of %d", r.lines(), n)
+	}
 }
 
 // A listener removed just as its upstream syncs settles Synced before it

@@ -1,7 +1,6 @@
 package processor
 
 import (
-	"fmt"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -84,6 +83,9 @@ type Listener[T metav1.Object] struct {
 
 	synced     chan struct{} // closed once HasSynced is true; see checkSynced
 	syncedOnce sync.Once
+	// stopping: set before the listener stops receiving notifications;
+	// from then on, only stop decides whether it synced (settleSynced)
+	stopping atomic.Bool
 	// stoppedUnsynced: stopped before Synced closed (set under syncedOnce)
 	stoppedUnsynced atomic.Bool
 }
@@ -175,8 +177,9 @@ func (l *Listener[T]) merged(n Notification[T]) {
 // HasSynced reports whether the upstream has synced (see
 // WithUpstreamSynced) and every Add with IsInInitialList that this listener
 // received has been handled: its handler call returned or panicked. A
-// listener stopped before handling its initial notifications never reports
-// synced.
+// listener stopped (removed, or its Processor stopped) before both were
+// true never reports synced, even if the upstream syncs while it stops:
+// the last notifications of the list may have passed it by.
 func (l *Listener[T]) HasSynced() bool {
 	if l.stoppedUnsynced.Load() {
 		return false
@@ -186,11 +189,29 @@ func (l *Listener[T]) HasSynced() bool {
 	if !l.upstreamSynced() || l.initialsLeft.Load() != 0 {
 		return false
 	}
+	// ... unless the listener stopped receiving before the upstream
+	// synced: then an initial notification may have passed it by, never
+	// counted. stopping is set before it stops receiving, so read after
+	// the two halves it says whether they can be trusted; once it is set,
+	// stop decides (settleSynced), and the answer is what it decided, or
+	// not yet.
+	if l.stopping.Load() {
+		return isClosed(l.synced)
+	}
 	// Synced, unless stop got to syncedOnce first and decided otherwise:
 	// true is only ever answered with Synced closed, so a stop that comes
 	// later cannot take it back.
 	l.syncedOnce.Do(func() { close(l.synced) })
 	return !l.stoppedUnsynced.Load()
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // Synced returns a channel that is closed when HasSynced becomes true. It
@@ -247,10 +268,17 @@ func (l *Listener[T]) start(wg *sync.WaitGroup) {
 	l.goRun(true)
 }
 
+// beginStop marks the listener as stopping: from here on, stop decides
+// whether it synced. It is called before the listener stops receiving
+// notifications (taken out of its Processor's listeners, or its Processor
+// stopped), and before the upstream is asked for stop's up.
+func (l *Listener[T]) beginStop() { l.stopping.Store(true) }
+
 // stop tells the listener's goroutines to exit; it does not wait for them.
-// It must not be called with the Processor's lock held: it asks the
-// upstream whether it synced.
-func (l *Listener[T]) stop() {
+// up is whether the upstream had synced, asked after beginStop and before
+// the listener stopped receiving notifications: if it had, every initial
+// notification had reached the listener (see settleSynced).
+func (l *Listener[T]) stop(up bool) {
 	l.mu.Lock()
 	if runState(l.state.Load()) == stopped {
 		l.mu.Unlock()
@@ -261,31 +289,29 @@ func (l *Listener[T]) stop() {
 	l.early = nil
 	l.mu.Unlock()
 
-	// The goroutines are told to stop (and an idle listener's Stopped
-	// closes) once Synced is settled, so that a waiter that sees Stopped
-	// closed sees Synced settled; deferred, so that an upstream that
-	// panics cannot leave them running.
-	defer func() {
-		// Not synced, if the upstream never answered settleSynced
-		// (runtime.Goexit in it); else this does nothing.
-		l.syncedOnce.Do(func() { l.stoppedUnsynced.Store(true) })
-		close(l.done)
-		if wasIdle { // no goroutine to close it; and never started, so not logged
-			close(l.stopped)
-			return
-		}
-		l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
-	}()
-	l.settleSynced() // unlocked: the upstream is user code
+	// Synced is settled before the goroutines are told to stop (and an
+	// idle listener's Stopped closes), so that a waiter that sees Stopped
+	// closed sees Synced settled.
+	l.settleSynced(up)
+	close(l.done)
+	if wasIdle { // no goroutine to close it; and never started, so not logged
+		close(l.stopped)
+		return
+	}
+	l.cfg.log().Debug("processor: listener stopped", "listener", l.name)
 }
 
 // settleSynced decides, for a listener that is stopping, whether it
-// synced. Stopped before Synced closed, it never will, and HasSynced,
-// which must agree with it, never turns true (the upstream may sync later)
-// — unless it is true already (both its halves only ever turn true), and
-// no call has closed Synced yet: then it closes it.
-func (l *Listener[T]) settleSynced() {
-	synced := l.upstreamSynced() && l.initialsLeft.Load() == 0
+// synced: if the upstream had synced before the listener stopped
+// receiving (up) and every initial notification it received is handled.
+// The upstream is not asked again here: it may have synced since, on a
+// list whose last notifications passed the listener by. Stopped before
+// Synced closed, the listener never syncs, and HasSynced, which must agree
+// with it, never turns true — unless it is true already (both its halves
+// only ever turn true), and no call has closed Synced yet: then it closes
+// it.
+func (l *Listener[T]) settleSynced(up bool) {
+	synced := up && l.initialsLeft.Load() == 0
 	l.syncedOnce.Do(func() {
 		if synced {
 			close(l.synced)
@@ -295,19 +321,9 @@ func (l *Listener[T]) settleSynced() {
 	})
 }
 
-// upstreamSynced asks the upstream whether it synced. It is called from
-// the listener's goroutine and the Processor's (Run stopping its
-// listeners) as well as the caller's, so a panic in the upstream is logged
-// and counts as not synced, rather than take down one of them.
-func (l *Listener[T]) upstreamSynced() (synced bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			synced = false
-			l.cfg.log().Error("processor: the upstream's synced function panicked", "listener", l.name, "panic", fmt.Sprint(r))
-		}
-	}()
-	return l.cfg.synced()
-}
+// upstreamSynced asks the upstream whether it synced (see
+// config.upstreamSynced).
+func (l *Listener[T]) upstreamSynced() bool { return l.cfg.syncedFor(l.name) }
 
 // pop moves notifications from addCh into the backlog b and from b to
 // nextCh, until the listener stops. It always stands ready to receive; the

@@ -60,8 +60,9 @@ func WithLogger(l *slog.Logger) Option {
 // WithUpstreamSynced sets the function that says whether the source of the
 // notifications (the informer) has delivered its initial list; see
 // Listener.HasSynced. It must be safe for concurrent use, and is called
-// from the listeners' goroutines and Run's too: a panic in it is logged and
-// counts as not synced. Nil, the default, means always synced.
+// from the listeners' goroutines, Run's and RemoveListener's callers too:
+// a panic in it is logged and counts as not synced. Nil, the default,
+// means always synced.
 func WithUpstreamSynced(f func() bool) Option {
 	return func(c *config) { c.upstreamSynced = f }
 }
@@ -73,8 +74,22 @@ func (c *config) log() *slog.Logger {
 	return c.logger
 }
 
-func (c *config) synced() bool {
-	return c.upstreamSynced == nil || c.upstreamSynced()
+// syncedFor asks the upstream whether it synced, for who (a listener's
+// name, or the Processor). It is called from the listeners' goroutines and
+// the Processor's (Run stopping its listeners) as well as the caller's, so
+// a panic in the upstream is logged and counts as not synced, rather than
+// take down one of them.
+func (c *config) syncedFor(who string) (synced bool) {
+	if c.upstreamSynced == nil {
+		return true
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			synced = false
+			c.log().Error("processor: the upstream's synced function panicked", "listener", who, "panic", fmt.Sprint(r))
+		}
+	}()
+	return c.upstreamSynced()
 }
 
 // reportPanic hands a recovered handler panic to the error handler, or logs

@@ -91,7 +91,8 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions, initial .
 		// initial notifications and the upstream synced: the same
 		// answer whatever the cache held when it was added.
 		l.syncedOnce.Do(func() { l.stoppedUnsynced.Store(true) })
-		l.stop()
+		l.beginStop()
+		l.stop(false)
 	}
 	l.checkSynced()
 	return l
@@ -140,24 +141,42 @@ func (p *Processor[T]) Run(ctx context.Context) {
 		<-ctx.Done()
 		p.mu.Lock()
 	}
-	p.state = stopped
-	ls := p.listeners
+	// Whether each listener synced is decided by whether the upstream had
+	// synced while the listener still received notifications (see
+	// Listener.stop): the listeners are marked as stopping, the upstream
+	// is asked, and only then do they stop receiving.
+	for _, l := range p.listeners {
+		l.beginStop()
+	}
 	p.mu.Unlock()
-	stopAll(ls)
-	// Listeners removed meanwhile are counted in wg too: none escapes.
-	p.wg.Wait()
-	p.cfg.log().Debug("processor: stopped")
+	up := false
+	// Deferred, so that an upstream that ends the goroutine
+	// (runtime.Goexit) leaves no listener running: they stop, not synced.
+	defer func() {
+		p.mu.Lock()
+		p.state = stopped
+		ls := p.listeners
+		for _, l := range ls {
+			l.beginStop() // those added meanwhile
+		}
+		p.mu.Unlock()
+		stopAll(ls, up)
+		// Listeners removed meanwhile are counted in wg too: none escapes.
+		p.wg.Wait()
+		p.cfg.log().Debug("processor: stopped")
+	}()
+	up = p.cfg.syncedFor("processor") // unlocked: user code
 }
 
-// stopAll stops every listener of ls, each in a deferred call, so that an
-// upstream that ends the goroutine while one stops (runtime.Goexit) does
-// not leave the others running.
-func stopAll[T metav1.Object](ls []*Listener[T]) {
+// stopAll stops every listener of ls, each in a deferred call, so that a
+// logger that ends the goroutine while one stops (runtime.Goexit) does not
+// leave the others running.
+func stopAll[T metav1.Object](ls []*Listener[T], up bool) {
 	if len(ls) == 0 {
 		return
 	}
-	defer stopAll(ls[1:])
-	ls[0].stop()
+	defer stopAll(ls[1:], up)
+	ls[0].stop(up)
 }
 
 // Distribute hands n to every listener, or, if isSync, only to the
@@ -249,10 +268,19 @@ func (p *Processor[T]) RemoveListener(l *Listener[T]) {
 	if l == nil || l.owner != p {
 		return
 	}
-	p.mu.Lock()
-	isL := func(x *Listener[T]) bool { return x == l }
-	p.listeners = slices.DeleteFunc(slices.Clone(p.listeners), isL)
-	p.syncing = slices.DeleteFunc(slices.Clone(p.syncing), isL)
-	p.mu.Unlock()
-	l.stop()
+	// Marked as stopping, and the upstream asked, while l still receives
+	// notifications (see Listener.stop); removed in a deferred call, so
+	// that an upstream that ends the goroutine (runtime.Goexit) does not
+	// leave l running.
+	l.beginStop()
+	up := false
+	defer func() {
+		p.mu.Lock()
+		isL := func(x *Listener[T]) bool { return x == l }
+		p.listeners = slices.DeleteFunc(slices.Clone(p.listeners), isL)
+		p.syncing = slices.DeleteFunc(slices.Clone(p.syncing), isL)
+		p.mu.Unlock()
+		l.stop(up)
+	}()
+	up = l.upstreamSynced() // unlocked: user code
 }

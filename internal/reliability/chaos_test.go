@@ -35,13 +35,13 @@ import (
 //	LISTWATCH_CHAOS_SEED=42 go test -race -run TestChaos ./internal/reliability
 //
 // LISTWATCH_CHAOS_SEEDS=N runs seeds 1..N instead of the default few, and
-// LISTWATCH_CHAOS_SEEDS=A-B seeds A..B (to sweep seeds not yet run).
+// LISTWATCH_CHAOS_SEEDS=A-B seeds A..B (to sweep seeds not yet run); both
+// variables apply to TestChaos and to TestChaosWithPeriodicRelist.
 
-// defaultChaosSeeds run under plain go test (and .ci/run): a few seconds
-// each with -race.
-var defaultChaosSeeds = []uint64{1, 2, 3, 4}
-
-func chaosSeeds(t *testing.T) []uint64 {
+// chaosSeeds are the seeds a chaos test runs: the environment's, or else
+// the test's defaults, which run under plain go test (and .ci/run), a few
+// seconds each with -race.
+func chaosSeeds(t *testing.T, defaults ...uint64) []uint64 {
 	if s := os.Getenv("LISTWATCH_CHAOS_SEED"); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
@@ -60,7 +60,7 @@ func chaosSeeds(t *testing.T) []uint64 {
 		}
 		return seeds
 	}
-	return defaultChaosSeeds
+	return defaults
 }
 
 // seedRange reads LISTWATCH_CHAOS_SEEDS: "N" is 1..N, "A-B" is A..B.
@@ -76,7 +76,7 @@ func seedRange(s string) (first, last uint64, ok bool) {
 
 func TestChaos(t *testing.T) {
 	t.Parallel()
-	for _, seed := range chaosSeeds(t) {
+	for _, seed := range chaosSeeds(t, 1, 2, 3, 4) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Parallel()
 			runChaos(t, seed, chaosOptions{steps: 250, faults: allFaults()})
@@ -91,7 +91,7 @@ func TestChaos(t *testing.T) {
 func TestChaosWithPeriodicRelist(t *testing.T) {
 	t.Parallel()
 	faults := append(allFaults(), lossyFaults()...)
-	for _, seed := range []uint64{12, 1212} {
+	for _, seed := range chaosSeeds(t, 12, 1212) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Parallel()
 			runChaos(t, seed, chaosOptions{steps: 200, faults: faults, relist: time.Second})
