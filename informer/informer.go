@@ -318,7 +318,10 @@ func (s *SharedIndexInformer[T]) RemoveEventHandler(reg *Registration[T]) {
 	s.processor.RemoveListener(reg.listener)
 }
 
-// Registration is one handler added to an informer.
+// Registration is one handler added to an informer, made by
+// AddEventHandler. A Registration made otherwise (its zero value) holds no
+// handler: it never syncs, and its Synced and Stopped are nil, which
+// WaitForSync refuses.
 type Registration[T metav1.Object] struct {
 	listener *processor.Listener[T]
 	name     string
@@ -326,15 +329,25 @@ type Registration[T metav1.Object] struct {
 
 // Name returns what errors call the registration: its informer's name and
 // its listener's, such as "pods, listener 2 (*main.podHandler)".
-func (r *Registration[T]) Name() string { return r.name }
+func (r *Registration[T]) Name() string {
+	if r.listener == nil {
+		return "a zero Registration (not made by AddEventHandler)"
+	}
+	return r.name
+}
 
 // HasSynced reports whether the informer has synced and this handler has
 // handled every object of the initial list.
-func (r *Registration[T]) HasSynced() bool { return r.listener.HasSynced() }
+func (r *Registration[T]) HasSynced() bool { return r.listener != nil && r.listener.HasSynced() }
 
 // Synced returns a channel closed when HasSynced becomes true. It is never
 // closed if the handler is removed, or the informer stops, first.
-func (r *Registration[T]) Synced() <-chan struct{} { return r.listener.Synced() }
+func (r *Registration[T]) Synced() <-chan struct{} {
+	if r.listener == nil {
+		return nil
+	}
+	return r.listener.Synced()
+}
 
 // Stopped returns a channel closed once the handler will not be called
 // again: it was removed, or the informer stopped, and the call in progress
@@ -342,7 +355,12 @@ func (r *Registration[T]) Synced() <-chan struct{} { return r.listener.Synced() 
 // removing the handler closes it then.) Receive from it to wait after
 // RemoveEventHandler (not from the handler itself, which would wait for
 // itself).
-func (r *Registration[T]) Stopped() <-chan struct{} { return r.listener.Stopped() }
+func (r *Registration[T]) Stopped() <-chan struct{} {
+	if r.listener == nil {
+		return nil
+	}
+	return r.listener.Stopped()
+}
 
 // HasSynced reports whether the cache holds the complete first list: every
 // object of the first LIST (or streaming list) has been applied. A change

@@ -188,4 +188,9 @@ func TestWaitForSyncRefusesNils(t *testing.T) {
 	defer cancel()
 	assert.EqualError(t, informer.WaitForSync(ctx, nilSynced{}),
 		"informer: WaitForSync: syncer 1 (informer_test.nilSynced) has a nil Synced channel")
+	var zero informer.Registration[*corev1.Pod]
+	assert.False(t, zero.HasSynced())
+	assert.EqualError(t, informer.WaitForSync(ctx, inf, &zero),
+		"informer: WaitForSync: a zero Registration (not made by AddEventHandler) has a nil Synced channel")
+	inf.RemoveEventHandler(&zero) // harmless
 }
