@@ -119,9 +119,13 @@
 //   - A list that would never end fails and is tried again after the
 //     backoff: one with a page that gives back the continue token it was
 //     asked with, or one that begins with the object an earlier page of the
-//     list began with (a server that ignores continue tokens). A streaming
-//     list whose end bookmark has no resourceVersion is not usable: Auto
-//     mode lists with LIST instead. One that has not sent that bookmark 30 s
+//     list began with (a server that ignores continue tokens). Pages of no
+//     items with a continue token are allowed (kube-apiserver may filter
+//     out all a page read), but after 100 in a row each next one waits
+//     the backoff, and the wait is reported: a server that sends them for
+//     ever, each with a new token, is not asked as fast as the client
+//     can. A streaming list whose end bookmark has no resourceVersion is
+//     not usable: Auto mode lists with LIST instead. One that has not sent that bookmark 30 s
 //     after the timeoutSeconds it asked for (a server that ignores both) is
 //     cut as one that ended early (client-go waits for the server); the
 //     initial events it holds meanwhile are at most one per object, and one

@@ -65,6 +65,9 @@ var (
 	// continue tokens say (it ignores them, or they go round in a
 	// circle), and the list would never end.
 	errRepeatedPage = errors.New("the list page began where an earlier page did")
+	// errEmptyPages: more than freeEmptyPages pages in a row of one list
+	// had no item: each next page waits the backoff.
+	errEmptyPages = errors.New("list pages without items keep coming, each with a new continue token (waiting before the next)")
 	// errNoInitialEventsEnd: a streaming list has not sent its
 	// initial-events-end bookmark yet.
 	errNoInitialEventsEnd = errors.New("no initial-events-end bookmark yet")

@@ -192,6 +192,67 @@ func TestRepeatedContinueTokenFailsTheList(t *testing.T) {
 	})
 }
 
+// Pages without items, each with a new continue token, for ever: after
+// 100 in a row, each next page waits the backoff, and the wait is
+// reported; the list asked for them as fast as it could (70,000 in 200 ms
+// of a test), with no word.
+func TestEmptyPagesWithNewTokensArePaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var pages atomic.Int64
+		lw := &ownLW{
+			list: func(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
+				return reflector.ListMeta{ResourceVersion: "1", Continue: fmt.Sprint("token-", pages.Add(1))}, nil
+			},
+			watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+				return newCloseOnly(), nil
+			},
+		}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.ListWatch)
+		defer run(t, r)()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.GreaterOrEqual(t, pages.Load(), int64(101), "100 pages without a pause")
+		assert.Less(t, pages.Load(), int64(120), "then one a backoff")
+		assert.NotZero(t, errorsContaining(errs.all(), "list pages without items keep coming"))
+		assert.Contains(t, r.LastError().Error(), "in a row", "WaitForCacheSync says why")
+		assert.Empty(t, store.calls(), "nothing half-listed is stored")
+	})
+}
+
+// A server that filters after it pages sends pages of no items, each with
+// a continue token, before the ones with items: up to 100 in a row are
+// asked for without a pause and without an error.
+func TestEmptyPagesBeforeTheItemsAreListed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var pages atomic.Int64
+		lw := &ownLW{
+			list: func(_ context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+				n := pages.Add(1)
+				switch {
+				case n%101 == 0: // a page with an item after 100 empty ones
+					return reflector.ListMeta{ResourceVersion: "1", Continue: fmt.Sprint("token-", n)}, add(withRV(pod(fmt.Sprint("p", n)), "1"))
+				case n < 303:
+					return reflector.ListMeta{ResourceVersion: "1", Continue: fmt.Sprint("token-", n)}, nil
+				}
+				return reflector.ListMeta{ResourceVersion: "1"}, nil // the last page, empty
+			},
+			watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+				return newCloseOnly(), nil
+			},
+		}
+		var errs errorLog
+		r, store := ownReflector(lw, &errs, reflector.ListWatch)
+		start := time.Now()
+		defer run(t, r)()
+		synctest.Wait()
+		assert.Zero(t, time.Since(start), "no page waited")
+		assert.Equal(t, int64(304), pages.Load(), "three runs of 100 empty pages, each before a page of one item, and the last")
+		assert.Equal(t, []string{"replace 3@1"}, store.calls())
+		assert.Empty(t, errs.all())
+	})
+}
+
 // A list without a resourceVersion is of a resource that is listed but not
 // watched (kube-apiserver's componentstatuses), whose objects have none
 // either: they are cached, and, as a watch from "" would start at the

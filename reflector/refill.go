@@ -43,6 +43,7 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	var listRV string
 	retries := 0      // of the page asked for now
 	fellBack := false // listed in one answer after a continue token expired
+	emptyPages := 0   // pages in a row that had no item with a name
 	for {
 		page := collected.page()
 		meta, err := r.lw.List(ctx, opts, page.add)
@@ -94,6 +95,17 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 		case ctx.Err() != nil:
 			return fmt.Errorf("listing %s: %w", r.opt.name, ctx.Err())
 		default:
+			emptyPages++
+			if page.first != "" {
+				emptyPages = 0
+			}
+			if emptyPages > freeEmptyPages {
+				err := fmt.Errorf("listing %s: %w: %d in a row", r.opt.name, errEmptyPages, emptyPages)
+				r.report(err)
+				if !sleep(ctx, r.backoffFor(s, err)) {
+					return fmt.Errorf("listing %s: %w", r.opt.name, ctx.Err())
+				}
+			}
 			opts = ListOptions{Limit: r.opt.pageSize, Continue: meta.Continue}
 			continue
 		}
@@ -288,6 +300,16 @@ func describeRV(rv string) string {
 	}
 	return "resourceVersion " + rv
 }
+
+// freeEmptyPages is how many pages in a row a list may get without an item
+// before it waits the backoff before each next one. A page of no items
+// with a continue token is allowed (the server filtered out all it read,
+// and a server that pages before it filters sends many), but a server
+// that sends such pages for ever, each with a new token, would have the
+// list ask for pages as fast as it can. The repeated-page check cannot
+// tell: an empty page has no first object. client-go's pager asks for
+// them without a pause.
+const freeEmptyPages = 100
 
 // maxPageRetries bounds how often one page is asked for again after a
 // failure (retryablePage); the next failure fails the list, and Run's loop
