@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -233,6 +234,16 @@ func caBundle(t *TLSConfig, caFile *caFileTransport) []byte {
 // prefix if it has one, with query encoded.
 func (c *Client) URL(path string, query url.Values) *url.URL {
 	u := c.base.JoinPath(path)
+	if !strings.HasPrefix(u.Path, "/") {
+		// JoinPath gives a Host without a path ("https://k:6443") a
+		// relative one, "api/v1/pods": String mends it, but a request
+		// made with u itself would ask for "api/v1/pods" (a 400, and
+		// refused over HTTP/2).
+		u.Path = "/" + u.Path
+		if u.RawPath != "" {
+			u.RawPath = "/" + u.RawPath
+		}
+	}
 	u.RawQuery = query.Encode()
 	return u
 }

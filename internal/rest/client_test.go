@@ -410,6 +410,32 @@ func TestURL(t *testing.T) {
 	if got := newClient(t, &Config{Host: "https://k:6443"}).URL("/api", nil); got.String() != "https://k:6443/api" {
 		t.Errorf("URL = %s", got)
 	}
+	// The URL itself is absolute, not only its String: a request made with
+	// it asked for "api/v1/pods" (a 400, refused over HTTP/2).
+	for _, host := range []string{"https://k:6443", "https://k:6443/", "https://k/a%2Fb"} {
+		u := newClient(t, &Config{Host: host}).URL("/api/v1/pods", nil)
+		if !strings.HasPrefix(u.Path, "/") || !strings.HasPrefix(u.EscapedPath(), "/") || !strings.HasSuffix(u.Path, "/api/v1/pods") {
+			t.Errorf("Host %s: URL path %q (escaped %q)", host, u.Path, u.EscapedPath())
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.URL.Path)
+	}))
+	defer srv.Close()
+	direct := newClient(t, &Config{Host: srv.URL})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.URL = direct.URL("/api/v1/pods", nil)
+	resp, err := direct.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if body, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || string(body) != "/api/v1/pods" {
+		t.Errorf("a request with the URL: %s %q", resp.Status, body)
+	}
 }
 
 func TestNewClientErrors(t *testing.T) {
