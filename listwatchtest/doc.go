@@ -41,9 +41,10 @@
 // As a ListerWatcher it serves every object it holds; For gives the view
 // a server serves for a namespace and label and field selectors (an
 // object that stops matching is DELETED from a watch, one that starts is
-// ADDED). It runs no goroutines of its own, but for the one
-// time.AfterFunc starts to end a watch at its timeout (in a
-// testing/synctest bubble, at the bubble's time).
+// ADDED). It runs no goroutines of its own, but for those
+// time.AfterFunc and context.AfterFunc start to end a watch at its
+// timeout (in a testing/synctest bubble, at the bubble's time) or when
+// its context ends.
 //
 // In a testing/synctest bubble, time stands still while a goroutine runs:
 // an informer that listed or watched again at once, over and over, would

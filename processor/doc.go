@@ -33,10 +33,11 @@
 // of it; Synced is the same as a channel, closed by whichever of the two
 // finishes last (the upstream reports its part with CheckSynced). A handler
 // added late gets the cache as AddListener's initial notifications. And
-// each may ask for a periodic resync: the informer calls ShouldResync once
-// a second, and when it returns true, distributes the cache again (what
-// the FIFO does not hold already) as Updates with isSync set, which reach
-// only the listeners that were due.
+// each may ask for a periodic resync: while some handler has a resync
+// period, the informer calls ShouldResync once a second, and when it
+// returns true, distributes the cache again (what the FIFO does not hold
+// already) as Updates with isSync set, which reach only the listeners
+// that were due.
 //
 // Run starts the goroutines and, when its context ends, stops them and waits
 // for them. A listener can also be added and removed while Run is going.
