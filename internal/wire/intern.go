@@ -66,6 +66,9 @@ func (t *internTable) internBytes(b []byte) []byte {
 	if kept != nil {
 		return kept
 	}
+	// Clipped: objects that share it must not share spare capacity too,
+	// into which an append to one object's copy would write the others'.
+	b = b[:len(b):len(b)]
 	if remember != nil {
 		c := b // boxed here: taking &b would move b to the heap on every call
 		remember.Store(&c)
