@@ -133,21 +133,15 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 			}
 			objSeen = true
 			if !typeSeen {
-				// Legal JSON, never sent by kube-apiserver: keep the value
-				// until the type says what it is. Not with json-iterator's
-				// SkipAndReturnBytes: on a stream cut inside the value it
-				// appends its whole buffer again at every read attempt,
-				// which costs nesting depth × frame size.
-				v := readAny(it)
-				if it.Error != nil {
-					return false
-				}
-				var err error
-				if raw, err = d.codec.json.Marshal(v); err != nil {
-					it.ReportError("read watch event object", err.Error())
-					return false
-				}
-				return true
+				// Legal JSON, never sent by kube-apiserver: keep the
+				// value's bytes until the type says what it is, and
+				// decode them then, as they came (read into a map and
+				// written again, numbers lost their digits and duplicate
+				// keys their merging). On a stream cut inside the value,
+				// the window keeps json-iterator from capturing its whole
+				// buffer again at every level (window.fail).
+				raw = it.SkipAndReturnBytes()
+				return it.Error == nil
 			}
 			raw, decodedFor = nil, ev.Type
 			ev.Object, ev.Status, kindErr = d.decodeObject(it, ev.Type)

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kjson "sigs.k8s.io/json"
@@ -392,6 +394,37 @@ func TestJSONWatchTypeChangedAfterTheObject(t *testing.T) {
 			ev, err := next()
 			if !errors.Is(err, ErrMalformed) {
 				t.Errorf("%s: %s: event %s with object %v and status %v, error %v; want ErrMalformed", name, stream, ev.Type, ev.Object, ev.Status, err)
+			}
+		}
+	}
+}
+
+// An object sent before the event's "type" decodes as one sent after it,
+// and as apimachinery decodes it: it was read into a map and written
+// again, which turned 1e3 into 1k and 0.1000000000000000000001 into 100m,
+// kept only the last of two "metadata" (apimachinery merges them), and
+// took 30.0 for an integer (apimachinery refuses it).
+func TestJSONWatchObjectBeforeTypeDecodesAsAfter(t *testing.T) {
+	c := mustCodec[*corev1.Pod](t, podGVK)
+	for _, obj := range []string{
+		`{"kind":"Pod","apiVersion":"v1","spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":1e3,"memory":0.1000000000000000000001}}}]}}`,
+		`{"kind":"Pod","apiVersion":"v1","metadata":{"labels":{"a":"1"}},"metadata":{"annotations":{"b":"2"}}}`,
+		`{"kind":"Pod","apiVersion":"v1","spec":{"terminationGracePeriodSeconds":30.0}}`,
+	} {
+		want := new(corev1.Pod)
+		wantErr := kjson.UnmarshalCaseSensitivePreserveInts([]byte(obj), want)
+		for _, ev := range []string{`{"type":"ADDED","object":` + obj + `}`, `{"object":` + obj + `,"type":"ADDED"}`} {
+			got, err := NewJSONWatchDecoder(strings.NewReader(ev), c, 0).Next()
+			if wantErr != nil {
+				if !errors.Is(err, ErrMalformed) {
+					t.Errorf("%s: got %v, want ErrMalformed (apimachinery: %v)", ev, err, wantErr)
+				}
+				continue
+			}
+			require.NoError(t, err, ev)
+			if !apiequality.Semantic.DeepEqual(want, got.Object) || got.Object.Spec.Containers != nil &&
+				got.Object.Spec.Containers[0].Resources.Limits.Cpu().String() != want.Spec.Containers[0].Resources.Limits.Cpu().String() {
+				t.Errorf("%s:\n got %+v\nwant %+v", ev, got.Object, want)
 			}
 		}
 	}
