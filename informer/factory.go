@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/listwatch/listwatch/indexer"
 	"github.com/listwatch/listwatch/internal/kinds"
@@ -216,6 +218,26 @@ func listerWatcherFor[T reflector.Object](f *Factory, target reflector.Target) (
 	return lw, describe(lw.Resource(), target), nil
 }
 
+// canonicalLabels spells a parsed label selector one way: its parser sorts
+// requirements by key only, keeping two on one key ("app!=x,app!=y") in
+// the order written, and keeps "==" as written; fields.ParseSelector
+// sorts whole terms and writes "=". Here, "==" is "=" and the requirements
+// are sorted whole, once each.
+func canonicalLabels(sel labels.Selector) string {
+	reqs, _ := sel.Requirements()
+	spelled := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		if r.Operator() == selection.DoubleEquals {
+			if eq, err := labels.NewRequirement(r.Key(), selection.Equals, r.Values().UnsortedList()); err == nil {
+				r = *eq
+			}
+		}
+		spelled = append(spelled, r.String())
+	}
+	slices.Sort(spelled)
+	return strings.Join(slices.Compact(spelled), ",")
+}
+
 // canonical fills in the resource and kind that a target for a k8s.io/api
 // type may leave out, so that Target{} and Target{Resource: pods} share one
 // informer of *corev1.Pod.
@@ -224,7 +246,7 @@ func canonical[T reflector.Object](t reflector.Target) reflector.Target {
 	// that Targets that select the same objects share one informer; one
 	// that does not parse stays as it is (NewListerWatcher refuses it).
 	if sel, err := labels.Parse(t.LabelSelector); err == nil {
-		t.LabelSelector = sel.String()
+		t.LabelSelector = canonicalLabels(sel)
 	}
 	if sel, err := fields.ParseSelector(t.FieldSelector); err == nil {
 		t.FieldSelector = sel.String()

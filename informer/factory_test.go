@@ -441,6 +441,22 @@ func TestEquivalentTargetsShareOneInformer(t *testing.T) {
 	other, err := informer.For[*corev1.Pod](f, reflector.Target{LabelSelector: "app=web"})
 	require.NoError(t, err)
 	assert.NotSame(t, web, other)
+
+	// Two requirements on one key in either order, "==" for "=", one given
+	// twice: labels.Parse sorts by key only and keeps "==".
+	for _, pair := range [][2]string{
+		{"app!=x,app!=y", "app!=y,app!=x"},
+		{"app==web", "app=web"},
+		{"tier=be,app=web,app!=x", "app!=x,tier=be,app=web"},
+		{"app in (a,b)", "app in (b, a)"},
+		{"app=web,app=web", "app=web"},
+	} {
+		a, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: "pairs", LabelSelector: pair[0]})
+		require.NoError(t, err)
+		b, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: "pairs", LabelSelector: pair[1]})
+		require.NoError(t, err)
+		assert.Same(t, a, b, "%q and %q", pair[0], pair[1])
+	}
 }
 
 // After Shutdown, For creates nothing (it would never run) and says so;
