@@ -216,17 +216,13 @@ const minRetiredKept = 10_000
 
 // check compares every object it watches with its copy and reports each
 // one that changed, copying it again so that it is reported once per
-// change. It drops the retired objects that have been checked long enough.
+// change. Then it drops the retired objects that have been checked long
+// enough: after comparing them, so that one changed while it was cached
+// and retired more than keepRetired before the check (a period above a
+// minute) is still reported.
 func (d *mutationDetector[T]) check() {
+	defer d.dropRetired(time.Now().Add(-keepRetired))
 	d.mu.Lock()
-	cutoff := time.Now().Add(-keepRetired)
-	i := 0
-	for i < len(d.retired) && d.retired[i].retired.Before(cutoff) {
-		i++
-	}
-	if i > 0 {
-		d.retired = slices.Clone(d.retired[i:])
-	}
 	all := make([]*copied[T], 0, len(d.cached)+len(d.retired))
 	for _, c := range d.cached {
 		all = append(all, c)
@@ -248,6 +244,19 @@ func (d *mutationDetector[T]) check() {
 			c.copy = fresh
 		}
 		d.safeReport(err)
+	}
+}
+
+// dropRetired drops the objects retired before cutoff.
+func (d *mutationDetector[T]) dropRetired(cutoff time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i := 0
+	for i < len(d.retired) && d.retired[i].retired.Before(cutoff) {
+		i++
+	}
+	if i > 0 {
+		d.retired = slices.Clone(d.retired[i:])
 	}
 }
 

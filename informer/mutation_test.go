@@ -115,6 +115,33 @@ func TestMutationDetectorChecksReplacedAndDeletedObjects(t *testing.T) {
 	})
 }
 
+// An object changed while it was cached, then replaced and deleted more
+// than a minute before the next check (a period above a minute), is
+// reported at that check: it used to drop the objects retired for a
+// minute before it compared them.
+func TestMutationDetectorChecksObjectsRetiredLongBeforeTheCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		src.Create(pod("ns", "b"))
+		var got reports
+		inf := informer.New[*corev1.Pod](src, informer.WithMutationDetector[*corev1.Pod](5*time.Minute, got.add))
+		stop := start(t, inf)
+		defer stop()
+		synctest.Wait()
+		a, _ := inf.Indexer().GetByKey("ns/a")
+		b, _ := inf.Indexer().GetByKey("ns/b")
+		a.Labels = map[string]string{"touched": "while cached"}
+		b.Labels = map[string]string{"touched": "while cached"}
+		src.Update(pod("ns", "a"))
+		src.Delete("ns/b")
+		synctest.Wait()
+		time.Sleep(6 * time.Minute) // one check, at 5 minutes
+		synctest.Wait()
+		assert.ElementsMatch(t, []string{"ns/a", "ns/b"}, got.keys())
+	})
+}
+
 // A cache nobody changes is never reported, through adds, updates,
 // deletes, resyncs and relists.
 func TestMutationDetectorQuietWithoutChanges(t *testing.T) {
