@@ -105,10 +105,17 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 				f.unshare(fp)
 			}
 		}
-		if f.repeated && f.full(fp) {
-			f.reserve(fp, countRun(start, tag))
+		varint := wt == wireVarint && f.wireType == wireVarint
+		if !varint && (wt != wireBytes || (f.wireType != wireBytes && f.kind != kVarints)) {
+			return fmt.Errorf("%w: %s has wire type %d, want %d", errProtobuf, f.name, wt, f.wireType)
 		}
-		if wt == wireVarint && f.wireType == wireVarint {
+		// Room for the whole run of entries, once their wire type is
+		// known to fit (a packed run of varints sizes its slice itself).
+		if f.repeated && f.full(fp) && !(f.kind == kVarints && wt == wireBytes) {
+			run, n := spanRun(start, tag)
+			f.reserve(fp, max(n, 1), len(run))
+		}
+		if varint {
 			v, n := consumeVarint(b)
 			if n == 0 {
 				return fmt.Errorf("%w: %s: truncated varint", errProtobuf, f.name)
@@ -116,9 +123,6 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 			b = b[n:]
 			f.setVarint(fp, v)
 			continue
-		}
-		if wt != wireBytes || (f.wireType != wireBytes && f.kind != kVarints) {
-			return fmt.Errorf("%w: %s has wire type %d, want %d", errProtobuf, f.name, wt, f.wireType)
 		}
 		l, n := consumeVarint(b)
 		if n == 0 {
@@ -134,14 +138,6 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 		b = b[l:]
 	}
 	return nil
-}
-
-// countRun counts the fields at the start of b that have this tag: the
-// elements of a repeated field or the entries of a map, which the
-// generated marshalers write one after the other.
-func countRun(b []byte, tag uint64) int {
-	_, n := spanRun(b, tag)
-	return max(n, 1)
 }
 
 // full reports whether the repeated field at p has no room for one more
@@ -161,8 +157,24 @@ func (f *protoStructField) full(p unsafe.Pointer) bool {
 // fill.
 const maxMapHint = 256
 
-// reserve makes room for n more elements in the slice or map at p.
-func (f *protoStructField) reserve(p unsafe.Pointer, n int) {
+// A slice is made with room for its whole run of entries, counted before
+// any is decoded, so that it holds no spare capacity. A hostile frame's
+// run of 2-byte entries, each found bad only when decoded, would make a
+// slice of 408-byte containers take 200 times the frame's size (13 GB for
+// a frame of 64 MiB) before the first entry failed: the room made is at
+// most maxHintGrowth times the run's bytes, or minHintBytes, and a slice
+// that needs more grows as it fills.
+const (
+	maxHintGrowth = 8
+	minHintBytes  = 64 << 10
+)
+
+// reserve makes room for n more elements in the slice or map at p, which
+// run for runBytes bytes of the frame.
+func (f *protoStructField) reserve(p unsafe.Pointer, n, runBytes int) {
+	if f.elemSize > 0 {
+		n = max(1, min(n, max(minHintBytes, maxHintGrowth*runBytes)/int(f.elemSize)))
+	}
 	switch f.kind {
 	case kStringMap:
 		if m := (*map[string]string)(p); *m == nil {
@@ -432,8 +444,16 @@ func (f *protoStructField) decodeMapEntry(p unsafe.Pointer, data []byte, d *prot
 	f.mapVal.r2.UnsafeSet(v, f.zero)
 	switch {
 	case !hasVal:
-		if f.mapVal.kind == kBytes {
-			*(*[]byte)(v) = []byte{} // as the generated code
+		// Empty, not nil, where the generated code starts the value as
+		// &T{}: bytes, and the named slices and maps that have their own
+		// Unmarshal (authentication's ExtraValue).
+		switch vt := f.mapVal.typ; {
+		case f.mapVal.kind == kBytes:
+			*(*[]byte)(v) = []byte{}
+		case f.mapVal.extern != nil && vt.Kind() == reflect.Slice:
+			reflect.NewAt(vt, v).Elem().Set(reflect.MakeSlice(vt, 0, 0))
+		case f.mapVal.extern != nil && vt.Kind() == reflect.Map:
+			reflect.NewAt(vt, v).Elem().Set(reflect.MakeMap(vt))
 		}
 	case f.mapVal.wireType == wireVarint:
 		f.mapVal.setVarint(v, val.varint)

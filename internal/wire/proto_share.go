@@ -205,7 +205,7 @@ func spanRun(b []byte, tag uint64) (run []byte, n int) {
 // into the field at p.
 func (f *protoStructField) decodeRun(p unsafe.Pointer, run []byte, n int, d *protoDecoder) error {
 	if f.repeated {
-		f.reserve(p, max(n, 1))
+		f.reserve(p, max(n, 1), len(run))
 	}
 	for len(run) > 0 {
 		field, rest, err := nextField(run)
