@@ -140,6 +140,9 @@ func (l *protoList[T]) list(end int64) error {
 			return l.fail("the list", eofIsUnexpected(err))
 		}
 		left := end - l.s.off
+		if left < 0 {
+			return l.fail("the list", fmt.Errorf("%w: a field's tag runs past the end of the list", errProtobuf))
+		}
 		switch {
 		case num == 1 && typ == wireBytes:
 			b, err := l.s.bytesField("ListMeta", left)

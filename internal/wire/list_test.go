@@ -641,3 +641,23 @@ func TestUnstructuredListOfAnyKind(t *testing.T) {
 		t.Fatalf("an other.io/v9 Gadget in example.com/v1's list: %v, %d items", err, len(got))
 	}
 }
+
+// A field tag that runs past the end of the list (Unknown.raw) is refused
+// before anything after it is read: the item it begins, outside the list,
+// was decoded and handed to add before the list failed.
+func TestProtobufListTagPastItsEnd(t *testing.T) {
+	item, err := (&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "outside"}}).Marshal()
+	require.NoError(t, err)
+	tm := append(tagged(1, []byte("v1")), tagged(2, []byte("PodList"))...)
+	body := append([]byte("k8s\x00"), tagged(1, tm)...)
+	body = append(body, 2<<3|wireBytes, 1, 0x80|2<<3|wireBytes) // Unknown.raw of 1 byte: half a tag
+	body = append(body, 0)                                      // the tag's second byte, past the list
+	body = append(binary.AppendUvarint(body, uint64(len(item))), item...)
+	var added []string
+	_, err = DecodeProtobufList(bytes.NewReader(body), mustCodec[*corev1.Pod](t, podGVK), 0, func(p *corev1.Pod) error {
+		added = append(added, p.Name)
+		return nil
+	})
+	require.ErrorIs(t, err, ErrMalformed)
+	require.Empty(t, added)
+}
