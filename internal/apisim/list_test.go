@@ -452,3 +452,43 @@ func TestHistoryWindowExpiresOlderListsAndTokens(t *testing.T) {
 	l := getList(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion=3")
 	assert.Equal(t, []string{"p0", "p1", "p0"}, l.names())
 }
+
+// A field selector on a JSON-only resource of a kind with fields of its
+// own (events.k8s.io Events are not in the default scheme) selects on
+// those fields, as kube-apiserver does: the objects, unstructured, had
+// only metadata fields, and type=Warning matched nothing.
+func TestFieldSelectorOnAJSONOnlyKindWithFields(t *testing.T) {
+	ev := apisim.Resource{Group: "events.k8s.io", Version: "v1", Resource: "events", Kind: "Event", ListKind: "EventList", Namespaced: true}
+	s := start(t, apisim.WithResources(ev))
+	evs := apisim.Of[*unstructured.Unstructured](s, ev)
+	for name, typ := range map[string]string{"warn": "Warning", "norm": "Normal"} {
+		_, err := evs.Create(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "events.k8s.io/v1", "kind": "Event",
+			"metadata": map[string]any{"namespace": "default", "name": name},
+			"type":     typ, "reason": "R", "eventTime": "2024-01-01T00:00:00.000000Z",
+		}})
+		require.NoError(t, err)
+	}
+	l := getList(t, s, ev.Path("default")+"?fieldSelector="+url.QueryEscape("type=Warning"))
+	assert.Equal(t, []string{"warn"}, l.names())
+}
+
+// status.podIP selects on status.podIP when it is set (the apiserver's
+// conversion makes it the first of status.podIPs), and on the first of
+// status.podIPs otherwise.
+func TestPodIPFieldSelector(t *testing.T) {
+	s := start(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	a := apisim.MakePod("ns", "a")
+	a.Status.PodIP = "10.0.0.1"
+	b := apisim.MakePod("ns", "b")
+	b.Status.PodIP, b.Status.PodIPs = "", []corev1.PodIP{{IP: "10.0.0.2"}}
+	for _, p := range []*corev1.Pod{a, b} {
+		_, err := pods.Create(p)
+		require.NoError(t, err)
+	}
+	for ip, want := range map[string][]string{"10.0.0.1": {"a"}, "10.0.0.2": {"b"}} {
+		l := getList(t, s, apisim.Pods().Path("ns")+"?fieldSelector="+url.QueryEscape("status.podIP="+ip))
+		assert.Equal(t, want, l.names(), ip)
+	}
+}

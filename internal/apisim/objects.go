@@ -137,10 +137,15 @@ func (c codec) newVersion(obj runtime.Object, rv uint64, deleted bool) (*version
 		deleted:   deleted,
 		obj:       obj,
 		labels:    m.GetLabels(),
-		fields:    kinds.Fields(m),
 	}
 	v.key = objectKey(v.namespace, v.name)
+	// An unstructured object of a kind with fields of its own (a
+	// JSON-only events.k8s.io Event) is read as its type for them, as the
+	// server reads it.
 	var err error
+	if v.fields, err = kinds.FieldsOf(c.res.GroupResource(), m); err != nil {
+		return nil, fmt.Errorf("apisim: %s %q: %w", c.res.Kind, v.key, err)
+	}
 	if v.json, err = json.Marshal(obj); err != nil {
 		return nil, fmt.Errorf("apisim: encode %s %q as JSON: %w", c.res.Kind, v.key, err)
 	}

@@ -114,8 +114,11 @@ func Fields(obj metav1.Object) fields.Set {
 		set["spec.serviceAccountName"] = o.Spec.ServiceAccountName
 		set["spec.hostNetwork"] = strconv.FormatBool(o.Spec.HostNetwork)
 		set["status.phase"] = string(o.Status.Phase)
-		set["status.podIP"] = "" // the first of status.podIPs, not status.podIP
-		if len(o.Status.PodIPs) > 0 {
+		// The first of status.podIPs, which the apiserver's conversion
+		// makes status.podIP when that is set (it is the authoritative one
+		// of the two, for older clients).
+		set["status.podIP"] = o.Status.PodIP
+		if o.Status.PodIP == "" && len(o.Status.PodIPs) > 0 {
 			set["status.podIP"] = o.Status.PodIPs[0].IP
 		}
 		set["status.nominatedNodeName"] = o.Status.NominatedNodeName

@@ -60,11 +60,13 @@ func TestFields(t *testing.T) {
 	node := Fields(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Unschedulable: true}})
 	assert.Equal(t, "true", node["spec.unschedulable"])
 
-	// status.podIP is the first of status.podIPs, as kube-apiserver has it.
-	pod.Status.PodIP = "10.0.0.9"
-	assert.Empty(t, Fields(pod)["status.podIP"])
+	// status.podIP is the first of status.podIPs of the internal object,
+	// as kube-apiserver has it, which its conversion from v1 makes
+	// status.podIP when that is set (authoritative, for older clients).
 	pod.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}}
 	assert.Equal(t, "10.0.0.1", Fields(pod)["status.podIP"])
+	pod.Status.PodIP = "10.0.0.9"
+	assert.Equal(t, "10.0.0.9", Fields(pod)["status.podIP"])
 
 	event := Fields(&corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web"}, ReportingController: "kubelet", Type: "Warning"})
 	assert.Equal(t, "web", event["involvedObject.name"])
@@ -287,7 +289,7 @@ func TestFieldsOfEachResource(t *testing.T) {
 				PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}}}},
 		fields.Set{"metadata.name": "n", "metadata.namespace": "ns", "spec.nodeName": "node-1",
 			"spec.restartPolicy": "Never", "spec.schedulerName": "sched", "spec.serviceAccountName": "sa",
-			"spec.hostNetwork": "true", "status.phase": "Running", "status.podIP": "10.0.0.1",
+			"spec.hostNetwork": "true", "status.phase": "Running", "status.podIP": "10.0.0.9",
 			"status.nominatedNodeName": "node-2"},
 	}, {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Unschedulable: true}},
