@@ -20,18 +20,18 @@ import (
 func Equal(a, b any) (equal bool) {
 	defer func() {
 		if recover() != nil {
-			equal = fieldwise(reflect.ValueOf(a), reflect.ValueOf(b))
+			equal = fieldwise(addressable(reflect.ValueOf(a)), addressable(reflect.ValueOf(b)))
 		}
 	}()
 	return equality.Semantic.DeepEqual(a, b)
 }
 
 // FieldEqual compares two values of the same field of addressable structs
-// (reached through a pointer): an exported field with Equal, an unexported
-// one with reflect.DeepEqual.
+// (reached through a pointer): an exported field as Equal does, an
+// unexported one with reflect.DeepEqual.
 func FieldEqual(a, b reflect.Value, field reflect.StructField) bool {
 	if field.IsExported() {
-		return Equal(a.Interface(), b.Interface())
+		return equalAt(a, b)
 	}
 	ua := reflect.NewAt(a.Type(), unsafe.Pointer(a.UnsafeAddr())).Elem().Interface()
 	ub := reflect.NewAt(b.Type(), unsafe.Pointer(b.UnsafeAddr())).Elem().Interface()
@@ -63,4 +63,27 @@ func fieldwise(a, b reflect.Value) bool {
 		return true
 	}
 	return reflect.DeepEqual(a.Interface(), b.Interface())
+}
+
+// equalAt is Equal for two addressable values, compared field by field
+// where they lie if DeepEqual panics: Equal would get copies, whose
+// structs are not addressable, and fieldwise would compare those with
+// reflect.DeepEqual, a Quantity inside by its form, not its value.
+func equalAt(a, b reflect.Value) (equal bool) {
+	defer func() {
+		if recover() != nil {
+			equal = fieldwise(a, b)
+		}
+	}()
+	return equality.Semantic.DeepEqual(a.Interface(), b.Interface())
+}
+
+// addressable returns v, or an addressable copy of a struct that is not.
+func addressable(v reflect.Value) reflect.Value {
+	if v.Kind() != reflect.Struct || v.CanAddr() {
+		return v
+	}
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	return c
 }

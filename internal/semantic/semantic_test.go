@@ -14,6 +14,12 @@ type withCache struct {
 	cache string
 }
 
+// outer holds, in an exported field, a struct with an unexported field:
+// one level further down than withCache.
+type outer struct {
+	In withCache
+}
+
 func TestEqual(t *testing.T) {
 	quantity := func(s string) *withCache {
 		p := &withCache{cache: "c"}
@@ -41,6 +47,13 @@ func TestEqual(t *testing.T) {
 		{"API types (no fallback)", &corev1.Pod{}, &corev1.Pod{}, true},
 		{"structs, not pointers", withCache{cache: "c"}, withCache{cache: "c"}, true},
 		{"structs whose unexported fields differ", withCache{cache: "c"}, withCache{cache: "d"}, false},
+		// A struct with unexported fields in an exported field of another
+		// was compared as a copy, with reflect.DeepEqual: a Quantity by its
+		// form, not its value.
+		{"a Quantity a level down", &outer{In: *quantity("1")}, &outer{In: *quantity("1000m")}, true},
+		{"a Quantity a level down, another value", &outer{In: *quantity("1")}, &outer{In: *quantity("2")}, false},
+		{"an unexported field a level down", &outer{In: withCache{cache: "c"}}, &outer{In: withCache{cache: "d"}}, false},
+		{"a Quantity a level down, structs", outer{In: *quantity("1")}, outer{In: *quantity("1000m")}, true},
 	} {
 		if got := Equal(c.a, c.b); got != c.want {
 			t.Errorf("%s: Equal = %v, want %v", c.name, got, c.want)
