@@ -99,7 +99,29 @@ func (c codec) canonical(obj runtime.Object) (runtime.Object, error) {
 		return nil, fmt.Errorf("apisim: %T has no object metadata: %w", obj, err)
 	}
 	out.GetObjectKind().SetGroupVersionKind(c.res.GroupVersionKind())
-	return out, nil
+	return c.asStored(out)
+}
+
+// asStored returns obj as kube-apiserver holds it: what its encoding keeps
+// (a metav1.Time keeps whole seconds, in protobuf and JSON alike). An
+// object written back as it was read is then the same as the one stored,
+// and writes nothing, as in kube-apiserver; before, the nanoseconds of a
+// time given through Objects, or set here (creationTimestamp), made it a
+// change. Objects of JSON-only resources hold their times as text already.
+func (c codec) asStored(obj runtime.Object) (runtime.Object, error) {
+	if c.typed == nil {
+		return obj, nil
+	}
+	b, err := obj.(protoMarshaler).Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("apisim: encode %s as protobuf: %w", c.res.Kind, err)
+	}
+	stored := reflect.New(c.typed.Elem()).Interface().(runtime.Object)
+	if err := stored.(interface{ Unmarshal([]byte) error }).Unmarshal(b); err != nil {
+		return nil, fmt.Errorf("apisim: decode %s from protobuf: %w", c.res.Kind, err)
+	}
+	stored.GetObjectKind().SetGroupVersionKind(c.res.GroupVersionKind())
+	return stored, nil
 }
 
 // decode parses a request body (JSON) into the canonical form.
@@ -128,6 +150,10 @@ func (c codec) decode(body []byte) (runtime.Object, error) {
 // newVersion encodes a canonical object that the caller has finished
 // stamping and will not modify any more.
 func (c codec) newVersion(obj runtime.Object, rv uint64, deleted bool) (*version, error) {
+	obj, err := c.asStored(obj) // with the times set here since canonical
+	if err != nil {
+		return nil, err
+	}
 	m, _ := meta.Accessor(obj) // canonical objects always have metadata
 	v := &version{
 		namespace: m.GetNamespace(),
@@ -142,7 +168,6 @@ func (c codec) newVersion(obj runtime.Object, rv uint64, deleted bool) (*version
 	// An unstructured object of a kind with fields of its own (a
 	// JSON-only events.k8s.io Event) is read as its type for them, as the
 	// server reads it.
-	var err error
 	if v.fields, err = kinds.FieldsOf(c.res.GroupResource(), m); err != nil {
 		return nil, fmt.Errorf("apisim: %s %q: %w", c.res.Kind, v.key, err)
 	}

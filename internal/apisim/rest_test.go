@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -282,4 +283,35 @@ func TestCreateWithResourceVersionIsRefused(t *testing.T) {
 	resp, body := do(t, s, http.MethodPost, "/api/v1/namespaces/default/pods", bytes.NewReader(b), "Content-Type", "application/json")
 	require.Equal(t, http.StatusInternalServerError, resp.StatusCode, string(body))
 	require.Contains(t, string(body), "resourceVersion should not be set")
+}
+
+// An object written back as it was read writes nothing, also where it
+// holds times finer than a second (given through Objects, or a
+// creationTimestamp set by the simulator): kube-apiserver stores what its
+// encoding keeps, whole seconds, and a client reads nothing finer. The
+// simulator stored the nanoseconds, and the write-back made a MODIFIED
+// that changed nothing.
+func TestWriteBackOfAnObjectAsReadWritesNothing(t *testing.T) {
+	s := start(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	p := apisim.MakePod("ns", "a")
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 123456789, time.UTC))}}
+	created, err := pods.Create(p)
+	require.NoError(t, err)
+	assert.Zero(t, created.Status.Conditions[0].LastTransitionTime.Nanosecond(), "stored as the encoding keeps it")
+	assert.Zero(t, created.CreationTimestamp.Nanosecond())
+
+	path := apisim.Pods().ObjectPath("ns", "a")
+	resp, body := get(t, s, path)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, body = do(t, s, http.MethodPut, path, bytes.NewReader(body), "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	var after corev1.Pod
+	require.NoError(t, json.Unmarshal(body, &after))
+	assert.Equal(t, created.ResourceVersion, after.ResourceVersion, "the write-back wrote")
+
+	again, err := pods.Update(created)
+	require.NoError(t, err)
+	assert.Equal(t, created.ResourceVersion, again.ResourceVersion, "the write-back through Objects wrote")
 }
