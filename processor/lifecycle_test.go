@@ -526,25 +526,14 @@ func TestListenerRemovedWhileTheUpstreamSyncs(t *testing.T) {
 // as it was, the listener synced on a list whose last Add passed it by.)
 func TestListenerRemovedBeforeTheLastInitialAdd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var removing, upstream atomic.Bool
-		var p *processor.Processor[*corev1.Pod]
-		var once sync.Once
-		p = processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
-			if removing.Load() {
-				once.Do(func() {
-					p.Distribute(addOf("b", "1", true), false)
-					upstream.Store(true)
-				})
-			}
-			return upstream.Load()
-		}))
+		p, arm := syncingWhenAsked()
 		r := &recorder{}
 		l := p.AddListener(r, processor.ListenerOptions{})
 		stop := run(p)
 		defer stop()
 		p.Distribute(addOf("a", "1", true), false)
 		synctest.Wait()
-		removing.Store(true)
+		arm()
 		p.RemoveListener(l)
 		<-l.Stopped()
 		checkSyncedOnlyWithAll(t, l, r, 2)
@@ -555,18 +544,7 @@ func TestListenerRemovedBeforeTheLastInitialAdd(t *testing.T) {
 // upstream synced on a list whose last Add the Processor dropped).
 func TestProcessorStoppedBeforeTheLastInitialAdd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var stopping, upstream atomic.Bool
-		var p *processor.Processor[*corev1.Pod]
-		var once sync.Once
-		p = processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
-			if stopping.Load() {
-				once.Do(func() {
-					p.Distribute(addOf("b", "1", true), false)
-					upstream.Store(true)
-				})
-			}
-			return upstream.Load()
-		}))
+		p, arm := syncingWhenAsked()
 		r := &recorder{}
 		l := p.AddListener(r, processor.ListenerOptions{})
 		ctx, cancel := context.WithCancel(t.Context())
@@ -574,11 +552,29 @@ func TestProcessorStoppedBeforeTheLastInitialAdd(t *testing.T) {
 		go func() { defer close(ran); p.Run(ctx) }()
 		p.Distribute(addOf("a", "1", true), false)
 		synctest.Wait()
-		stopping.Store(true)
+		arm()
 		cancel()
 		<-ran
 		checkSyncedOnlyWithAll(t, l, r, 2)
 	})
+}
+
+// syncingWhenAsked returns a Processor whose upstream, once armed, answers
+// the first time it is asked by distributing the initial list's last Add
+// ("b") and syncing; unarmed, it has not synced.
+func syncingWhenAsked() (p *processor.Processor[*corev1.Pod], arm func()) {
+	var armed, upstream atomic.Bool
+	var once sync.Once
+	p = processor.New[*corev1.Pod](processor.WithUpstreamSynced(func() bool {
+		if armed.Load() {
+			once.Do(func() {
+				p.Distribute(addOf("b", "1", true), false)
+				upstream.Store(true)
+			})
+		}
+		return upstream.Load()
+	}))
+	return p, func() { armed.Store(true) }
 }
 
 // checkSyncedOnlyWithAll checks a stopped listener: synced only if its
