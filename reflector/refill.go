@@ -95,8 +95,9 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 		case ctx.Err() != nil:
 			return fmt.Errorf("listing %s: %w", r.opt.name, ctx.Err())
 		default:
-			emptyPages++
-			if page.first != "" {
+			if page.first == "" {
+				emptyPages++
+			} else {
 				emptyPages = 0
 			}
 			if emptyPages > freeEmptyPages {
