@@ -121,9 +121,11 @@ func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w 
 	case d.Type == deltafifo.Replaced && unchanged(old, obj):
 		// A relist found the object unchanged: nothing to tell.
 	default:
+		// A Sync that brings a new state (the Replaced before it failed
+		// to apply) is a change every handler must hear of.
 		s.processor.Distribute(processor.Notification[T]{
 			Kind: processor.Update, Key: key, Old: old, New: obj,
-		}, d.Type == deltafifo.Sync)
+		}, d.Type == deltafifo.Sync && unchanged(old, obj))
 	}
 	return true, nil
 }

@@ -1391,6 +1391,63 @@ func TestResyncDuringARelistReachesEveryObject(t *testing.T) {
 	})
 }
 
+// A resync's Sync that carries a state the cache does not hold is a
+// change, told to every handler. It happens when a relist's Replaced
+// failed to apply (an index function's transient error) and a resync
+// came due while it was queued: the Sync, which carries the newest queued
+// state, brings the relisted state. It used to reach only the handlers
+// due for a resync; the others kept the old state until the next change.
+func TestSyncBringingANewStateReachesEveryHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("ns", "a"))
+		src.Create(pod("ns", "b"))
+		release := make(chan struct{})
+		var holdOnce, failOnce sync.Once
+		var failed atomic.Bool
+		inf := informer.New[*corev1.Pod](src,
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)),
+			informer.WithIndexers(indexer.Indexers[*corev1.Pod]{"gate": func(p *corev1.Pod) ([]string, error) {
+				if p.Labels["phase"] != "2" {
+					return nil, nil
+				}
+				var err error
+				switch p.Name {
+				case "a": // holds the loop while the resync comes due
+					holdOnce.Do(func() { <-release })
+				case "b":
+					failOnce.Do(func() { failed.Store(true); err = errors.New("transient") })
+				}
+				return nil, err
+			}}))
+		_ = inf.SetWatchErrorHandler(func(error) {})
+		inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{}, informer.WithHandlerResync(time.Second))
+		plain := newView(t) // no resync period
+		inf.AddEventHandler(plain)
+		defer start(t, inf)()
+		synctest.Wait()
+
+		// Both change while the informer is away, and a relist finds them.
+		src.FailWatch(apierrors.NewInternalError(errors.New("down")))
+		src.CloseWatches()
+		synctest.Wait()
+		for _, name := range []string{"a", "b"} {
+			p := pod("ns", name)
+			p.Labels = map[string]string{"phase": "2"}
+			src.Update(p)
+		}
+		src.Compact()
+		time.Sleep(5 * time.Second) // the relist is applied up to a; resyncs come due
+		close(release)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+
+		require.True(t, failed.Load(), "setup: b's index function never failed")
+		assert.Equal(t, cacheKeys(inf), plain.keys(),
+			"the handler without a resync period holds what the cache holds")
+	})
+}
+
 // An object the transform fails on in a relist stays cached as it was,
 // with no delete told to the handlers: it was listed, so it exists. (It
 // used to be left out of the list, which took it for deleted, until it
