@@ -120,6 +120,8 @@ func (l *protoList[T]) decode() (ListMeta, error) {
 			if err := u.check(); err != nil {
 				return ListMeta{}, l.fail("the envelope", err)
 			}
+		case num <= 4: // typeMeta, raw, contentEncoding, contentType: refused as runtime.Unknown's Unmarshal refuses them
+			return ListMeta{}, l.fail("the envelope", fmt.Errorf("%w: Unknown field %d has wire type %d, want 2", errProtobuf, num, typ))
 		default:
 			if err := l.s.skip(num, typ, l.s.remaining()); err != nil {
 				return ListMeta{}, l.fail("the envelope", err)

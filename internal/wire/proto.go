@@ -126,6 +126,9 @@ func parseEnvelope(b []byte) (u unknown, err error) {
 		return u, fmt.Errorf("%w: object does not start with the k8s\\x00 protobuf prefix", errProtobuf)
 	}
 	b = b[len(protobufMagic):]
+	if len(b) == 0 {
+		return u, fmt.Errorf("%w: empty body after the k8s\\x00 prefix", errProtobuf)
+	}
 	for len(b) > 0 {
 		var f protoField
 		if f, b, err = nextField(b); err != nil {
@@ -137,8 +140,17 @@ func parseEnvelope(b []byte) (u unknown, err error) {
 			if err != nil {
 				return u, err
 			}
-			if u.apiVersion, u.kind, err = parseTypeMeta(tm); err != nil {
+			// A typeMeta given twice is merged, as runtime.Unknown's
+			// generated Unmarshal merges it.
+			apiVersion, kind, err := parseTypeMeta(tm)
+			if err != nil {
 				return u, err
+			}
+			if apiVersion != nil {
+				u.apiVersion = apiVersion
+			}
+			if kind != nil {
+				u.kind = kind
 			}
 		case 2:
 			if u.raw, err = bytesField(f, "Unknown.raw"); err != nil {

@@ -208,17 +208,28 @@ func (f *protoStructField) decodeRun(p unsafe.Pointer, run []byte, n int, d *pro
 		f.reserve(p, max(n, 1), len(run))
 	}
 	for len(run) > 0 {
-		field, rest, err := nextField(run)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.name, err)
+		// Every tag of the run is the field's (its number, truncated to
+		// an int32 as decodeFields reads it, may exceed maxFieldNumber).
+		tag, k := consumeVarint(run)
+		if k == 0 {
+			return fmt.Errorf("%w: %s: truncated field tag", errProtobuf, f.name)
 		}
-		if field.typ != wireBytes {
-			return fmt.Errorf("%w: %s has wire type %d, want %d", errProtobuf, f.name, field.typ, wireBytes)
+		if tag&7 != wireBytes {
+			return fmt.Errorf("%w: %s has wire type %d, want %d", errProtobuf, f.name, tag&7, wireBytes)
 		}
-		if err := f.decodeBytes(p, field.data, d); err != nil {
+		run = run[k:]
+		l, n := consumeVarint(run)
+		if n == 0 {
+			return fmt.Errorf("%w: %s: truncated length", errProtobuf, f.name)
+		}
+		run = run[n:]
+		if l > uint64(len(run)) {
+			return fmt.Errorf("%w: %s: length %d exceeds the %d bytes left", errProtobuf, f.name, l, len(run))
+		}
+		if err := f.decodeBytes(p, run[:l], d); err != nil {
 			return err
 		}
-		run = rest
+		run = run[l:]
 	}
 	return nil
 }

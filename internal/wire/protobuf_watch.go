@@ -118,8 +118,12 @@ func (d protobufEvent[T]) decode(frame []byte) (Event[T], error) {
 			if err != nil {
 				return Event[T]{}, d.malformed("WatchEvent", err)
 			}
-			if object, err = rawExtension(ext); err != nil {
+			raw, err := rawExtension(ext)
+			if err != nil {
 				return Event[T]{}, d.malformed("WatchEvent.object", err)
+			}
+			if raw != nil { // merged: a RawExtension without raw keeps the one before
+				object = raw
 			}
 		}
 		b = rest
