@@ -177,7 +177,7 @@ func readUnstructured(it *jsoniter.Iterator, dropManagedFields bool) *unstructur
 		return nil
 	}
 	m := make(map[string]any)
-	it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool {
+	readObjectCB(it, nil, func(it *jsoniter.Iterator, key string) bool {
 		if key == "metadata" && dropManagedFields && it.WhatIsNext() == jsoniter.ObjectValue {
 			m[key] = readMap(it, "managedFields")
 		} else {
@@ -191,7 +191,7 @@ func readUnstructured(it *jsoniter.Iterator, dropManagedFields bool) *unstructur
 // readMap reads an object, skipping the value of the key named skip.
 func readMap(it *jsoniter.Iterator, skip string) map[string]any {
 	m := make(map[string]any)
-	it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool {
+	readObjectCB(it, nil, func(it *jsoniter.Iterator, key string) bool {
 		if skip != "" && key == skip {
 			it.Skip()
 		} else {

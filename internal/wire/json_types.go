@@ -265,7 +265,14 @@ func (d quantityDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 			d.table.rememberQuantity(ptr, b)
 		}
 	case jsoniter.NumberValue:
-		parseQuantity(it, q, string(it.ReadNumber()))
+		// ReadNumber does not check the grammar ("-", "1.", "01" pass),
+		// which encoding/json, and so apimachinery, refuses.
+		n := string(it.ReadNumber())
+		if !validJSONNumber(n) {
+			it.ReportError("decode quantity", fmt.Sprintf("invalid number %q", n))
+			return
+		}
+		parseQuantity(it, q, n)
 	default:
 		it.ReportError("decode quantity", "expected a string or a number")
 	}
@@ -290,7 +297,7 @@ func (intOrStringDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	v := (*intstr.IntOrString)(ptr)
 	switch it.WhatIsNext() {
 	case jsoniter.StringValue:
-		v.Type, v.StrVal = intstr.String, it.ReadString()
+		v.Type, v.StrVal = intstr.String, readStringValue(it, nil) // encoding/json's escapes
 	case jsoniter.NilValue:
 		it.ReadNil()
 		v.Type = intstr.Int
@@ -316,8 +323,12 @@ func (d stringMapDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 		*mp = make(map[string]string)
 	}
 	m := *mp
-	it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool {
-		m[d.table.intern(key)] = readInterned(it, d.table)
+	if it.WhatIsNext() != jsoniter.ObjectValue {
+		it.ReportError("decode map[string]string", "expected an object")
+		return
+	}
+	readObjectCB(it, d.table, func(it *jsoniter.Iterator, key string) bool {
+		m[key] = readInterned(it, d.table)
 		return it.Error == nil
 	})
 }

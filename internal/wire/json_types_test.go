@@ -224,3 +224,22 @@ func TestJSONQuantitiesThatArePrefixes(t *testing.T) {
 		require.Equal(t, s, q.String(), "pod %d", i)
 	}
 }
+
+// A quantity given as a bare JSON number is refused unless it is a JSON
+// number: "-", "1.", "00", "-01.5" are not, and sigs.k8s.io/json refuses
+// the object. (json-iterator's ReadNumber does not check the grammar; the
+// decoder took "-" for 0.)
+func TestJSONQuantityNumberFollowsTheGrammar(t *testing.T) {
+	pods := mustCodec[*corev1.Pod](t, podGVK)
+	for _, n := range []string{`-`, `1.`, `00`, `-01.5`} {
+		obj := `{"kind":"Pod","apiVersion":"v1","spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":` + n + `}}}]}}`
+		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(obj), new(corev1.Pod)); err == nil {
+			t.Fatalf("apimachinery accepts %s", n)
+		}
+		ev, err := NewJSONWatchDecoder(bytes.NewReader([]byte(`{"type":"ADDED","object":`+obj+`}`)), pods, 0).Next()
+		if err == nil {
+			cpu := ev.Object.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]
+			t.Errorf("cpu %s: accepted as %s; apimachinery refuses the object", n, cpu.String())
+		}
+	}
+}
