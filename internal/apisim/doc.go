@@ -66,8 +66,8 @@
 //     (the WatchList default since 1.34), closed by the initial-events-end
 //     bookmark when it allows bookmarks.
 //   - A watch from a resourceVersion ahead of the server waits for it, as
-//     with the watch cache (WithFutureWatchError for the --watch-cache=false
-//     behaviour); a streaming list (sendInitialEvents) from such an RV
+//     with the watch cache (WithFutureWatchError makes it fail instead); a
+//     streaming list (sendInitialEvents) from such an RV
 //     fails after the too-large wait with an ERROR event, 504 Timeout, cause
 //     ResourceVersionTooLarge.
 //   - sendInitialEvents=true without allowWatchBookmarks is accepted, as by
@@ -76,7 +76,13 @@
 //     carrying its previous state stamped with the change's resourceVersion
 //     (kube-apiserver's choice); one that starts matching as ADDED.
 //   - Watches allowing bookmarks get one every WithBookmarkInterval, and
-//     one 2 s before their timeout, as from kube-apiserver.
+//     one 2 s before their timeout, as from kube-apiserver; as from its
+//     watch cache, only a bookmark newer than the resourceVersion the watch
+//     started from is sent (none on a resource nobody writes to), and one
+//     the watcher's queue has no room for is dropped. Bookmarks carry the
+//     server's resourceVersion, which writes to other resources move too;
+//     kube-apiserver's watch cache of one resource moves only with its own
+//     events and etcd's progress notifications.
 //
 // # Fidelity
 //

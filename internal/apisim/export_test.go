@@ -9,3 +9,6 @@ func (s *Server) WaitingForRV() bool {
 	defer s.mu.Unlock()
 	return s.rvWaiters != nil
 }
+
+// SendBookmarks runs one tick of the periodic bookmarks now.
+func (s *Server) SendBookmarks() { s.sendBookmarks() }

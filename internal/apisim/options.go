@@ -92,8 +92,10 @@ func WithWatchTimeout(d time.Duration) Option {
 
 // WithFutureWatchError makes a watch whose resourceVersion is ahead of the
 // server fail like a LIST does: after the too-large wait, a 200 stream with
-// one ERROR event, 504 Timeout, cause ResourceVersionTooLarge. This is what
-// kube-apiserver does with --watch-cache=false. By default the simulator
+// one ERROR event, 504 Timeout, cause ResourceVersionTooLarge. It is a
+// fault for testing clients: kube-apiserver with --watch-cache=false fails
+// so (at once) only a watch that sends initial events, and waits for the
+// resourceVersion of any other, as etcd does. By default the simulator
 // behaves like the watch cache: the watch is accepted and delivers the
 // events newer than the requested resourceVersion when they happen.
 func WithFutureWatchError() Option {

@@ -28,6 +28,7 @@ const bookmarkEvent eventType = 0
 type watcher struct {
 	filter    filter
 	minRV     uint64 // events at or below it are not for this watcher
+	startRV   uint64 // where the watch started: a bookmark must be newer
 	bookmarks bool
 	ch        chan delivery // closed when the server ends the watch
 	closed    bool          // guarded by the server lock
@@ -229,7 +230,7 @@ func (s *Server) startWatch(c *collection, q *query, rv uint64, initial bool) (*
 	if s.closed {
 		return nil, nil, nil, 0, errServerClosing()
 	}
-	wt := &watcher{filter: q.filter, bookmarks: q.AllowWatchBookmarks, minRV: s.rv,
+	wt := &watcher{filter: q.filter, bookmarks: q.AllowWatchBookmarks, minRV: s.rv, startRV: s.rv,
 		ch: make(chan delivery, s.opts.watchBuffer)}
 	var snapshot []*version
 	var backlog []delivery
@@ -251,7 +252,7 @@ func (s *Server) startWatch(c *collection, q *query, rv uint64, initial bool) (*
 				backlog = append(backlog, d)
 			}
 		}
-		wt.minRV = max(rv, s.rv)
+		wt.minRV, wt.startRV = max(rv, s.rv), rv
 	}
 	c.watchers[wt] = struct{}{}
 	return wt, snapshot, backlog, s.rv, nil
@@ -297,8 +298,8 @@ const preTimeoutBookmark = 2 * time.Second
 func (s *Server) queueBookmark(c *collection, w *watcher) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !w.closed && s.rv >= w.minRV {
-		w.send(c, delivery{typ: bookmarkEvent, rv: s.rv})
+	if !w.closed {
+		w.offerBookmark(s.rv)
 	}
 }
 
@@ -310,10 +311,26 @@ func (s *Server) sendBookmarks() {
 	defer s.mu.Unlock()
 	for _, c := range s.collections {
 		for w := range c.watchers {
-			if w.bookmarks && s.rv >= w.minRV {
-				w.send(c, delivery{typ: bookmarkEvent, rv: s.rv})
+			if w.bookmarks {
+				w.offerBookmark(s.rv)
 			}
 		}
+	}
+}
+
+// offerBookmark queues a BOOKMARK at rv if it tells the watcher something
+// and its queue has room, as kube-apiserver's watch cache does
+// (cacheWatcher.nonblockingAdd and process): a bookmark no newer than where
+// the watch started, or below the resourceVersion it asked for, is not
+// sent, and one the queue cannot take is dropped, where an event would end
+// the watch. The caller holds the server lock.
+func (w *watcher) offerBookmark(rv uint64) {
+	if rv <= w.startRV || rv < w.minRV {
+		return
+	}
+	select {
+	case w.ch <- delivery{typ: bookmarkEvent, rv: rv}:
+	default:
 	}
 }
 

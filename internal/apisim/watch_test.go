@@ -136,22 +136,58 @@ func TestWatchFromTooOldResourceVersionGetsExpiredEvent(t *testing.T) {
 func TestWatchPeriodicBookmarks(t *testing.T) {
 	s := start(t, apisim.WithBookmarkInterval(10*time.Millisecond))
 	rv := createPods(t, s, "default", 1)
-	// Opened first, so that the tick of with's first bookmark saw it too.
 	without := watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+rv)
 	with := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+rv)
 
+	rv = createPods(t, s, "other", 1)
+	assert.Equal(t, "ADDED", without.next(t).Type, "no bookmark without allowWatchBookmarks")
 	e := with.next(t)
+	require.Equal(t, "ADDED", e.Type, "no bookmark before there is progress to tell")
+	e = with.next(t)
 	require.Equal(t, "BOOKMARK", e.Type)
 	assert.JSONEq(t, `{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"`+rv+`"},"spec":{"containers":null},"status":{}}`, string(e.Object))
 
-	rv = createPods(t, s, "other", 1)
-	assert.Equal(t, "ADDED", without.next(t).Type, "no bookmark without allowWatchBookmarks")
+	rv = createPods(t, s, "third", 1)
 	for {
 		e = with.next(t)
 		if e.Type == "BOOKMARK" && e.rv(t) == rv {
 			break
 		}
 	}
+}
+
+// Like kube-apiserver's watch cache (cacheWatcher.process), the simulator
+// sends no bookmark that is not newer than the resourceVersion a watch
+// started from: on a resource nobody writes to, a watch gets none, periodic
+// or before its timeout. Time is synctest's.
+func TestNoBookmarkWithoutProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := apisim.New(apisim.WithResources(apisim.Pods()), apisim.WithBookmarkInterval(time.Second))
+		defer s.Close()
+		rv := createPods(t, s, "default", 1)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet,
+			"/api/v1/pods?watch=1&timeoutSeconds=10&allowWatchBookmarks=true&resourceVersion="+rv, nil))
+		assert.Empty(t, rec.Body.String(), "a watch that saw no progress in 10 s")
+	})
+}
+
+// A bookmark the watcher's queue has no room for is dropped, as
+// kube-apiserver drops it (cacheWatcher.nonblockingAdd): only an event
+// that does not fit ends a watch.
+func TestBookmarkThatDoesNotFitIsDropped(t *testing.T) {
+	const buffer = 2
+	s := start(t, apisim.WithWatchBuffer(buffer), apisim.WithBookmarkInterval(0))
+	rv := s.ResourceVersion()
+	s.Inject(apisim.Match{Verb: apisim.VerbWatch, Resource: "pods"}, apisim.SilentAfterHeaders(), 1) // the handler stops draining
+	watch(t, s, "/api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion="+rv)
+	require.Eventually(t, func() bool { return s.Watchers(apisim.Pods()) == 1 }, 5*time.Second, time.Millisecond)
+	createPods(t, s, "ns", buffer) // fills the queue
+	require.Equal(t, 1, s.Watchers(apisim.Pods()), "the queue holds every event")
+	s.SendBookmarks()
+	assert.Equal(t, 1, s.Watchers(apisim.Pods()), "a bookmark that did not fit ended the watch")
+	createPods(t, s, "other", 1)
+	assert.Equal(t, 0, s.Watchers(apisim.Pods()), "an event that did not fit ends the watch")
 }
 
 func TestWatchTimeoutSecondsEndsTheStreamCleanly(t *testing.T) {
@@ -356,6 +392,8 @@ func TestBookmarkTwoSecondsBeforeTheTimeout(t *testing.T) {
 	s := start(t, apisim.WithBookmarkInterval(0), apisim.WithWatchTimeout(2100*time.Millisecond))
 	rv := createPods(t, s, "default", 1)
 	w := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+rv)
+	rv = createPods(t, s, "other", 1)
+	require.Equal(t, "ADDED", w.next(t).Type)
 	e := w.next(t)
 	require.Equal(t, "BOOKMARK", e.Type, "like kube-apiserver, a bookmark 2 s before the end")
 	assert.Equal(t, rv, e.rv(t))
@@ -370,10 +408,17 @@ func TestPreTimeoutBookmarkOnlyWhenAllowed(t *testing.T) {
 		s := apisim.New(apisim.WithResources(apisim.Pods()))
 		defer s.Close()
 		rv := createPods(t, s, "default", 1)
-		for allow, want := range map[string][]string{"true": {"BOOKMARK"}, "false": nil} {
+		for allow, want := range map[string][]string{"true": {"ADDED", "BOOKMARK"}, "false": {"ADDED"}} {
+			done := make(chan struct{})
+			go func() { // a write while the watch is open: progress to tell
+				defer close(done)
+				time.Sleep(time.Second)
+				createPods(t, s, "ns-"+allow, 1)
+			}()
 			rec := httptest.NewRecorder()
 			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet,
 				"/api/v1/pods?watch=1&timeoutSeconds=10&resourceVersion="+rv+"&allowWatchBookmarks="+allow, nil))
+			<-done
 			var types []string
 			for line := range bytes.Lines(rec.Body.Bytes()) {
 				var e event
@@ -381,6 +426,7 @@ func TestPreTimeoutBookmarkOnlyWhenAllowed(t *testing.T) {
 				types = append(types, e.Type)
 			}
 			assert.Equal(t, want, types, "allowWatchBookmarks=%s", allow)
+			rv = s.ResourceVersion()
 		}
 	})
 }
@@ -393,12 +439,14 @@ func TestPeriodicBookmarksNotBelowTheRequestedResourceVersion(t *testing.T) {
 	rv := createPods(t, s, "default", 1)
 	n, _ := strconv.Atoi(rv)
 	future := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+strconv.Itoa(n+2))
-	// Opened second, the witness's first bookmark comes from a tick that
-	// also saw the future watch, while the server was still at rv.
 	witness := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="+rv)
+	createPods(t, s, "other", 1) // n+1
+	require.Equal(t, "ADDED", witness.next(t).Type)
+	// The witness's bookmark at n+1 comes from a tick that also saw the
+	// future watch, while the server was below the RV it asked for.
 	require.Equal(t, "BOOKMARK", witness.next(t).Type)
 
-	createPods(t, s, "other", 3) // RVs n+1, n+2, n+3
+	createPods(t, s, "third", 2) // n+2, n+3
 	for {
 		e := future.next(t)
 		got, _ := strconv.Atoi(e.rv(t))
