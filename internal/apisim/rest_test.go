@@ -285,6 +285,26 @@ func TestCreateWithResourceVersionIsRefused(t *testing.T) {
 	require.Contains(t, string(body), "resourceVersion should not be set")
 }
 
+// A created object is not being deleted, whatever the client sent:
+// kube-apiserver wipes deletionTimestamp and deletionGracePeriodSeconds
+// (rest.WipeObjectMetaSystemFields). apisim kept them, so informers saw an
+// object being deleted that no server holds.
+func TestCreateIgnoresDeletionFields(t *testing.T) {
+	s := start(t)
+	p := apisim.MakePod("ns", "a")
+	now := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	grace := int64(30)
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	body, err := json.Marshal(p)
+	require.NoError(t, err)
+	resp, b := do(t, s, http.MethodPost, "/api/v1/namespaces/ns/pods", bytes.NewReader(body), "Content-Type", "application/json")
+	require.Equal(t, http.StatusCreated, resp.StatusCode, string(b))
+	var got corev1.Pod
+	require.NoError(t, json.Unmarshal(b, &got))
+	assert.Nil(t, got.DeletionTimestamp)
+	assert.Nil(t, got.DeletionGracePeriodSeconds)
+}
+
 // An object written back as it was read writes nothing, also where it
 // holds times finer than a second (given through Objects, or a
 // creationTimestamp set by the simulator): kube-apiserver stores what its

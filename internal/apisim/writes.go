@@ -91,6 +91,10 @@ func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*versi
 	}
 	m.SetGeneration(1)
 	m.SetResourceVersion(strconv.FormatUint(rv, 10))
+	// A new object is not being deleted, whatever the client sent
+	// (rest.FillObjectMetaSystemFields and WipeObjectMetaSystemFields).
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
 	v, err := c.newVersion(obj, rv, false)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
