@@ -115,7 +115,8 @@
 //     that expired between pages (410) makes it list again in one answer
 //     without pages, once, as client-go's pager does. A relist at the
 //     Store's resourceVersion is one answer from the start (unless
-//     WithPageSize), which kube-apiserver serves from its watch cache.
+//     WithPageSize), which kube-apiserver serves from its watch cache;
+//     once such an answer runs out of the list timeout, relists are paged.
 //   - A list that would never end fails and is tried again after the
 //     backoff: one with a page that gives back the continue token it was
 //     asked with, or one that begins with the object an earlier page of the

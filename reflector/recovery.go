@@ -34,6 +34,7 @@ type runState struct {
 	stuckAt        string // the resourceVersion they failed at
 	probe          bool   // the server was out of reach: check it is not behind the Store before watching (probe)
 	probed         bool   // a probe found it was not, and no watch has opened since
+	pageRelists    bool   // a list in one answer ran out of the list timeout: relists are paged
 	// toldUnversioned: a list without a resourceVersion was logged (once a Run)
 	toldUnversioned bool
 }

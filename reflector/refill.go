@@ -27,13 +27,15 @@ import (
 // where older kube-apiservers send a paged read at a resourceVersion to
 // etcd, which a herd of clients relisting at once (after an apiserver
 // restart) would load. (The items are decoded as they arrive, as a page's are: one
-// answer costs this side no more memory than pages.)
+// answer costs this side no more memory than pages.) A relist in one
+// answer that runs out of the list timeout (WithListTimeout) would run out
+// of it the next time too: from then on, relists are paged.
 func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 	since := r.LastSyncResourceVersion()
 	opts := ListOptions{Limit: r.opt.pageSize}
 	if since != "" && !s.latest {
 		opts.ResourceVersion, opts.ResourceVersionMatch = since, metav1.ResourceVersionMatchNotOlderThan
-		if !r.opt.pageSizeSet {
+		if !r.opt.pageSizeSet && !s.pageRelists {
 			opts.Limit = 0
 		}
 	}
@@ -49,6 +51,12 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 		meta, err := r.lw.List(ctx, opts, page.add)
 		page.end()
 		if err != nil {
+			if opts.Limit == 0 && opts.Continue == "" && r.opt.pageSize > 0 &&
+				errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				// One answer of everything took longer than the list
+				// timeout: it would the next time too. Page the relists.
+				s.pageRelists = true
+			}
 			switch {
 			case opts.Continue == "" || ctx.Err() != nil:
 				// A first page that failed is the whole list failing:

@@ -1084,16 +1084,44 @@ func TestRelistsPageWithAnExplicitPageSize(t *testing.T) {
 	})
 }
 
+// A relist in one answer that runs out of the list timeout (a large
+// resource, a slow client) would run out of it every time: the Reflector
+// pages its relists from then on, as its first list was paged. It used to
+// ask for the same answer after each backoff, for ever, and the cache never
+// caught up.
+func TestRelistInOneAnswerThatTimesOutIsPaged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		lw := &exactLister{Source: src}
+		lw.unpagedTimesOut.Store(true)
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+		defer run(t, r)()
+		synctest.Wait()
+		src.Create(pod("b"))
+		src.FailWatch(fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version"))
+		src.CloseWatches()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, sourceKeys(src), store.keys())
+		assert.Equal(t, []string{"", "2", "2"}, lw.listRVs(), "the Store had seen b")
+		assert.Equal(t, []int64{500, 0, 500}, lw.listLimits(), "one answer timed out once, then pages")
+	})
+}
+
 // exactLister is a Source whose lists from a resourceVersion older than
 // compactedAt fail with 410, as an exact read would.
 type exactLister struct {
 	*fakelw.Source[*corev1.Pod]
 	compactedAt atomic.Uint64
 	down        atomic.Bool // watches fail with 503
-	mu          sync.Mutex
-	rvs         []string // of each list
-	limits      []int64  // of each list
-	spin        fakelw.SpinGuard
+	// unpagedTimesOut: a list in one answer fails as one that ran out of
+	// the list timeout does
+	unpagedTimesOut atomic.Bool
+	mu              sync.Mutex
+	rvs             []string // of each list
+	limits          []int64  // of each list
+	spin            fakelw.SpinGuard
 }
 
 func (l *exactLister) listRVs() []string {
@@ -1117,6 +1145,9 @@ func (l *exactLister) List(ctx context.Context, opts reflector.ListOptions, add 
 	}
 	if n, _ := strconv.ParseUint(opts.ResourceVersion, 10, 64); n > 0 && n < l.compactedAt.Load() {
 		return reflector.ListMeta{}, fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version")
+	}
+	if opts.Limit == 0 && l.unpagedTimesOut.Load() {
+		return reflector.ListMeta{}, fmt.Errorf("list did not complete within 1m0s (%w)", context.DeadlineExceeded)
 	}
 	return l.Source.List(ctx, opts, add)
 }
