@@ -154,6 +154,8 @@ func TestCheckResponseWithoutStatusBody(t *testing.T) {
 		{"garbage protobuf", "application/vnd.kubernetes.protobuf", "k8s\x00\xff\xff", 500, metav1.StatusReasonInternalError, ""},
 		{"not utf-8", "application/octet-stream", "\xff\xfe\xfd", 400, metav1.StatusReasonBadRequest,
 			"the server responded with 400 Bad Request and no Status object"},
+		{"long and not utf-8", "application/octet-stream", "\x1f\x8b" + strings.Repeat("a", 600), 502, metav1.StatusReasonInternalError,
+			"the server responded with 502 Bad Gateway and no Status object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

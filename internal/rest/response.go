@@ -121,15 +121,19 @@ func decodeStatus(contentType string, body []byte) (*metav1.Status, bool) {
 // with the cause UnexpectedServerResponse.
 func synthesizeStatus(code int, body []byte) metav1.Status {
 	msg := strings.TrimSpace(string(body))
-	if len(msg) > maxSynthesizedMessage {
-		msg = msg[:maxSynthesizedMessage]
-		for !utf8.ValidString(msg) {
-			msg = msg[:len(msg)-1]
+	cut := len(msg) > maxSynthesizedMessage
+	if cut { // at the start of a rune
+		i := maxSynthesizedMessage
+		for i > 0 && !utf8.RuneStart(msg[i]) {
+			i--
 		}
-		msg += "..."
+		msg = msg[:i]
 	}
-	if msg == "" || !utf8.ValidString(msg) {
+	switch {
+	case msg == "" || !utf8.ValidString(msg): // none, or binary (gzip, an image)
 		msg = fmt.Sprintf("the server responded with %d %s and no Status object", code, http.StatusText(code))
+	case cut:
+		msg += "..."
 	}
 	return metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
