@@ -20,8 +20,12 @@
 // NewSource), and
 // an Update that changes nothing writes nothing. A Delete of an object
 // with finalizers marks it with a deletionTimestamp; it goes when an
-// Update takes its last finalizer away. The graceful deletion of Pods is
-// not simulated: a Pod without finalizers goes at once. The Source keeps
+// Update takes its last finalizer away. An Update of a custom resource,
+// a Lease or another kind whose server refuses it without a
+// resourceVersion is refused so (Invalid). Times are stored as the server
+// stores them: to the second (metav1.Time) or the microsecond
+// (metav1.MicroTime). The graceful deletion of Pods is not simulated: a
+// Pod without finalizers goes at once. The Source keeps
 // copies and hands out copies: a test may change an object it wrote or
 // got back, and an informer may change what it lists or watches (a
 // transform), without changing the Source or what another informer sees.

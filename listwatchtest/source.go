@@ -38,6 +38,33 @@ type Source[T reflector.Object] struct {
 	names            // what errors call the objects
 	generated   int  // names made for GenerateName
 	generations bool // T has a metadata.generation: see generation.Tracked
+	// conditional: an Update must name the resourceVersion it replaces,
+	// as kube-apiserver requires for custom resources and the kinds
+	// whose strategy's AllowUnconditionalUpdate is false.
+	conditional bool
+}
+
+// conditionalOnly are the built-in resources whose strategy refuses an
+// update without a resourceVersion (AllowUnconditionalUpdate false,
+// k8s.io/kubernetes v1.37 pkg/registry/*/strategy.go).
+var conditionalOnly = map[schema.GroupResource]bool{
+	{Group: "coordination.k8s.io", Resource: "leases"}:                                     true,
+	{Group: "coordination.k8s.io", Resource: "leasecandidates"}:                            true,
+	{Group: "policy", Resource: "poddisruptionbudgets"}:                                    true,
+	{Group: "certificates.k8s.io", Resource: "clustertrustbundles"}:                        true,
+	{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}:                     true,
+	{Group: "node.k8s.io", Resource: "runtimeclasses"}:                                     true,
+	{Group: "storage.k8s.io", Resource: "csidrivers"}:                                      true,
+	{Group: "storage.k8s.io", Resource: "csinodes"}:                                        true,
+	{Group: "storage.k8s.io", Resource: "csistoragecapacities"}:                            true,
+	{Group: "storage.k8s.io", Resource: "volumeattachments"}:                               true,
+	{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}:   true,
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}:     true,
+	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}:       true,
+	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"}: true,
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}:         true,
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"}:   true,
+	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}:                      true,
 }
 
 // NewSource returns an empty Source for objects of type T, such as
@@ -48,10 +75,19 @@ type Source[T reflector.Object] struct {
 // Objects of a type with a spec have a metadata.generation, as
 // kube-apiserver's do: T a pointer to a struct with a Spec field
 // (*appsv1.Deployment, *corev1.Pod), or *unstructured.Unstructured (taken
-// to be a custom resource). Objects of other types (*corev1.ConfigMap,
+// to be a custom resource), and the kinds without one that kube-apiserver
+// gives one all the same (EndpointSlices, PodTemplates, PriorityClasses,
+// webhook configurations). Objects of other types (*corev1.ConfigMap,
 // *metav1.PartialObjectMetadata) keep generation 0. kube-apiserver gives
 // some kinds with a spec none either, Services and Namespaces among them:
 // a Source gives them one.
+//
+// Update is a PUT to the object and its status at once: kube-apiserver's
+// PUT to a Pod, a Deployment or a custom resource with a status
+// subresource keeps the stored status, and writes it only through
+// /status, which a Source does not tell apart. Nor does it hold a
+// Namespace in Terminating until its spec.finalizers are emptied: a
+// Namespace without metadata.finalizers goes at once.
 func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 	typ := reflect.TypeFor[T]()
 	name := typ.String()
@@ -70,6 +106,8 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 			opt(&s.names)
 		}
 	}
+	_, unstructuredT := any(*new(T)).(*unstructured.Unstructured)
+	s.conditional = conditionalOnly[s.resource] || (unstructuredT && !builtIn(s.resource.Group))
 	if typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Struct {
 		elem := typ.Elem()
 		s.src = fakelw.New(func() T { return reflect.New(elem).Interface().(T) })
@@ -107,6 +145,7 @@ func (s *Source[T]) Create(obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	asStored(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if obj.GetName() == "" && obj.GetGenerateName() != "" {
@@ -153,7 +192,11 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // copy of obj and returns a copy of what it stored, with its new
 // resourceVersion. If obj has a resourceVersion, it must be the stored
 // object's (else apierrors.IsConflict: someone else wrote it since); one
-// without updates whatever is stored. It is an error (apierrors.IsNotFound)
+// without updates whatever is stored, except where kube-apiserver refuses
+// that (apierrors.IsInvalid): for custom resources (an Unstructured of a
+// group outside k8s.io, given WithResource), Leases,
+// PodDisruptionBudgets, webhook configurations and the other kinds whose
+// strategy does not allow an unconditional update. It is an error (apierrors.IsNotFound)
 // if no such object exists, and one (apierrors.IsBadRequest) if obj cannot
 // be copied, as with Create.
 //
@@ -177,7 +220,8 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // finalizer (apierrors.IsInvalid), and one that leaves it none removes
 // it, as kube-apiserver does: watchers get a DELETED event with the
 // object as it was stored (its finalizers still listed), at a new
-// resourceVersion, which Update returns.
+// resourceVersion. Update returns obj as the server answers such a PUT:
+// with no finalizers, at the resourceVersion it replaced.
 func (s *Source[T]) Update(obj T) (T, error) {
 	var zero T
 	if isNil(obj) {
@@ -187,6 +231,7 @@ func (s *Source[T]) Update(obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	asStored(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.src.Get(objkey.Key(obj))
@@ -196,6 +241,11 @@ func (s *Source[T]) Update(obj T) (T, error) {
 	if rv := obj.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
 		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version (resourceVersion %s, not %s) and try again", old.GetResourceVersion(), rv))
+	}
+	if obj.GetResourceVersion() == "" && s.conditional {
+		return zero, apierrors.NewInvalid(schema.GroupKind{Group: s.resource.Group, Kind: s.resource.Resource}, obj.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update"),
+		})
 	}
 	if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
 		// kube-apiserver makes the UID a precondition of the write.
@@ -220,10 +270,11 @@ func (s *Source[T]) Update(obj T) (T, error) {
 	case obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0:
 		// The last finalizer is gone: kube-apiserver deletes the object
 		// as it was stored, instead of writing the update.
+		// It answers with the object of the request, as the server's
+		// deleteWithoutFinalizers does ("clients are expecting an updated
+		// object if a PUT succeeded").
 		s.src.Delete(objkey.Key(old))
-		gone := deepCopy(old)
-		gone.SetResourceVersion(s.src.ResourceVersion())
-		return gone, nil
+		return deepCopy(obj), nil
 	}
 	return deepCopy(s.src.Update(obj)), nil
 }
@@ -247,6 +298,13 @@ func checkUpdate[T reflector.Object](old, obj T) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionGracePeriodSeconds"), *g, "field is immutable"))
 	}
 	return errs
+}
+
+// builtIn reports whether group is one of kube-apiserver's own: "" (core),
+// one without a dot (apps, batch, policy, autoscaling) or one under k8s.io.
+// An *unstructured.Unstructured of another group is a custom resource.
+func builtIn(group string) bool {
+	return !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
 }
 
 // copyOf returns a pointer to a copy of *p, or nil: a stored object's

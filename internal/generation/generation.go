@@ -5,7 +5,11 @@ package generation
 import (
 	"reflect"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,8 +30,25 @@ func Tracked(typ reflect.Type) bool {
 	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
 		return false
 	}
+	if _, ok := noSpec[typ]; ok {
+		return true
+	}
 	_, ok := typ.Elem().FieldByName("Spec")
 	return ok
+}
+
+// noSpec are the k8s.io/api kinds with no Spec field to which
+// kube-apiserver's strategies give a generation all the same (1 on
+// create): an EndpointSlice (pkg/registry/discovery/endpointslice,
+// moved on by any change but to metadata, or to its labels), a
+// PodTemplate (by its template), webhook configurations (by their
+// webhooks) and a PriorityClass (never moved on).
+var noSpec = map[reflect.Type]struct{}{
+	reflect.TypeFor[*discoveryv1.EndpointSlice]():                              {},
+	reflect.TypeFor[*corev1.PodTemplate]():                                     {},
+	reflect.TypeFor[*schedulingv1.PriorityClass]():                             {},
+	reflect.TypeFor[*admissionregistrationv1.ValidatingWebhookConfiguration](): {},
+	reflect.TypeFor[*admissionregistrationv1.MutatingWebhookConfiguration]():   {},
 }
 
 // SpecChanged reports whether anything but metadata and status differs
@@ -40,6 +61,14 @@ func Tracked(typ reflect.Type) bool {
 func SpecChanged(old, cur runtime.Object) bool {
 	if isDeployment(old) && annotationsChanged(old, cur) {
 		return true
+	}
+	switch old.(type) {
+	case *schedulingv1.PriorityClass:
+		return false // its strategy's PrepareForUpdate does nothing
+	case *discoveryv1.EndpointSlice:
+		if labelsChanged(old, cur) {
+			return true
+		}
 	}
 	ou, ok1 := old.(*unstructured.Unstructured)
 	cu, ok2 := cur.(*unstructured.Unstructured)
@@ -102,6 +131,12 @@ func annotationsChanged(old, cur runtime.Object) bool {
 	oa, ok1 := old.(metav1.Object)
 	ca, ok2 := cur.(metav1.Object)
 	return ok1 && ok2 && !equality.Semantic.DeepEqual(oa.GetAnnotations(), ca.GetAnnotations())
+}
+
+func labelsChanged(old, cur runtime.Object) bool {
+	oa, ok1 := old.(metav1.Object)
+	ca, ok2 := cur.(metav1.Object)
+	return ok1 && ok2 && !equality.Semantic.DeepEqual(oa.GetLabels(), ca.GetLabels())
 }
 
 func merged(a, b map[string]any) map[string]struct{} {

@@ -8,6 +8,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -48,6 +49,11 @@ var fieldLabels = map[schema.GroupResource]map[string]string{
 	{Resource: "services"}:             same("metadata.name", "metadata.namespace", "spec.clusterIP", "spec.type"),
 	{Group: "batch", Resource: "jobs"}: same("metadata.name", "metadata.namespace", "status.successful"),
 	{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: same("metadata.name", "spec.signerName"),
+	{Group: "certificates.k8s.io", Resource: "clustertrustbundles"}:        same("metadata.name", "spec.signerName"),
+	{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}: same("metadata.name", "spec.signerName",
+		"spec.podName", "spec.nodeName"),
+	{Group: "resource.k8s.io", Resource: "resourceslices"}: same("metadata.name", "spec.nodeName",
+		"spec.driver", "spec.pool.name"),
 }
 
 // models are the k8s.io/api types of the resources in fieldLabels, into
@@ -65,6 +71,13 @@ var models = map[schema.GroupResource]func() metav1.Object{
 	{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: func() metav1.Object {
 		return &certificatesv1.CertificateSigningRequest{}
 	},
+	{Group: "certificates.k8s.io", Resource: "clustertrustbundles"}: func() metav1.Object {
+		return &certificatesv1.ClusterTrustBundle{}
+	},
+	{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}: func() metav1.Object {
+		return &certificatesv1.PodCertificateRequest{}
+	},
+	{Group: "resource.k8s.io", Resource: "resourceslices"}: func() metav1.Object { return &resourcev1.ResourceSlice{} },
 }
 
 // defaultFieldLabels are those of every other resource.
@@ -155,6 +168,19 @@ func Fields(obj metav1.Object) fields.Set {
 		set["status.successful"] = strconv.Itoa(int(o.Status.Succeeded))
 	case *certificatesv1.CertificateSigningRequest:
 		set["spec.signerName"] = o.Spec.SignerName
+	case *certificatesv1.ClusterTrustBundle:
+		set["spec.signerName"] = o.Spec.SignerName
+	case *certificatesv1.PodCertificateRequest:
+		set["spec.signerName"] = o.Spec.SignerName
+		set["spec.podName"] = o.Spec.PodName
+		set["spec.nodeName"] = string(o.Spec.NodeName)
+	case *resourcev1.ResourceSlice:
+		set["spec.nodeName"] = ""
+		if o.Spec.NodeName != nil {
+			set["spec.nodeName"] = *o.Spec.NodeName
+		}
+		set["spec.driver"] = o.Spec.Driver
+		set["spec.pool.name"] = o.Spec.Pool.Name
 	}
 	return set
 }
