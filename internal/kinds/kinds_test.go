@@ -235,8 +235,13 @@ func TestFieldLabelsAreTheServers(t *testing.T) {
 		{Resource: "services"}:             meta("spec.clusterIP", "spec.type"),
 		{Group: "batch", Resource: "jobs"}: meta("status.successful"),
 		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: {"metadata.name", "spec.signerName"},
-		{Group: "apps", Resource: "deployments"}:                               meta(),
-		{Resource: "configmaps"}:                                               meta(),
+		{Group: "certificates.k8s.io", Resource: "clustertrustbundles"}:        {"metadata.name", "spec.signerName"},
+		{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}: {"metadata.name", "spec.signerName",
+			"spec.podName", "spec.nodeName"},
+		{Group: "resource.k8s.io", Resource: "resourceslices"}: {"metadata.name", "spec.nodeName", "spec.driver",
+			"spec.pool.name"},
+		{Group: "apps", Resource: "deployments"}: meta(),
+		{Resource: "configmaps"}:                 meta(),
 	} {
 		var got []string
 		for _, label := range []string{"metadata.name", "metadata.namespace", "spec.nodeName", "spec.host",
@@ -247,7 +252,8 @@ func TestFieldLabelsAreTheServers(t *testing.T) {
 			"involvedObject.fieldPath", "regarding.kind", "regarding.namespace", "regarding.name",
 			"regarding.uid", "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath",
 			"reason", "reportingComponent", "reportingController", "source", "type", "spec.clusterIP",
-			"spec.type", "status.successful", "spec.signerName", "spec.replicas"} {
+			"spec.type", "status.successful", "spec.signerName", "spec.replicas", "spec.podName", "spec.driver",
+			"spec.pool.name"} {
 			if _, _, err := ConvertFieldLabel(gr, label, "v"); err == nil {
 				got = append(got, label)
 			}
