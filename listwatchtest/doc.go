@@ -37,10 +37,11 @@
 // be empty, as the server's may be), a watch from any
 // resourceVersion it still has the history of (410 Gone for an older one,
 // after Compact) or from "" or "0" (the current state first), and
-// streaming lists (sendInitialEvents), unless RefuseStreaming. A read at
+// streaming lists (sendInitialEvents), unless RefuseStreaming. A list at
 // a resourceVersion it has not reached gets kube-apiserver's 504 "Too
 // large resource version" at once, where the server waits up to 3
-// seconds for it first. A watch ends after its timeoutSeconds (a
+// seconds for it first; a plain watch from one is accepted and gets the
+// events past it, as from kube-apiserver's watch cache. A watch ends after its timeoutSeconds (a
 // Reflector asks for 5 to 10 minutes by default), as CloseWatches ends it.
 // As a ListerWatcher it serves every object it holds; For gives the view
 // a server serves for a namespace and label and field selectors (an

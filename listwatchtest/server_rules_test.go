@@ -180,3 +180,28 @@ func TestUpdateRemovingTheLastFinalizerAnswersWithTheRequest(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, got.Finalizers, "the PUT's own object")
 }
+
+// kube-apiserver's watch cache accepts a plain watch from a
+// resourceVersion it has not reached, and sends the events past it
+// (internal/e2e/testdata/conformance/too-large-rv-watch.json: 200, the
+// stream held open). A Source refused it at once with 504 "Too large
+// resource version", which only a LIST gets.
+func TestWatchFromAResourceVersionAheadWaitsForIt(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	_, err := src.Create(pod("ns", "a")) // resourceVersion 1
+	require.NoError(t, err)
+	w, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "3"})
+	require.NoError(t, err)
+	defer w.Close()
+	for _, name := range []string{"b", "c", "d"} { // 2, 3, 4
+		_, err := src.Create(pod("ns", name))
+		require.NoError(t, err)
+	}
+	ev, err := w.Next()
+	require.NoError(t, err)
+	assert.Equal(t, "d", ev.Object.Name, "the first event past resourceVersion 3")
+
+	_, err = src.List(t.Context(), reflector.ListOptions{ResourceVersion: "9", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+		func(*corev1.Pod) error { return nil })
+	assert.True(t, apierrors.IsTimeout(err), "a LIST ahead of the Source is refused: %v", err)
+}

@@ -118,6 +118,7 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 		s.src = fakelw.New(func() T { var zero T; return zero })
 		s.src.RefuseStreaming()
 	}
+	s.src.AcceptFutureWatches() // as kube-apiserver's watch cache does
 	return s
 }
 

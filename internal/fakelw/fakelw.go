@@ -306,8 +306,8 @@ func (s *Source[T]) PendingFailures() (lists, watches int) {
 // kube-apiserver's watch cache does (testdata/conformance/too-large-rv-watch.json
 // in internal/e2e): after a restore from a backup, the changes made before
 // the server passes that resourceVersion are never sent. By default such a
-// watch is refused as TooLarge, as kube-apiserver with --watch-cache=false
-// does.
+// watch is refused as TooLarge, at once, which kube-apiserver does not do
+// (it is apisim.WithFutureWatchError's fault); listwatchtest accepts it.
 func (s *Source[T]) AcceptFutureWatches() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
