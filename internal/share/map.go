@@ -78,6 +78,25 @@ func (np *nodePlan) mapEqual(t *Table, a, b unsafe.Pointer) bool {
 	if n != mb.Len() {
 		return false
 	}
+	if n > linearMapEntries {
+		// A large map: each entry of a is looked up in b, so that the
+		// comparison stays linear (the search below is quadratic).
+		var it reflect.MapIter
+		for it.Reset(ma); it.Next(); {
+			s.k.SetIterKey(&it)
+			s.v.SetIterValue(&it)
+			vb := mb.MapIndex(s.k)
+			if !vb.IsValid() {
+				return false
+			}
+			c := reflect.New(vb.Type()).Elem()
+			c.Set(vb)
+			if !np.val.equal(s.v.Addr().UnsafePointer(), c.Addr().UnsafePointer()) {
+				return false
+			}
+		}
+		return true
+	}
 	// Both maps are copied out, one pass each, and each entry of a is
 	// looked for among b's: these maps (resource lists) hold a few entries,
 	// and reflect's MapIndex would allocate a copy of each value.
@@ -99,6 +118,9 @@ next:
 	}
 	return true
 }
+
+// linearMapEntries is the most entries mapEqual compares by searching.
+const linearMapEntries = 16
 
 // mapScratch holds variables of a map type (ma, mb), of its key and value
 // type (k, v), and two arrays of keys and values (a, b), to look at maps

@@ -59,10 +59,37 @@ type trimmedSlices struct{ jsoniter.DummyExtension }
 // DecorateDecoder implements jsoniter.Extension.
 func (*trimmedSlices) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDecoder) jsoniter.ValDecoder {
 	t := typ.Type1()
+	if t.Kind() == reflect.Struct && selfDecoding(t) {
+		// runtime.RawExtension and the like append into Raw[:0].
+		var offsets []uintptr
+		for i := range t.NumField() {
+			if f := t.Field(i); f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Uint8 {
+				offsets = append(offsets, f.Offset)
+			}
+		}
+		if len(offsets) > 0 {
+			return &clippedBytesDecoder{inner: dec, offsets: offsets}
+		}
+	}
 	if t.Kind() != reflect.Slice || t.Elem().Kind() == reflect.Uint8 || selfDecoding(t) {
 		return dec
 	}
 	return &trimmedSliceDecoder{inner: dec, typ: t}
+}
+
+// clippedBytesDecoder clips the byte slices a type decoding itself leaves
+// with spare capacity.
+type clippedBytesDecoder struct {
+	inner   jsoniter.ValDecoder
+	offsets []uintptr
+}
+
+func (d *clippedBytesDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
+	d.inner.Decode(p, it)
+	for _, off := range d.offsets {
+		h := (*sliceHeader)(unsafe.Add(p, off))
+		h.cap = h.len
+	}
 }
 
 type trimmedSliceDecoder struct {

@@ -168,6 +168,12 @@ func deepCopy(v reflect.Value) reflect.Value {
 		c := reflect.New(v.Type()).Elem()
 		c.Set(deepCopy(v.Elem()))
 		return c
+	case reflect.Array:
+		c := reflect.New(v.Type()).Elem()
+		for i := range v.Len() {
+			c.Index(i).Set(deepCopy(v.Index(i)))
+		}
+		return c
 	case reflect.Struct:
 		c := reflect.New(v.Type()).Elem()
 		c.Set(v)

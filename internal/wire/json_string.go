@@ -263,5 +263,5 @@ func decodeBase64(ptr unsafe.Pointer, b []byte, it *jsoniter.Iterator) {
 		it.ReportError("decode base64", err.Error())
 		return
 	}
-	*(*[]byte)(ptr) = dst[:n]
+	*(*[]byte)(ptr) = dst[:n:n] // clipped: a shared part must have no spare capacity
 }

@@ -103,7 +103,7 @@ type rawMessageDecoder struct{}
 func (rawMessageDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	raw := it.SkipAndReturnBytes() // a copy, validated
 	if it.Error == nil {
-		*(*json.RawMessage)(ptr) = raw
+		*(*json.RawMessage)(ptr) = raw[:len(raw):len(raw)] // no spare capacity: it may be shared
 	}
 }
 
@@ -121,7 +121,7 @@ func (anyDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 func (*valueTypes) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDecoder) jsoniter.ValDecoder {
 	t := typ.Type1()
 	switch {
-	case t == bytesType:
+	case t == bytesType || t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 && !selfDecoding(t):
 		return base64Bytes{inner: dec}
 	case t.Kind() != reflect.Pointer && textOnly(t):
 		return textNullDecoder{inner: dec}

@@ -331,6 +331,16 @@ func externUnmarshal(t reflect.Type) func(p unsafe.Pointer, data []byte) error {
 		return func(p unsafe.Pointer, data []byte) error { return (*resource.Quantity)(p).Unmarshal(data) }
 	}
 	r2 := reflect2.Type2(t)
+	if t.Kind() == reflect.Slice {
+		// A named slice's Unmarshal appends, leaving spare capacity,
+		// which the objects sharing the value would share too.
+		return func(p unsafe.Pointer, data []byte) error {
+			err := r2.PackEFace(p).(protoUnmarshaler).Unmarshal(data)
+			h := (*sliceHeader)(p)
+			h.cap = h.len
+			return err
+		}
+	}
 	return func(p unsafe.Pointer, data []byte) error {
 		return r2.PackEFace(p).(protoUnmarshaler).Unmarshal(data) // a *t
 	}
