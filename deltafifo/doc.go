@@ -23,7 +23,7 @@
 //     are in the order they arrived.
 //   - Two Deleted deltas in a row for one key become one: the one whose
 //     final state is known, or else the newer (client-go keeps the older of
-//     two known ones).
+//     two whose final state is unknown, a pair Replace never queues).
 //   - Replace (a fresh list) queues a Replaced delta for every listed object
 //     and a Deleted delta with FinalStateUnknown set for every key the
 //     consumer knows, or the queue holds, that the list lacks. That delete
