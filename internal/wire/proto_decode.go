@@ -124,20 +124,31 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 			f.setVarint(fp, v)
 			continue
 		}
-		l, n := consumeVarint(b)
-		if n == 0 {
-			return fmt.Errorf("%w: %s: truncated length", errProtobuf, f.name)
-		}
-		b = b[n:]
-		if l > uint64(len(b)) {
-			return fmt.Errorf("%w: %s: length %d exceeds the %d bytes left", errProtobuf, f.name, l, len(b))
-		}
-		if err := f.decodeBytes(fp, b[:l], d); err != nil {
+		data, rest, err := f.lengthDelimited(b)
+		if err != nil {
 			return err
 		}
-		b = b[l:]
+		if err := f.decodeBytes(fp, data, d); err != nil {
+			return err
+		}
+		b = rest
 	}
 	return nil
+}
+
+// lengthDelimited splits b, which starts with the length of one of f's
+// length-delimited values (its tag read), into that value and what
+// follows it.
+func (f *protoStructField) lengthDelimited(b []byte) (data, rest []byte, err error) {
+	l, n := consumeVarint(b)
+	if n == 0 {
+		return nil, nil, fmt.Errorf("%w: %s: truncated length", errProtobuf, f.name)
+	}
+	b = b[n:]
+	if l > uint64(len(b)) {
+		return nil, nil, fmt.Errorf("%w: %s: length %d exceeds the %d bytes left", errProtobuf, f.name, l, len(b))
+	}
+	return b[:l], b[l:], nil
 }
 
 // full reports whether the repeated field at p has no room for one more

@@ -217,19 +217,14 @@ func (f *protoStructField) decodeRun(p unsafe.Pointer, run []byte, n int, d *pro
 		if tag&7 != wireBytes {
 			return fmt.Errorf("%w: %s has wire type %d, want %d", errProtobuf, f.name, tag&7, wireBytes)
 		}
-		run = run[k:]
-		l, n := consumeVarint(run)
-		if n == 0 {
-			return fmt.Errorf("%w: %s: truncated length", errProtobuf, f.name)
-		}
-		run = run[n:]
-		if l > uint64(len(run)) {
-			return fmt.Errorf("%w: %s: length %d exceeds the %d bytes left", errProtobuf, f.name, l, len(run))
-		}
-		if err := f.decodeBytes(p, run[:l], d); err != nil {
+		data, rest, err := f.lengthDelimited(run[k:])
+		if err != nil {
 			return err
 		}
-		run = run[l:]
+		if err := f.decodeBytes(p, data, d); err != nil {
+			return err
+		}
+		run = rest
 	}
 	return nil
 }
