@@ -83,7 +83,7 @@ func readObjectBody(it *jsoniter.Iterator, t *internTable, f func(*jsoniter.Iter
 		switch c, head = peek(it); c {
 		case ',':
 			*head++
-			c, head = peek(it)
+			c, _ = peek(it)
 		case '}':
 			*head++
 			return
