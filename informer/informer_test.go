@@ -941,7 +941,7 @@ type scriptLW struct {
 }
 
 func (s *scriptLW) List(ctx context.Context, _ reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
-	s.spin.Asked()
+	s.spin.Asked(ctx)
 	for _, p := range s.list {
 		if err := add(p); err != nil {
 			return reflector.ListMeta{}, err
@@ -951,7 +951,7 @@ func (s *scriptLW) List(ctx context.Context, _ reflector.ListOptions, add func(*
 }
 
 func (s *scriptLW) Watch(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	s.spin.Asked()
+	s.spin.Asked(ctx)
 	return &scriptWatcher{ctx: ctx, events: s.events, done: make(chan struct{})}, nil
 }
 

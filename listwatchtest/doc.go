@@ -54,9 +54,11 @@
 // In a testing/synctest bubble, time stands still while a goroutine runs:
 // an informer that listed or watched again at once, over and over, would
 // stop the bubble's clock and hang the test. A Source panics instead, with
-// a message that says so, once it has been asked for more than 10,000
-// watches and lists (their first pages) at one instant; no informer that
-// waits between its attempts comes near that.
+// a message that says so, once one client (the context it asks with) has
+// asked for more than 10,000 watches and lists (their first pages) at one
+// instant, or all clients together for more than a million; no informer
+// that waits between its attempts comes near that, nor do thousands of
+// informers started at one instant.
 //
 // Code that takes an informer.Factory can be given one whose informers of
 // type T use a Source, with no Config:

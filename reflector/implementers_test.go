@@ -36,7 +36,7 @@ type ownLW struct {
 
 func (l *ownLW) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
 	l.lists.Add(1)
-	l.spin.Asked()
+	l.spin.Asked(ctx)
 	if l.list == nil {
 		return reflector.ListMeta{ResourceVersion: "1"}, add(withRV(pod("a"), "1"))
 	}
@@ -44,7 +44,7 @@ func (l *ownLW) List(ctx context.Context, opts reflector.ListOptions, add func(*
 }
 
 func (l *ownLW) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	l.spin.Asked()
+	l.spin.Asked(ctx)
 	l.watches.Add(1)
 	return l.watch(ctx, opts)
 }

@@ -1153,7 +1153,7 @@ func (l *exactLister) List(ctx context.Context, opts reflector.ListOptions, add 
 }
 
 func (l *exactLister) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	l.spin.Asked()
+	l.spin.Asked(ctx)
 	if l.down.Load() {
 		return nil, fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "restarting")
 	}
@@ -1621,7 +1621,7 @@ type scripted struct {
 }
 
 func (s *scripted) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
-	s.spin.Asked()
+	s.spin.Asked(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lists++
@@ -1634,7 +1634,7 @@ func (s *scripted) List(ctx context.Context, opts reflector.ListOptions, add fun
 }
 
 func (s *scripted) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	s.spin.Asked()
+	s.spin.Asked(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watches++
@@ -1752,13 +1752,13 @@ type refusesOnce struct {
 	spin    fakelw.SpinGuard
 }
 
-func (l *refusesOnce) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
-	l.spin.Asked()
+func (l *refusesOnce) List(ctx context.Context, _ reflector.ListOptions, _ func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	l.spin.Asked(ctx)
 	return reflector.ListMeta{}, errors.New("unexpected LIST")
 }
 
 func (l *refusesOnce) Watch(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	l.spin.Asked()
+	l.spin.Asked(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.watches++; l.watches == 1 {
@@ -2080,8 +2080,8 @@ type scriptedWatches struct {
 	spin  fakelw.SpinGuard
 }
 
-func (l *scriptedWatches) List(context.Context, reflector.ListOptions, func(*corev1.Pod) error) (reflector.ListMeta, error) {
-	l.spin.Asked()
+func (l *scriptedWatches) List(ctx context.Context, _ reflector.ListOptions, _ func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	l.spin.Asked(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lists++
@@ -2089,7 +2089,7 @@ func (l *scriptedWatches) List(context.Context, reflector.ListOptions, func(*cor
 }
 
 func (l *scriptedWatches) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	l.spin.Asked()
+	l.spin.Asked(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.asked = append(l.asked, time.Now())

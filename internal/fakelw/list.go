@@ -41,7 +41,7 @@ func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add fu
 func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add func(T) error, match func(T) bool) (reflector.ListMeta, error) {
 	s.Lists.Add(1)
 	if opts.Continue == "" { // the next page of a list is no retry
-		s.spin.Asked()
+		s.spin.Asked(ctx)
 	}
 	s.mu.Lock()
 	if len(s.listErrs) > 0 {

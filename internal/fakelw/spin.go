@@ -1,14 +1,20 @@
 package fakelw
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
 )
 
-// maxRequestsAtOnce is how many lists and watches may be asked for at one
-// instant before a SpinGuard panics.
+// maxRequestsAtOnce is how many lists and watches one client may ask for
+// at one instant before a SpinGuard panics.
 const maxRequestsAtOnce = 10_000
+
+// maxAllAtOnce is how many lists and watches all clients together may ask
+// for at one instant: a backstop for a client that asks with a new
+// context each time, which the count per client cannot see.
+const maxAllAtOnce = 100 * maxRequestsAtOnce
 
 // A SpinGuard turns a test that would hang into one that fails at once,
 // saying why. Outside a synctest bubble no two requests come at the same
@@ -18,24 +24,37 @@ const maxRequestsAtOnce = 10_000
 // would hang until the test binary's timeout with no word of why. Every
 // Source has one, which counts its watches and the first pages of its
 // lists (a list's next page is progress, not a retry); a test's own
-// ListerWatcher calls Asked from its List and Watch. The zero value is
-// ready to use and safe for concurrent use.
+// ListerWatcher calls Asked from its List and Watch.
+//
+// A client is the context it asks with: a Reflector asks with the one it
+// runs with, every time. So thousands of informers started at one instant
+// on one Source, each listing and watching once, are no spin; one client
+// past maxRequestsAtOnce at one instant is, and so are all clients
+// together past maxAllAtOnce. The zero value is ready to use and safe for
+// concurrent use.
 type SpinGuard struct {
-	mu sync.Mutex
-	at time.Time
-	n  int
+	mu      sync.Mutex
+	at      time.Time
+	all     int
+	clients map[context.Context]int // at the instant at
 }
 
-// Asked counts a list or watch asked for now, and panics once more than
-// maxRequestsAtOnce have been asked for at this instant.
-func (g *SpinGuard) Asked() {
+// Asked counts a list or watch asked for now with ctx, and panics once
+// more than maxRequestsAtOnce have been asked for with ctx at this instant,
+// or more than maxAllAtOnce with any.
+func (g *SpinGuard) Asked(ctx context.Context) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !now.Equal(g.at) {
-		g.at, g.n = now, 0
+	if !now.Equal(g.at) || g.clients == nil {
+		g.at, g.all, g.clients = now, 0, map[context.Context]int{}
 	}
-	if g.n++; g.n > maxRequestsAtOnce {
-		panic(fmt.Sprintf("fakelw: %d lists and watches at one instant (%s): the client asks again without waiting, which in a synctest bubble stops the clock for good", g.n, now.Format(time.RFC3339Nano)))
+	g.all++
+	g.clients[ctx]++
+	if n := g.clients[ctx]; n > maxRequestsAtOnce {
+		panic(fmt.Sprintf("fakelw: %d lists and watches at one instant (%s) from one client: it asks again without waiting, which in a synctest bubble stops the clock for good", n, now.Format(time.RFC3339Nano)))
+	}
+	if g.all > maxAllAtOnce {
+		panic(fmt.Sprintf("fakelw: %d lists and watches at one instant (%s): a client asks again without waiting, which in a synctest bubble stops the clock for good", g.all, now.Format(time.RFC3339Nano)))
 	}
 }

@@ -1,6 +1,7 @@
 package fakelw_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,21 +16,47 @@ import (
 )
 
 // In a bubble, where time stands still while goroutines run, a SpinGuard
-// lets 10,000 requests through at one instant and panics at the next; once
-// the clock has moved it counts again from zero.
+// lets one client (one context) ask 10,000 times at one instant and panics
+// at the next; once the clock has moved it counts again from zero.
 func TestSpinGuard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var g fakelw.SpinGuard
+		ctx := t.Context()
 		for range 10_000 {
-			g.Asked()
+			g.Asked(ctx)
 		}
 		assert.PanicsWithValue(t,
-			"fakelw: 10001 lists and watches at one instant (2000-01-01T00:00:00Z): the client asks again without waiting, which in a synctest bubble stops the clock for good",
-			g.Asked)
+			"fakelw: 10001 lists and watches at one instant (2000-01-01T00:00:00Z) from one client: it asks again without waiting, which in a synctest bubble stops the clock for good",
+			func() { g.Asked(ctx) })
 		time.Sleep(time.Nanosecond)
 		assert.NotPanics(t, func() {
 			for range 10_000 {
-				g.Asked()
+				g.Asked(ctx)
+			}
+		})
+	})
+}
+
+// Many clients that each ask a few times at one instant are no spin (5,001
+// informers started at once on one Source, each listing and watching),
+// until all of them together pass the backstop: a client that asks with a
+// new context every time is caught by that.
+func TestSpinGuardCountsPerClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g fakelw.SpinGuard
+		assert.NotPanics(t, func() {
+			for range 5_001 {
+				ctx, cancel := context.WithCancel(t.Context())
+				g.Asked(ctx) // its list
+				g.Asked(ctx) // its watch
+				cancel()
+			}
+		})
+		assert.Panics(t, func() {
+			for range 1_000_000 {
+				ctx, cancel := context.WithCancel(t.Context())
+				g.Asked(ctx)
+				cancel()
 			}
 		})
 	})
