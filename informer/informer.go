@@ -129,7 +129,9 @@ func checkSetup[T metav1.Object](lw reflector.ListerWatcher[T], ix indexer.Index
 // nothing to list and watch with, an index without a function, or an index
 // named by two WithIndexers, does not run: Run returns the error. So does
 // one whose reflector refuses to run (WithReflectorOptions with a Mode
-// that is none of reflector's), once it has stopped.
+// that is none of reflector's), once it has stopped, and one whose
+// reflector or resync goroutine a transform, the ListerWatcher or an error
+// handler ended with runtime.Goexit (as t.FailNow does).
 func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 	switch {
 	case ctx == nil:
@@ -173,7 +175,18 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 	// The FIFO closes after its producer, the reflector, has returned: an
 	// event it stores while stopping is dropped without an error.
 	defer s.fifo.Close()
+	var refusedMu sync.Mutex
 	var refused error
+	// refuse stops the informer, and makes Run return why: a goroutine it
+	// needs ended while ctx had not.
+	refuse := func(why error) {
+		refusedMu.Lock()
+		if refused == nil {
+			refused = why
+		}
+		refusedMu.Unlock()
+		cancel()
+	}
 	defer func() { // after wg.Wait
 		if refused != nil {
 			err = refused
@@ -184,16 +197,32 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 
 	wg.Go(func() { s.processor.Run(ctx) })
 	wg.Go(func() {
+		returned := false
+		defer func() {
+			switch {
+			case ctx.Err() != nil:
+			case returned:
+				// The reflector refused to run (an option it cannot
+				// follow, such as an invalid Mode): nothing would ever
+				// fill the cache. Stop, and return why.
+				refuse(fmt.Errorf("informer: the reflector did not run: %w", refl.LastError()))
+			default:
+				refuse(goexited("the reflector", "a transform, the ListerWatcher or the error handler"))
+			}
+		}()
 		refl.Run(ctx)
-		if ctx.Err() == nil {
-			// The reflector refused to run (an option it cannot
-			// follow, such as an invalid Mode): nothing would ever
-			// fill the cache. Stop, and return why.
-			refused = fmt.Errorf("informer: the reflector did not run: %w", refl.LastError())
-			cancel()
-		}
+		returned = true
 	})
-	wg.Go(func() { s.resyncLoop(ctx) })
+	wg.Go(func() {
+		returned := false
+		defer func() {
+			if !returned && ctx.Err() == nil {
+				refuse(goexited("the resync loop", "the error handler"))
+			}
+		}()
+		s.resyncLoop(ctx)
+		returned = true
+	})
 	wg.Go(func() {
 		// Handlers that finished their initial list before the cache
 		// synced learn here that their registration has synced too.
@@ -224,6 +253,14 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 			return nil
 		}
 	}
+}
+
+// goexited is Run's error when user code ended one of the informer's
+// goroutines with runtime.Goexit (t.FailNow does, in a test): rather than
+// run on without it, with nothing to fill the cache or resync it, the
+// informer stops.
+func goexited(goroutine, culprits string) error {
+	return fmt.Errorf("informer: %s stopped: runtime.Goexit was called on its goroutine (by %s)", goroutine, culprits)
 }
 
 // onTheTick returns the time a one-second ticker started at started was
