@@ -30,13 +30,21 @@ func limitThroughput(ctx context.Context, c config, info serverInfo, r *result.R
 	}
 	r.Events = info.Events
 	r.Options = []string{"content=" + c.content, "internal/wire decoder, no pipeline"}
+	if c.sharing {
+		// The limit of listwatch with WithSharing is a decoder that
+		// shares too: it skips the parts it has met before.
+		r.Options = append(r.Options, "WithSharedParts")
+	}
+	if c.decodeWorkers > 1 {
+		r.Options = append(r.Options, "one decode goroutine (not -decode-workers)")
+	}
 	var decode func(io.Reader) (int, error)
 	var warm func(io.Reader) error
 	switch info.Resource {
 	case "pods":
-		decode, warm = decodeLoop[*corev1.Pod](c.content, corev1.SchemeGroupVersion.WithKind("Pod"), info.Events)
+		decode, warm = decodeLoop[*corev1.Pod](c.sharing, c.content, corev1.SchemeGroupVersion.WithKind("Pod"), info.Events)
 	case "configmaps":
-		decode, warm = decodeLoop[*corev1.ConfigMap](c.content, corev1.SchemeGroupVersion.WithKind("ConfigMap"), info.Events)
+		decode, warm = decodeLoop[*corev1.ConfigMap](c.sharing, c.content, corev1.SchemeGroupVersion.WithKind("ConfigMap"), info.Events)
 	default:
 		return fmt.Errorf("unknown resource %q", info.Resource)
 	}
@@ -148,9 +156,14 @@ func get(ctx context.Context, c config, path string) (io.ReadCloser, error) {
 
 // decodeLoop returns a function that decodes want MODIFIED events of type
 // T from a watch stream and returns how many it decoded, and one that
-// decodes a list with the same codec.
-func decodeLoop[T runtime.Object](content string, gvk schema.GroupVersionKind, want int) (decode func(io.Reader) (int, error), decodeList func(io.Reader) error) {
-	codec, err := wire.TypedCodec[T](gvk)
+// decodes a list with the same codec (sharing identical parts with
+// sharing, as listwatch's WithSharing does).
+func decodeLoop[T runtime.Object](sharing bool, content string, gvk schema.GroupVersionKind, want int) (decode func(io.Reader) (int, error), decodeList func(io.Reader) error) {
+	var opts []wire.CodecOption
+	if sharing {
+		opts = append(opts, wire.WithSharedParts())
+	}
+	codec, err := wire.TypedCodec[T](gvk, opts...)
 	decodeList = func(r io.Reader) error {
 		if err != nil {
 			return err

@@ -61,7 +61,7 @@ func main() {
 	flag.StringVar(&c.mode, "mode", "", "listwatch list mode: auto, listwatch or watchlist (default: the library's default)")
 	flag.IntVar(&c.handlers, "handlers", 10, "fast handlers (watch-latency, slow-handler)")
 	flag.BoolVar(&c.strip, "strip", false, "drop managedFields with a transform (and listwatch's decoder option)")
-	flag.BoolVar(&c.sharing, "sharing", false, "listwatch only: share identical parts of cached objects (informer.WithSharing)")
+	flag.BoolVar(&c.sharing, "sharing", false, "listwatch only: share identical parts of cached objects (informer.WithSharing); the limit decodes so too")
 	flag.IntVar(&c.decodeWorkers, "decode-workers", 0, "listwatch only: decode each watch stream on this many goroutines (reflector.WithDecodeWorkers; 0: the default)")
 	flag.BoolVar(&c.slow, "slow", false, "add a handler that sleeps 100ms per call (slow-handler)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")

@@ -119,7 +119,9 @@ func runClient(ctx context.Context, bin string, e *env, url string, a arm, extra
 	}
 	args := append([]string{"-lib=" + lib, "-server=" + url}, a.args...)
 	args = append(args, extra...)
-	if lib == "listwatch" && e != nil {
+	if (lib == "listwatch" || lib == "limit") && e != nil {
+		// The limit decodes as listwatch does (-sharing), so that
+		// of_limit divides like by like.
 		args = append(args, e.listwatchArgs...)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)

@@ -197,6 +197,16 @@ func format(metric string, v float64) string {
 
 // add records a scenario and what its runs say about the setup.
 func (rep *report) add(sc scenario, sr scenarioReport) {
+	if sr.Error != "" && sr.Met == nil {
+		// A scenario that failed met none of its targets: they are
+		// counted as missed, not left out.
+		sr.ratios, sr.Targets, sr.Met = sc.ratios, map[string]string{}, map[string]bool{}
+		for _, rt := range sc.ratios {
+			if rt.target != 0 {
+				sr.Targets[rt.key], sr.Met[rt.key] = rt.describe(), false
+			}
+		}
+	}
 	rep.Scenarios = append(rep.Scenarios, sr)
 	for _, k := range sr.missed() {
 		rep.Missed = append(rep.Missed, sc.name+" "+k)
@@ -246,6 +256,9 @@ func (rep *report) markdown() string {
 				}
 			}
 			value := fmt.Sprintf("%.2f", v)
+			if judged && !met && value == fmt.Sprintf("%.2f", rt.target) {
+				value = fmt.Sprintf("%.3f", v) // 1.101 against ≤ 1.1, not 1.10
+			}
 			if !measured {
 				value = "no figure"
 			}

@@ -81,6 +81,68 @@ func TestTargetWithoutAFigureIsMissed(t *testing.T) {
 	}
 }
 
+// A scenario that failed met none of its targets: they are missed, in the
+// JSON and on the table's missed line. They were in neither "met" nor
+// "missed", so that counting the misses counted them as met.
+func TestFailedScenarioMissesItsTargets(t *testing.T) {
+	var sc scenario
+	for _, s := range scenarios(sizesFor(true)) {
+		if s.name == "watch-throughput/pods/protobuf" {
+			sc = s
+		}
+	}
+	rep := &report{ClientGo: "v0.37.2", Date: "2026-12-07T00:00:00Z"}
+	rep.add(sc, scenarioReport{Name: sc.name, Error: "benchclient-client-go: exit status 1"})
+	want := []string{"watch-throughput/pods/protobuf throughput", "watch-throughput/pods/protobuf of_limit"}
+	if !slices.Equal(rep.Missed, want) {
+		t.Errorf("missed %q, want %q", rep.Missed, want)
+	}
+	if md := rep.markdown(); !strings.Contains(md, "| error |") || !strings.Contains(md, "missed: "+strings.Join(want, ", ")) {
+		t.Errorf("table:\n%s", md)
+	}
+}
+
+// A ratio that misses its target but rounds to it is printed with one more
+// digit: "1.101" beside "≤ 1.1", not "1.10".
+func TestMissByARoundingIsShown(t *testing.T) {
+	sc := scenario{
+		name:   "slow-handler/pods/json",
+		server: serverArgs{resource: "pods", events: 10},
+		ratios: []ratio{{key: "fast_p99_slowdown", metric: "p99_ms", num: "listwatch", den: "listwatch_base", target: 1.1}},
+	}
+	sr := summarize(sc, map[string][]result.Run{
+		"listwatch":      {{Latency: &result.Latency{P99: 1.101}}},
+		"listwatch_base": {{Latency: &result.Latency{P99: 1}}},
+	})
+	rep := &report{ClientGo: "v0.37.2", Date: "2026-12-07T00:00:00Z"}
+	rep.add(sc, sr)
+	if md := rep.markdown(); !strings.Contains(md, "| 1.101 | ≤ 1.1 | ❌ |") {
+		t.Errorf("table:\n%s", md)
+	}
+}
+
+// The limit arm, which of_limit divides by, decodes as listwatch's runs
+// do: with -listwatch-args=-sharing it shares identical parts too. It got
+// none of listwatch's flags, so WithSharing's of_limit divided a decoder
+// that skips parts it has met by one that decodes everything.
+func TestLimitGetsListwatchsFlags(t *testing.T) {
+	bin := t.TempDir()
+	script := "#!/bin/sh\necho '{\"scenario\":\"'\"$*\"'\"}'\n"
+	if err := os.WriteFile(filepath.Join(bin, "benchclient-listwatch"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{listwatchArgs: []string{"-sharing"}}
+	for _, lib := range []string{"listwatch", "limit"} {
+		r, err := runClient(t.Context(), bin, e, "http://127.0.0.1:1", arm{name: lib, lib: lib, args: []string{"-scenario=watch-throughput"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "-lib=" + lib + " -server=http://127.0.0.1:1 -scenario=watch-throughput -sharing"; r.Scenario != want {
+			t.Errorf("ran %q, want %q", r.Scenario, want)
+		}
+	}
+}
+
 // TestBaselineTakesClientGosPlace runs client-go's arm with -baseline set
 // against a stand-in benchclient-baseline that reports its arguments: it
 // must be the baseline binary, asked for listwatch, with listwatch's extra
