@@ -48,7 +48,11 @@
 //     relist answered without a resourceVersion, where the Store has one
 //     (a proxy's {"items":[]}), is taken as older than the Store, and so
 //     is refused for two minutes; a JSON list without "items" ({}) is no
-//     list at all, and is refused every time.
+//     list at all, and is refused every time. A page after the first
+//     without a resourceVersion, where the first had one, is no page of
+//     the list (kube-apiserver gives them all the first's): the list
+//     fails and starts over after the backoff, rather than end there
+//     without the objects of the pages not sent.
 //   - A watch is not refused that way: kube-apiserver's watch cache
 //     accepts a watch from a resourceVersion it has not reached and sends
 //     only the events past it. So after the server was out of reach (no

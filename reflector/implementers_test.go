@@ -362,7 +362,7 @@ func TestListItemsWithoutResourceVersion(t *testing.T) {
 						if second++; second == 1 { // the page fails after b: asked for again
 							return reflector.ListMeta{}, apierrors.NewServiceUnavailable("busy")
 						}
-						return reflector.ListMeta{}, add(withRV(pod("c"), "5"))
+						return reflector.ListMeta{ResourceVersion: tc.listRV}, add(withRV(pod("c"), "5"))
 					},
 					watch: func(context.Context, reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
 						return newCloseOnly(), nil

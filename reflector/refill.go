@@ -95,6 +95,13 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 		}
 		if opts.Continue == "" { // the first page
 			listRV = meta.ResourceVersion
+		} else if meta.ResourceVersion == "" && listRV != "" {
+			// kube-apiserver gives every page of a list the first
+			// page's resourceVersion. A next page without one is no
+			// page of this list (a proxy's made-up {"items":[]}):
+			// taken, it would end the list there, and the Store would
+			// lose the objects of every page not sent.
+			return fmt.Errorf("listing %s: %w: the first page was at %s", r.opt.name, errUnversionedPage, listRV)
 		}
 		switch {
 		case meta.Continue == "":
