@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,11 +80,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		case <-runCtx.Done():
 		}
 	}
-	objects.AddEventHandler(processor.HandlerFuncs[*unstructured.Unstructured]{
+	var listed atomic.Int64 // the objects of the first list, as the handler is told of them
+	reg := objects.AddEventHandler(processor.HandlerFuncs[*unstructured.Unstructured]{
 		AddFunc: func(obj *unstructured.Unstructured, isInInitialList bool) {
-			if !isInInitialList {
-				send("ADDED", obj)
+			if isInInitialList {
+				listed.Add(1)
+				return
 			}
+			send("ADDED", obj)
 		},
 		UpdateFunc: func(_, obj *unstructured.Unstructured) { send("MODIFIED", obj) },
 		DeleteFunc: func(obj *unstructured.Unstructured, finalStateUnknown bool) {
@@ -117,20 +121,41 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return err
 	}
-	synced, syncTime = objects.Indexer().Len(), time.Since(start)
+	show := func(e event) {
+		handled++
+		// Unstructured objects are maps: read fields with the
+		// unstructured.Nested* helpers.
+		phase, _, _ := unstructured.NestedString(e.obj.Object, "status", "phase")
+		spec, _, _ := unstructured.NestedMap(e.obj.Object, "spec")
+		specJSON, _ := json.Marshal(spec)
+		fmt.Fprintf(stdout, "%s %-8s %-30s %-9s rv=%s spec=%s\n", time.Now().Format("15:04:05.000"), e.typ,
+			indexer.MetaNamespaceKey(e.obj), phase, e.obj.GetResourceVersion(), truncate(string(specJSON), 60))
+	}
+	// The cache has the first list; wait until the handler has counted it
+	// too, taking the changes it passes on meanwhile (it would block on a
+	// full channel otherwise, and never get to the end of the list).
+	var early []event
+	for waiting := reg.Synced(); waiting != nil; {
+		select {
+		case <-waiting:
+			waiting = nil
+		case e := <-events:
+			early = append(early, e)
+		case <-ctx.Done():
+			summary()
+			return nil
+		}
+	}
+	synced, syncTime = int(listed.Load()), time.Since(start)
 	fmt.Fprintf(stdout, "synced %d %s in %v; now watching\n", synced, gvr.GroupResource(), syncTime.Round(time.Millisecond))
+	for _, e := range early {
+		show(e)
+	}
 
 	for {
 		select {
 		case e := <-events:
-			handled++
-			// Unstructured objects are maps: read fields with the
-			// unstructured.Nested* helpers.
-			phase, _, _ := unstructured.NestedString(e.obj.Object, "status", "phase")
-			spec, _, _ := unstructured.NestedMap(e.obj.Object, "spec")
-			specJSON, _ := json.Marshal(spec)
-			fmt.Fprintf(stdout, "%s %-8s %-30s %-9s rv=%s spec=%s\n", time.Now().Format("15:04:05.000"), e.typ,
-				indexer.MetaNamespaceKey(e.obj), phase, e.obj.GetResourceVersion(), truncate(string(specJSON), 60))
+			show(e)
 		case <-ctx.Done():
 			summary()
 			return nil

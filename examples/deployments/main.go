@@ -23,6 +23,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -72,11 +73,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		case <-runCtx.Done():
 		}
 	}
-	deployments.AddEventHandler(processor.HandlerFuncs[*appsv1.Deployment]{
+	var listed atomic.Int64 // the deployments of the first list
+	reg := deployments.AddEventHandler(processor.HandlerFuncs[*appsv1.Deployment]{
 		AddFunc: func(d *appsv1.Deployment, isInInitialList bool) {
-			if !isInInitialList {
-				note(d)
+			if isInInitialList {
+				listed.Add(1)
+				return
 			}
+			note(d)
 		},
 		UpdateFunc: func(_, d *appsv1.Deployment) { note(d) },
 		DeleteFunc: func(d *appsv1.Deployment, _ bool) { note(d) },
@@ -104,7 +108,23 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return err
 	}
-	synced, syncTime := cache.Len(), time.Since(start)
+	// Wait until the handler has counted the first list too, taking the
+	// namespaces it passes on meanwhile (it would block on a full channel
+	// otherwise, and never get to the end of the list).
+	dirty := map[string]bool{}
+	for waiting := reg.Synced(); waiting != nil; {
+		select {
+		case <-waiting:
+			waiting = nil
+		case ns := <-changed:
+			events++
+			dirty[ns] = true
+		case <-ctx.Done():
+			summary(0, 0)
+			return nil
+		}
+	}
+	synced, syncTime := int(listed.Load()), time.Since(start)
 	fmt.Fprintf(stdout, "synced %d deployments in %v:\n", synced, syncTime.Round(time.Millisecond))
 	namespaces := cache.ListIndexFuncValues(indexer.NamespaceIndex)
 	slices.Sort(namespaces)
@@ -116,7 +136,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// ten times in that second is shown once, as it is now.
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	dirty := map[string]bool{}
 	for {
 		select {
 		case ns := <-changed:
