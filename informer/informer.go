@@ -404,10 +404,15 @@ func (r *Registration[T]) Stopped() <-chan struct{} {
 // the watch delivered for one of those objects before it was applied is
 // applied with it, so handlers may see such an update before HasSynced
 // turns true.
-func (s *SharedIndexInformer[T]) HasSynced() bool { return s.fifo.HasSynced() }
+func (s *SharedIndexInformer[T]) HasSynced() bool { return s.fifo != nil && s.fifo.HasSynced() }
 
 // Synced returns a channel closed when HasSynced becomes true.
-func (s *SharedIndexInformer[T]) Synced() <-chan struct{} { return s.fifo.Synced() }
+func (s *SharedIndexInformer[T]) Synced() <-chan struct{} {
+	if s.fifo == nil { // not made by New: WaitForSync refuses a nil channel
+		return nil
+	}
+	return s.fifo.Synced()
+}
 
 // Indexer returns the informer's cache. Read from it freely; writing to it
 // would make it disagree with the server.

@@ -1101,7 +1101,12 @@ func TestRunRefusesWhatItCannotRunWith(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	assert.NoError(t, inf.Run(ctx), "a nil context does not leave the informer started")
-	assert.ErrorContains(t, new(informer.SharedIndexInformer[*corev1.Pod]).Run(t.Context()), "without New")
+	zero := new(informer.SharedIndexInformer[*corev1.Pod])
+	assert.ErrorContains(t, zero.Run(t.Context()), "without New")
+	// One not made by New has not synced, and WaitForSync says so: it
+	// panicked, where Run refused it.
+	assert.False(t, zero.HasSynced())
+	assert.ErrorContains(t, informer.WaitForSync(t.Context(), zero), "nil")
 }
 
 // An index named by two WithIndexers is an error from Run, which

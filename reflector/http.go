@@ -99,6 +99,9 @@ func NewListerWatcher[T Object](c *Client, target Target, opts ...HTTPOption) (*
 	if c == nil {
 		return nil, errors.New("reflector: NewListerWatcher: the Client is nil")
 	}
+	if c.rest == nil {
+		return nil, errors.New("reflector: NewListerWatcher: the Client was not made by NewClient")
+	}
 	o := httpOptions{
 		listTimeout: time.Minute,
 		idleTimeout: 90 * time.Second,

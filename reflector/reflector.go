@@ -44,7 +44,7 @@ func New[T metav1.Object](lw ListerWatcher[T], store Store[T], opts ...Option[T]
 		r.parts = share.New(share.DefaultSlots)
 		// Without a transform, the HTTP ListerWatcher can share parts
 		// as it decodes them, which costs less than the walk.
-		if s, ok := lw.(partSharer[T]); ok && r.opt.transform == nil {
+		if s, ok := lw.(partSharer[T]); ok && r.opt.transform == nil && !isNilPointer(lw) {
 			if shared, err := s.sharingParts(); err == nil {
 				r.lw, r.parts = shared, nil
 			}
@@ -223,6 +223,9 @@ func (r *Reflector[T]) report(err error) {
 	r.mu.Lock()
 	r.lastError, r.failedSinceWatch = err, true
 	r.mu.Unlock()
+	if r.opt.logger == nil { // a Reflector not made by New: nothing to tell
+		return
+	}
 	r.opt.logger.Debug("list-watch error", "resource", r.opt.name, "err", err)
 	if r.opt.errorHandler == nil {
 		return

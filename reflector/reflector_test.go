@@ -2229,8 +2229,24 @@ func TestRunReportsWhatItCannotRunWith(t *testing.T) {
 		assert.ErrorContains(t, reported[0], "Mode(42)")
 		assert.ErrorContains(t, r.LastError(), "Mode(42)")
 	})
+	t.Run("typed nil HTTPListerWatcher with WithSharing", func(t *testing.T) {
+		// New looked inside it for its sharing decoder, and panicked.
+		var lw *reflector.HTTPListerWatcher[*corev1.Pod]
+		r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithSharing[*corev1.Pod]())
+		r.Run(t.Context())
+		assert.ErrorContains(t, r.LastError(), "ListerWatcher is nil")
+	})
+	t.Run("a Reflector not made by New", func(t *testing.T) {
+		// Run reported it through a logger it did not have, and panicked.
+		var r reflector.Reflector[*corev1.Pod]
+		r.Run(t.Context())
+		assert.ErrorContains(t, r.LastError(), "ListerWatcher is nil")
+	})
 	_, err := reflector.NewListerWatcher[*corev1.Pod](nil, reflector.Target{})
 	assert.ErrorContains(t, err, "Client is nil")
+	// A Client not made by NewClient was taken, and its first List panicked.
+	_, err = reflector.NewListerWatcher[*corev1.Pod](&reflector.Client{}, reflector.Target{})
+	assert.ErrorContains(t, err, "the Client was not made by NewClient")
 }
 
 // A second Run is reported and returns; it does not fill the Store again.

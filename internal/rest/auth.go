@@ -194,8 +194,12 @@ func (f *tokenFile) get() (string, error) {
 	}
 	f.started = true
 	token := strings.TrimSpace(string(data))
-	if err == nil && token == "" {
+	switch {
+	case err != nil:
+	case token == "":
 		err = errors.New("the file is empty")
+	default:
+		err = checkHeaderValue(token)
 	}
 	if err != nil {
 		if f.token != "" {

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -92,6 +93,9 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	}
 	base.RawQuery, base.Fragment = "", "" // as client-go's REST client
 
+	if err := checkHeaderValues(&c); err != nil {
+		return nil, err
+	}
 	hasBearer := c.BearerToken != "" || c.BearerTokenFile != ""
 	if c.Password != "" && c.Username == "" {
 		return nil, errors.New("rest: a Password is set without a Username; basic auth needs both (client-go sends no basic auth then)")
@@ -366,4 +370,36 @@ func defaultUserAgent() string {
 		version = "devel"
 	}
 	return fmt.Sprintf("listwatch/%s (%s/%s)", version, runtime.GOOS, runtime.GOARCH)
+}
+
+// checkHeaderValues refuses a Config whose values sent in headers hold a
+// control character (a newline pasted with a token, say): no request could
+// be sent with it, and an informer would retry for ever.
+func checkHeaderValues(c *Config) error {
+	fields := []struct{ field, value string }{
+		{"BearerToken", c.BearerToken}, {"Username", c.Username}, {"Password", c.Password},
+		{"UserAgent", c.UserAgent}, {"Impersonate.UserName", c.Impersonate.UserName}, {"Impersonate.UID", c.Impersonate.UID},
+	}
+	for _, g := range c.Impersonate.Groups {
+		fields = append(fields, struct{ field, value string }{"Impersonate.Groups", g})
+	}
+	for k, vs := range c.Impersonate.Extra {
+		for _, v := range vs {
+			fields = append(fields, struct{ field, value string }{"Impersonate.Extra[" + strconv.Quote(k) + "]", v})
+		}
+	}
+	for _, f := range fields {
+		if err := checkHeaderValue(f.value); err != nil {
+			return fmt.Errorf("rest: %s %w", f.field, err)
+		}
+	}
+	return nil
+}
+
+// checkHeaderValue refuses a value no HTTP header may carry.
+func checkHeaderValue(v string) error {
+	if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		return errors.New("holds a control character (a newline?): it cannot be sent in an HTTP header")
+	}
+	return nil
 }

@@ -341,6 +341,40 @@ func TestTokenFileMissingAtStart(t *testing.T) {
 	}
 }
 
+// A value sent in a header that holds a control character (a newline
+// pasted with a token) is refused by NewClient, naming the field: no
+// request could carry it, and an informer would retry for ever. A token
+// file with a newline inside the token is refused when read.
+func TestHeaderValuesWithControlCharactersAreRefused(t *testing.T) {
+	for field, cfg := range map[string]Config{
+		"BearerToken":                 {BearerToken: "abc\ndef"},
+		"Username":                    {Username: "a\rb", Password: "p"},
+		"Password":                    {Username: "u", Password: "p\n"},
+		"UserAgent":                   {UserAgent: "ua\r\nX-Evil: 1"},
+		"Impersonate.UserName":        {Impersonate: ImpersonationConfig{UserName: "a\nb"}},
+		"Impersonate.UID":             {Impersonate: ImpersonationConfig{UserName: "a", UID: "\x00"}},
+		"Impersonate.Groups":          {Impersonate: ImpersonationConfig{UserName: "a", Groups: []string{"ok", "b\x7f"}}},
+		`Impersonate.Extra["scopes"]`: {Impersonate: ImpersonationConfig{UserName: "a", Extra: map[string][]string{"scopes": {"x\ny"}}}},
+	} {
+		cfg.Host = "https://127.0.0.1:1"
+		_, err := NewClient(&cfg)
+		if err == nil || !strings.Contains(err.Error(), "rest: "+field+" holds a control character") {
+			t.Errorf("%s: err = %v, want one naming the field", field, err)
+		}
+	}
+	if _, err := NewClient(&Config{Host: "https://127.0.0.1:1", BearerToken: "tab\tis fine", UserAgent: "ua/1.0 (x)"}); err != nil {
+		t.Errorf("a tab and printable characters: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte("abc\ndef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewClient(&Config{Host: "https://127.0.0.1:1", BearerTokenFile: path})
+	if err == nil || !strings.Contains(err.Error(), "control character") || !strings.Contains(err.Error(), path) {
+		t.Errorf("token file: err = %v, want one naming the file and the control character", err)
+	}
+}
+
 // With BearerToken set too, a token file that cannot be read is no error:
 // the static token stands in until the file can be read.
 func TestTokenFileMissingWithAStaticToken(t *testing.T) {
