@@ -423,6 +423,9 @@ func (p *execPlugin) parse(out []byte) (*execCredential, error) {
 	if c.token == "" && c.cert == nil {
 		return nil, errors.New("status has neither a token nor a client certificate")
 	}
+	if err := checkHeaderValue(c.token); err != nil {
+		return nil, fmt.Errorf("status.token %w", err)
+	}
 	return c, nil
 }
 

@@ -397,6 +397,18 @@ func TestExecPluginErrors(t *testing.T) {
 	}
 }
 
+// A plugin's token that holds a control character could be sent in no
+// request: the plugin's output is refused, saying why, without the token.
+func TestExecPluginTokenWithANewlineIsRefused(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	c := newExecClient(t, srv, testPlugin(t, ExecAPIVersionV1, map[string]string{"LW_PLUGIN_MODE": "token", "LW_PLUGIN_TOKEN": "secret\ntoken"}))
+	req, _ := http.NewRequest(http.MethodGet, c.URL("/", nil).String(), nil)
+	_, err := c.Do(req)
+	if err == nil || !strings.Contains(err.Error(), "status.token holds a control character") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("err = %v, want one about status.token that does not quote it", err)
+	}
+}
+
 // A plugin that exits with success while a child it started holds its
 // output open gives its credential once WaitDelay has passed: the child is
 // not waited for, and its holding the pipe is no error.
