@@ -48,11 +48,18 @@
 //     relist answered without a resourceVersion, where the Store has one
 //     (a proxy's {"items":[]}), is taken as older than the Store, and so
 //     is refused for two minutes; a JSON list without "items" ({}) is no
-//     list at all, and is refused every time. A page after the first
-//     without a resourceVersion, where the first had one, is no page of
-//     the list (kube-apiserver gives them all the first's): the list
-//     fails and starts over after the backoff, rather than end there
-//     without the objects of the pages not sent.
+//     list at all, and is refused every time. Nor are these pages of
+//     the list, which kube-apiserver never sends, and which a proxy
+//     may make up or mix up: a page after the first not at the first
+//     page's resourceVersion (kube-apiserver gives them all the
+//     first's), a page that counts items left (remainingItemCount) but
+//     has no continue token to fetch them, an item of a namespace other
+//     than the one listed. The list fails and starts over after the
+//     backoff, rather than end there without the objects of the pages
+//     not sent, or cache what is not there. A watch skips an event of
+//     another namespace, and reports it; a DELETED event whose object
+//     has no resourceVersion ends the watch, and a relist takes the
+//     object out (skipped, it would stay cached for good).
 //   - A watch is not refused that way: kube-apiserver's watch cache
 //     accepts a watch from a resourceVersion it has not reached and sends
 //     only the events past it. So after the server was out of reach (no

@@ -331,6 +331,19 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 	}
 	defer resp.Body.Close()
 
+	if ns := lw.target.Namespace; ns != "" {
+		// An item of another namespace is no item of this list (a proxy
+		// that mixed up its answers): taken, it would stay cached. One
+		// without a namespace is taken as it comes (a server that leaves
+		// it out of its items).
+		next := add
+		add = func(obj T) error {
+			if got := obj.GetNamespace(); got != ns && got != "" {
+				return fmt.Errorf("%w: list item %s in namespace %q, not the namespace listed, %q", wire.ErrMalformed, obj.GetName(), got, ns)
+			}
+			return next(obj)
+		}
+	}
 	var meta wire.ListMeta
 	if isProtobuf(resp.Header.Get("Content-Type")) {
 		meta, err = wire.DecodeProtobufList(resp.Body, lw.codec, lw.opt.maxItemBytes, add)
@@ -343,6 +356,12 @@ func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add 
 			return ListMeta{}, rest.FromStatus(&st.Status)
 		}
 		return ListMeta{}, timedOut(err)
+	}
+	if n := meta.RemainingItemCount; meta.Continue == "" && n != nil && *n > 0 {
+		// kube-apiserver counts the items left only on a page with a
+		// continue token: this page lost its token on the way (a
+		// proxy), and taken as the last it would drop the rest.
+		return ListMeta{}, fmt.Errorf("%w: list page says %d items remain but has no continue token", wire.ErrMalformed, *n)
 	}
 	// Read the end of the body (a chunked body's last chunk may come after
 	// the list's closing byte), so that an HTTP/1.1 connection goes back
@@ -396,7 +415,7 @@ func (lw *HTTPListerWatcher[T]) Watch(ctx context.Context, opts WatchOptions) (W
 		return nil, lw.hint(err)
 	}
 	body := newWatchdog(resp.Body, lw.opt.idleTimeout, cancel)
-	w := &httpWatcher[T]{body: body, cancel: cancel}
+	w := &httpWatcher[T]{body: body, cancel: cancel, namespace: lw.target.Namespace}
 	workers, maxFrame := lw.opt.workers(), lw.opt.maxFrameBytes
 	switch proto := isProtobuf(resp.Header.Get("Content-Type")); {
 	case workers > 1 && proto:

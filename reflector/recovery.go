@@ -247,6 +247,9 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 			s.latest, s.takeOlder = true, true
 		}
 		return s.backoff.next(now)
+	case errors.Is(err, errUnversionedDelete):
+		s.needList = true
+		return s.backoff.next(now)
 	case isTooLargeResourceVersion(err):
 		// A watch from where the Store is that the server cannot serve:
 		// after a short wait, a list at least as new as the Store (the

@@ -95,13 +95,16 @@ func (r *Reflector[T]) list(ctx context.Context, s *runState) error {
 		}
 		if opts.Continue == "" { // the first page
 			listRV = meta.ResourceVersion
-		} else if meta.ResourceVersion == "" && listRV != "" {
+		} else if listRV != "" && meta.ResourceVersion != listRV {
 			// kube-apiserver gives every page of a list the first
-			// page's resourceVersion. A next page without one is no
-			// page of this list (a proxy's made-up {"items":[]}):
-			// taken, it would end the list there, and the Store would
-			// lose the objects of every page not sent.
-			return fmt.Errorf("listing %s: %w: the first page was at %s", r.opt.name, errUnversionedPage, listRV)
+			// page's resourceVersion. A next page without it is no
+			// page of this list (a proxy's made-up {"items":[]}, or a
+			// page of another list): taken, its items would be of
+			// another state, and one without a continue token would
+			// end the list there, the Store losing the objects of
+			// every page not sent.
+			return fmt.Errorf("listing %s: %w: the first page was at %s, this one at %s",
+				r.opt.name, errPageOfAnotherList, listRV, describeRV(meta.ResourceVersion))
 		}
 		switch {
 		case meta.Continue == "":

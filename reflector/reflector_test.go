@@ -395,7 +395,7 @@ func TestNextPageWithoutResourceVersionIsRefused(t *testing.T) {
 		require.NotEmpty(t, store.calls())
 		assert.Equal(t, "replace 5@5", store.calls()[0])
 		require.NotEmpty(t, errs)
-		assert.ErrorContains(t, errs[0], "a next page of the list has no resourceVersion: the first page was at 5")
+		assert.ErrorContains(t, errs[0], "a next page of the list is not at the first page's resourceVersion: the first page was at 5, this one at no resourceVersion")
 	})
 }
 

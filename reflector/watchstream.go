@@ -22,6 +22,9 @@ type httpWatcher[T Object] struct {
 	next   func() (wire.Event[T], error)
 	stop   func() // stops a parallel decoder's goroutines; nil for a sequential one
 	once   sync.Once
+	// namespace is the namespace watched ("" for all): an object of
+	// another is none of this watch's.
+	namespace string
 }
 
 func (w *httpWatcher[T]) Next() (Event[T], error) {
@@ -35,7 +38,23 @@ func (w *httpWatcher[T]) Next() (Event[T], error) {
 		}
 		return Event[T]{}, err
 	}
+	if w.ofAnotherNamespace(ev) {
+		return Event[T]{}, fmt.Errorf("%w: %s event for %s in namespace %q, not the namespace watched, %q",
+			ErrSkipped, ev.Type, ev.Object.GetName(), ev.Object.GetNamespace(), w.namespace)
+	}
 	return Event[T]{Type: EventType(ev.Type), Object: ev.Object, Status: ev.Status}, nil
+}
+
+// ofAnotherNamespace reports an event of an object in a namespace other
+// than the one watched (a proxy that mixed up its streams): taken, the
+// object would stay cached. An object without a namespace is taken as it
+// comes, as in a list.
+func (w *httpWatcher[T]) ofAnotherNamespace(ev wire.Event[T]) bool {
+	if w.namespace == "" || ev.Type == wire.Bookmark || ev.Type == wire.Error || any(ev.Object) == nil || isNilPointer(ev.Object) {
+		return false
+	}
+	ns := ev.Object.GetNamespace()
+	return ns != "" && ns != w.namespace
 }
 
 func (w *httpWatcher[T]) Close() error {
