@@ -68,10 +68,10 @@ var (
 	// errPageOfAnotherList: a LIST page after the first was not at the
 	// first page's resourceVersion. The list starts over.
 	errPageOfAnotherList = errors.New("a next page of the list is not at the first page's resourceVersion")
-	// errUnversionedDelete: a DELETED event whose object has no
-	// resourceVersion, which cannot be applied as it came: a relist
-	// takes the object out.
-	errUnversionedDelete = errors.New("a DELETED event could not be applied (listing again)")
+	// errUnappliedDelete: a DELETED event that could not be applied (its
+	// object rejected, or the transform failed on it): a relist takes the
+	// object out.
+	errUnappliedDelete = errors.New("a DELETED event could not be applied (listing again)")
 	// errEmptyPages: more than freeEmptyPages pages in a row of one list
 	// had no item: each next page waits the backoff.
 	errEmptyPages = errors.New("list pages without items keep coming, each with a new continue token (waiting before the next)")

@@ -156,6 +156,11 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	// Cases that return choose the wait themselves; the others share the
 	// backoff (and Retry-After) below.
 	switch {
+	case errors.Is(err, errUnappliedDelete):
+		// Whatever the event's object failed on (it may wrap any error a
+		// transform returned), a relist takes the object out.
+		s.needList = true
+		return s.backoff.next(now)
 	case errors.As(err, &fallback):
 		if r.opt.mode == WatchList {
 			return s.backoff.next(now)
@@ -246,9 +251,6 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		if refill && s.serverBehind(now) {
 			s.latest, s.takeOlder = true, true
 		}
-		return s.backoff.next(now)
-	case errors.Is(err, errUnversionedDelete):
-		s.needList = true
 		return s.backoff.next(now)
 	case isTooLargeResourceVersion(err):
 		// A watch from where the Store is that the server cannot serve:

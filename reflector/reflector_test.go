@@ -958,6 +958,40 @@ func TestPanickingTransformSkipsTheObject(t *testing.T) {
 	}
 }
 
+// A DELETED event the transform fails on is not skipped as other events
+// are: the deleted object would stay cached for good (until a relist
+// that may never come), as it cannot change again. The watch ends, and a
+// relist takes it out.
+func TestDeleteTheTransformFailsOnIsNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		src.Create(pod("b"))
+		var log errorLog
+		var deleting atomic.Bool
+		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](log.add),
+			reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+				if deleting.Load() && p.Name == "a" {
+					return nil, errors.New("transform bug")
+				}
+				return p, nil
+			}))
+		defer run(t, r)()
+		synctest.Wait()
+		deleting.Store(true)
+		src.Delete("ns/a")
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []string{"b@2"}, store.keys(), "calls %v", store.calls())
+		errs := log.all()
+		require.NotEmpty(t, errs)
+		assert.ErrorContains(t, errs[0], "a DELETED event could not be applied (listing again)")
+		assert.ErrorContains(t, errs[0], "transform bug")
+	})
+}
+
 // A transform must keep the object's namespace, name and resourceVersion:
 // one that returns nil, or a copy without the resourceVersion (which the
 // Reflector resumed from: it then watched from "" and never got another

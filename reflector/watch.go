@@ -164,11 +164,12 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 
 	obj, rv, err := r.admit(ev.Object, false)
 	last := r.LastSyncResourceVersion()
-	if err != nil && ev.Type == Deleted && errors.Is(err, errNoResourceVersion) {
-		// Skipped, it would leave the deleted object in the cache for
-		// good: it cannot change again to repair it. A relist takes it
-		// out, with the state the cache last had of it.
-		return fmt.Errorf("%w: %w", errUnversionedDelete, err)
+	if err != nil && ev.Type == Deleted {
+		// Skipped (rejected, or the transform failed on it), it would
+		// leave the deleted object in the cache for good: it cannot
+		// change again to repair it. A relist takes it out, with the
+		// state the cache last had of it.
+		return fmt.Errorf("%w: %w", errUnappliedDelete, err)
 	}
 	if err != nil {
 		r.report(fmt.Errorf("watching %s: %s event: %w", r.opt.name, ev.Type, err))
