@@ -120,7 +120,12 @@ func (s *objectStore) prune(key string, upTo uint64) {
 	}
 	if len(c) == 0 {
 		delete(s.chains, key)
-		s.stale++
+		if s.stale++; s.stale > 1024 && s.stale > len(s.chains) {
+			// Only lists call keys, which forgets the keys of the
+			// objects gone: a server whose clients only watch would
+			// keep one for every object it ever held.
+			s.keys()
+		}
 		return
 	}
 	s.chains[key] = c

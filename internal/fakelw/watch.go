@@ -221,7 +221,11 @@ func (w *watcher[T]) Next() (reflector.Event[T], error) {
 		w.mu.Lock()
 		if len(w.queue) > 0 {
 			ev := w.queue[0]
+			w.queue[0] = reflector.Event[T]{} // the queue does not keep what it handed out
 			w.queue = w.queue[1:]
+			if len(w.queue) == 0 {
+				w.queue = nil // nor its array, once drained
+			}
 			w.mu.Unlock()
 			return ev, nil
 		}
