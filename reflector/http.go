@@ -293,7 +293,9 @@ func (lw *HTTPListerWatcher[T]) Target() Target { return lw.target }
 // kind is an error (client-go reads a Success Status, or an object of
 // another kind, as an empty list), and so is a JSON body without "items"
 // (client-go reads {} as an empty list: its cache empties, its handlers are
-// told every object was deleted). The list's kind is checked, not its
+// told every object was deleted), an item of a namespace other than the
+// Target's, and a page that counts items left (remainingItemCount) but has
+// no continue token to fetch them: kube-apiserver sends none of these. The list's kind is checked, not its
 // apiVersion: a PodList is read as pods whatever apiVersion it names
 // (client-go's scheme refuses a kind at a version it has not registered).
 func (lw *HTTPListerWatcher[T]) List(ctx context.Context, opts ListOptions, add func(T) error) (ListMeta, error) {
