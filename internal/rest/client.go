@@ -263,11 +263,17 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	}
 	if first {
 		defer c.first.done() // even if the transport panics
-		// The others may go once the connection is up, which they will
-		// share: not wait for the first's answer, which may be a large
-		// LIST read from etcd.
+		// Up to the connection's first streams may go once it is up,
+		// which they will share: not wait for the first's answer, which
+		// may be a large LIST read from etcd. The rest go at the first
+		// answer on it, when its stream limit is known.
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotConn: func(httptrace.GotConnInfo) { c.first.done() },
+			GotConn:              func(httptrace.GotConnInfo) { c.first.connected() },
+			GotFirstResponseByte: c.first.done,
+		}))
+	} else if c.first != nil && c.first.state.Load() != gateOpen {
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotFirstResponseByte: c.first.done,
 		}))
 	}
 	resp, err := c.http.Do(req)

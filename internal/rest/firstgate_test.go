@@ -147,6 +147,143 @@ func TestFirstGate(t *testing.T) {
 	})
 }
 
+// Once the first request has its connection, as many requests as Go's
+// HTTP/2 client puts on it before the server's SETTINGS are known go at
+// once (the first included, preSettingsStreams); the others wait for the
+// first answer on it. All went at once, and net/http dialed a connection
+// for each request past 100: 101 dials for 200 informers, with 5 ms of
+// latency, in a review's test.
+func TestFirstGateLetsGoWhatTheConnectionTakesBeforeItsSettings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newFirstGate()
+		if first, _ := g.enter(t.Context()); !first {
+			t.Fatal("the first request is not first")
+		}
+		const others = 150
+		var went atomic.Int32
+		for range others {
+			go func() {
+				if _, err := g.enter(t.Context()); err != nil {
+					t.Error(err)
+				}
+				went.Add(1)
+			}()
+		}
+		synctest.Wait()
+		if got := went.Load(); got != 0 {
+			t.Fatalf("%d went before the first had its connection", got)
+		}
+		g.connected()
+		synctest.Wait()
+		if got := went.Load(); got != preSettingsStreams-1 {
+			t.Fatalf("%d went once the first had its connection, want %d", got, preSettingsStreams-1)
+		}
+		g.done() // the first answer on it
+		synctest.Wait()
+		if got := went.Load(); got != others {
+			t.Fatalf("%d of %d went once the first answer came", got, others)
+		}
+	})
+}
+
+// Many long requests at once (a Factory's watches), more than Go's HTTP/2
+// client puts on a connection before the server's SETTINGS, share one
+// connection when the network has latency.
+func TestManyWatchesShareOneConnectionDespiteLatency(t *testing.T) {
+	release := make(chan struct{})
+	srv, conns := newCountingHTTP2Server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select { // a watch, open until the test ends
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release) // before the server closes (a cleanup)
+	proxy := newLatencyProxy(t, srv.Listener.Addr().String(), 5*time.Millisecond)
+	c := newClient(t, &Config{Host: "https://" + proxy, TLS: TLSConfig{CAData: serverCAPEM(srv), ServerName: "example.com"}})
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL("/watch", nil).String(), nil)
+			resp, err := c.Do(req)
+			if err == nil {
+				t.Cleanup(func() { _ = resp.Body.Close() }) // open until then, as a watch
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := conns.Load(); got != 1 {
+		t.Errorf("%d watches at once made %d connections, want 1", n, got)
+	}
+}
+
+// newLatencyProxy forwards TCP connections to target, each chunk delayed
+// by d, as a network with latency does; it stops when the test ends.
+func newLatencyProxy(t *testing.T, target string, d time.Duration) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, in, out)
+			mu.Unlock()
+			pipe := func(dst, src net.Conn) {
+				defer dst.Close()
+				defer src.Close()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := src.Read(buf)
+					if n > 0 {
+						time.Sleep(d)
+						if _, werr := dst.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}
+			wg.Go(func() { pipe(out, in) })
+			wg.Go(func() { pipe(in, out) })
+		}
+	})
+	return ln.Addr().String()
+}
+
 // A first request whose transport panics opens the gate all the same, and
 // a Client over plain http (or with HTTP/2 off) has no gate: there is no
 // connection to share.
