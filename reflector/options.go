@@ -115,10 +115,10 @@ func WithPageSize[T metav1.Object](n int64) Option[T] {
 // an add. An object whose transform fails, panics, returns nil or changes
 // its namespace, name or resourceVersion is skipped and the error
 // reported, and the Store keeps what it had for the object: on a watch, the
-// resourceVersion moves past it, as in client-go, but for a DELETED, which
-// ends the watch: a relist takes the object out, where client-go leaves it
-// cached until it next lists; in a list, the Store (a KeepingStore, as
-// deltafifo.FIFO is) is told not to take it for deleted.
+// resourceVersion moves past it, as in client-go, but a DELETED is applied
+// untransformed (a delete needs only the key; client-go drops it, and the
+// object stays in its cache until it next lists); in a list, the Store (a
+// KeepingStore, as deltafifo.FIFO is) is told not to take it for deleted.
 // (To keep objects out of the cache, select them away: Target's label and
 // field selectors.)
 func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {

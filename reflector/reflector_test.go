@@ -959,9 +959,10 @@ func TestPanickingTransformSkipsTheObject(t *testing.T) {
 }
 
 // A DELETED event the transform fails on is not skipped as other events
-// are: the deleted object would stay cached for good (until a relist
-// that may never come), as it cannot change again. The watch ends, and a
-// relist takes it out.
+// are: the deleted object would stay cached for good (until a relist that
+// may never come), as it cannot change again. A delete needs only the key:
+// it is applied untransformed, with the key and resourceVersion it came
+// with, whatever the transform did to them.
 func TestDeleteTheTransformFailsOnIsNotLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, store := newSource(), newRecorder()
@@ -973,22 +974,55 @@ func TestDeleteTheTransformFailsOnIsNotLost(t *testing.T) {
 			reflector.WithErrorHandler[*corev1.Pod](log.add),
 			reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
 				if deleting.Load() && p.Name == "a" {
+					p.Name, p.ResourceVersion = "renamed", "" // in place, then fails
 					return nil, errors.New("transform bug")
 				}
 				return p, nil
 			}))
 		defer run(t, r)()
 		synctest.Wait()
+		listed := src.Lists.Load()
 		deleting.Store(true)
 		src.Delete("ns/a")
 		synctest.Wait()
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		assert.Equal(t, []string{"b@2"}, store.keys(), "calls %v", store.calls())
+		assert.Equal(t, []string{"b@2"}, store.keys())
+		assert.Contains(t, store.calls(), "delete a@3")
+		assert.Equal(t, listed, src.Lists.Load(), "no relist")
 		errs := log.all()
-		require.NotEmpty(t, errs)
-		assert.ErrorContains(t, errs[0], "a DELETED event could not be applied (listing again)")
-		assert.ErrorContains(t, errs[0], "transform bug")
+		require.Len(t, errs, 1)
+		assert.ErrorContains(t, errs[0], "transform bug (deleted untransformed)")
+	})
+}
+
+// A DELETED of an object the transform always fails on (so never cached)
+// costs no relist, and holds up no other object's events: a relist for
+// each such delete held the watch up behind the backoff. Found by a
+// review of the change that relisted.
+func TestDeleteOfAnObjectNeverCachedCostsNoRelist(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		good := src.Create(pod("good"))
+		r := reflector.New[*corev1.Pod](src, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithErrorHandler[*corev1.Pod](func(error) {}),
+			reflector.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+				if strings.HasPrefix(p.Name, "skip-") {
+					return nil, errors.New("not for this cache")
+				}
+				return p, nil
+			}))
+		defer run(t, r)()
+		synctest.Wait()
+		listed := src.Lists.Load()
+		for i := range 20 {
+			src.Create(pod(fmt.Sprint("skip-", i)))
+			src.Delete(fmt.Sprint("ns/skip-", i))
+			g := good.DeepCopy()
+			g.Labels = map[string]string{"n": fmt.Sprint(i)}
+			good = src.Update(g)
+			synctest.Wait()
+			assert.Equal(t, []string{"good@" + good.ResourceVersion}, store.keys(), "round %d", i)
+		}
+		assert.Equal(t, listed, src.Lists.Load(), "LISTs after the first")
 	})
 }
 

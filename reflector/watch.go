@@ -162,16 +162,35 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 		return nil
 	}
 
+	var id identity // which a transform may change in place
+	if ev.Type == Deleted && any(ev.Object) != nil && !isNilPointer(ev.Object) {
+		id = identityOf(ev.Object)
+	}
 	obj, rv, err := r.admit(ev.Object, false)
 	last := r.LastSyncResourceVersion()
-	if err != nil && ev.Type == Deleted {
-		// Skipped (rejected, or the transform failed on it), it would
-		// leave the deleted object in the cache for good: it cannot
-		// change again to repair it. A relist takes it out, with the
-		// state the cache last had of it.
+	switch {
+	case err == nil || ev.Type != Deleted:
+	case errors.Is(err, ErrSkipped):
+		// The transform failed on it. Skipped, the deleted object would
+		// stay cached for good (it cannot change again), and a relist
+		// for each such delete would hold the watch up behind the
+		// backoff (one of an object the transform always fails on was
+		// never cached). A delete needs only the key: applied as it
+		// came, untransformed.
+		r.report(fmt.Errorf("watching %s: %s event: %w (deleted untransformed)", r.opt.name, ev.Type, err))
+		obj, err = ev.Object, nil
+		if identityOf(obj) != id {
+			obj.SetNamespace(id.namespace)
+			obj.SetName(id.name)
+			obj.SetResourceVersion(id.rv)
+		}
+	default:
+		// Rejected (no name, or no resourceVersion): neither its key nor
+		// its place in the order can be trusted. A relist takes the
+		// object out, with the state the cache last had of it.
 		return fmt.Errorf("%w: %w", errUnappliedDelete, err)
 	}
-	if err != nil {
+	if err != nil { // an ADDED or a MODIFIED
 		r.report(fmt.Errorf("watching %s: %s event: %w", r.opt.name, ev.Type, err))
 		// A valid object whose transform failed is skipped, as a refused
 		// event is below (and as in client-go): a watch resumed later
