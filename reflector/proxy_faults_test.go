@@ -41,12 +41,18 @@ func (m *madeUpNextPage) List(ctx context.Context, opts reflector.ListOptions, a
 	return m.Source.List(ctx, opts, add)
 }
 
-// A next page at a resourceVersion other than the first page's is no page
-// of the list: kube-apiserver gives them all the first's. Taken, it ended
-// the list there, and the Store lost the objects of the pages not sent for
-// good (the watch from the first page's resourceVersion never sends them).
+// A next page at a resourceVersion other than the first page's, or at none
+// (a proxy's made-up {"items":[]}), is no page of the list: kube-apiserver
+// gives them all the first's. Taken, it ended the list there, and the
+// Store lost the objects of the pages not sent for good (the watch from
+// the first page's resourceVersion never sends them). The one at none was
+// found by the chaos test (seed 769).
 func TestNextPageAtAnotherResourceVersionIsRefused(t *testing.T) {
-	for _, rv := range []string{"3", "9"} { // older, newer than the list's 5
+	for rv, this := range map[string]string{
+		"":  "no resourceVersion",
+		"3": "resourceVersion 3", // older than the list's 5
+		"9": "resourceVersion 9", // newer
+	} {
 		t.Run("rv="+rv, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				src, store := newSource(), newRecorder()
@@ -64,7 +70,7 @@ func TestNextPageAtAnotherResourceVersionIsRefused(t *testing.T) {
 				assert.Equal(t, sourceKeys(src), store.keys(), "calls: %v", store.calls())
 				assert.Equal(t, "replace 5@5", store.calls()[0])
 				require.NotEmpty(t, errs)
-				assert.ErrorContains(t, errs[0], "the first page was at 5, this one at resourceVersion "+rv)
+				assert.ErrorContains(t, errs[0], "a next page of the list is not at the first page's resourceVersion: the first page was at 5, this one at "+this)
 			})
 		})
 	}

@@ -374,31 +374,6 @@ func TestFailedPageIsAskedForAgain(t *testing.T) {
 	})
 }
 
-// A next page without a resourceVersion (a proxy's made-up {"items":[]},
-// which has no continue token either) is no page of the list: the list
-// starts over, rather than end there. The Store was replaced with the
-// first page alone, and lost every other object.
-func TestNextPageWithoutResourceVersionIsRefused(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		src, store := newSource(), newRecorder()
-		for i := range 5 {
-			src.Create(pod(fmt.Sprint("p", i)))
-		}
-		lw := &pageFaults{Source: src, faults: []pageFault{{items: 0, err: nil}}}
-		var errs []error
-		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
-			reflector.WithPageSize[*corev1.Pod](2), reflector.WithErrorHandler[*corev1.Pod](func(err error) { errs = append(errs, err) }))
-		defer run(t, r)()
-		synctest.Wait()
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		require.NotEmpty(t, store.calls())
-		assert.Equal(t, "replace 5@5", store.calls()[0])
-		require.NotEmpty(t, errs)
-		assert.ErrorContains(t, errs[0], "a next page of the list is not at the first page's resourceVersion: the first page was at 5, this one at no resourceVersion")
-	})
-}
-
 // A last page cut part way is asked for again too: its continue token is
 // still good, and the list need not start over.
 func TestFailedLastPageIsAskedForAgain(t *testing.T) {

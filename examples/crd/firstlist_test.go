@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,30 +25,15 @@ func TestCRDSyncedIsTheFirstList(t *testing.T) {
 	for attempt := range 20 {
 		sim, kubeconfig := newSim(t, 5)
 		widgets := apisim.Of[*unstructured.Unstructured](sim, demo.WidgetResource())
-		stopCreating := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stopCreating:
-					return
-				default:
-				}
-				if _, err := widgets.Create(widget("ns", fmt.Sprintf("c-%d", i), "red")); err != nil {
-					t.Error(err)
-					return
-				}
-				if i%20 == 0 {
-					time.Sleep(time.Millisecond)
-				}
-			}
+		stopCreating := demotest.CreateUntilStopped(t, func(i int) error {
+			_, err := widgets.Create(widget("ns", fmt.Sprintf("c-%d", i), "red"))
+			return err
 		})
 		out, stop := demotest.Start(t, run, "-kubeconfig", kubeconfig)
 		m := out.Next(t, syncedLine)
 		synced, _ := strconv.Atoi(m[1])
 		time.Sleep(100 * time.Millisecond)
-		close(stopCreating)
-		wg.Wait()
+		stopCreating()
 		total, _ := sim.Len(demo.WidgetResource())
 		if err := stop(); err != nil {
 			t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,29 +24,14 @@ func TestDeploymentsSyncedIsTheFirstList(t *testing.T) {
 	for attempt := range 10 {
 		sim, kubeconfig := newSim(t, 2)
 		deps := apisim.Of[*appsv1.Deployment](sim, apisim.Deployments())
-		stopCreating := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stopCreating:
-					return
-				default:
-				}
-				if _, err := deps.Create(deployment("alpha", fmt.Sprintf("c-%d", i), 1)); err != nil {
-					t.Error(err)
-					return
-				}
-				if i%20 == 0 {
-					time.Sleep(time.Millisecond)
-				}
-			}
+		stopCreating := demotest.CreateUntilStopped(t, func(i int) error {
+			_, err := deps.Create(deployment("alpha", fmt.Sprintf("c-%d", i), 1))
+			return err
 		})
 		out, stop := demotest.Start(t, run, "-kubeconfig", kubeconfig)
 		out.Next(t, regexp.MustCompile(`^synced \d+ deployments in `))
 		time.Sleep(100 * time.Millisecond)
-		close(stopCreating)
-		wg.Wait()
+		stopCreating()
 		total, _ := sim.Len(apisim.Deployments())
 		if err := stop(); err != nil {
 			t.Fatal(err)

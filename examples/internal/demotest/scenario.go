@@ -165,3 +165,29 @@ func Start(t testing.TB, run func(context.Context, []string, io.Writer) error, a
 	})
 	return out, stop
 }
+
+// CreateUntilStopped calls create with 0, 1, 2, ... on a goroutine of its
+// own, as fast as it returns (with a millisecond's pause every 20 calls),
+// until the returned stop function is called, which returns once the
+// goroutine has. An error from create fails t and ends the goroutine.
+func CreateUntilStopped(t testing.TB, create func(i int) error) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err := create(i); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%20 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
