@@ -207,7 +207,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	}
 	var first *firstGate
 	if base.Scheme == "https" && !c.DisableHTTP2 {
-		first = newFirstGate() // HTTP/2: one connection to share
+		first = newFirstGate(tracker.idle) // HTTP/2: one connection to share
 	}
 	return &Client{
 		base:    base,
@@ -257,23 +257,23 @@ func (c *Client) URL(path string, query url.Values) *url.URL {
 // requests such as WATCH; a dead connection still fails it through the
 // HTTP/2 PING check or the TCP timeouts. The caller closes the body.
 func (c *Client) Do(req *http.Request) (*http.Response, error) {
-	first, err := c.first.enter(req.Context())
+	round, first, err := c.first.enter(req.Context())
 	if err != nil {
 		return nil, err
 	}
 	if first {
-		defer c.first.done() // even if the transport panics
+		defer round.done() // even if the transport panics
 		// Up to the connection's first streams may go once it is up,
 		// which they will share: not wait for the first's answer, which
 		// may be a large LIST read from etcd. The rest go at the first
 		// answer on it, when its stream limit is known.
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotConn:              func(httptrace.GotConnInfo) { c.first.connected() },
-			GotFirstResponseByte: c.first.done,
+			GotConn:              func(httptrace.GotConnInfo) { round.connected() },
+			GotFirstResponseByte: round.done,
 		}))
-	} else if c.first != nil && c.first.state.Load() != gateOpen {
+	} else if !round.isOpen() {
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotFirstResponseByte: c.first.done,
+			GotFirstResponseByte: round.done,
 		}))
 	}
 	resp, err := c.http.Do(req)

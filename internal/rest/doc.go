@@ -61,12 +61,12 @@
 // default); over HTTP/1.1 TCP keepalive probes and, on Linux,
 // TCP_USER_TIMEOUT do the same job in the kernel.
 //
-// Over HTTPS with HTTP/2, a Client's first request goes alone: the others
-// wait until it has its connection (or its answer, through a wrapped
-// transport that does not tell; at most two seconds, after which nobody
-// waits), so
-// that a Factory starting hundreds of informers at once shares one HTTP/2
-// connection rather than dialing one each. A request whose own timeout is
-// shorter than that wait may run out while it waits, on that first use
-// only.
+// Over HTTPS with HTTP/2, a request made while no connection is up goes
+// alone: the others wait until it has its connection (or its answer,
+// through a wrapped transport that does not tell; at most two seconds,
+// after which nobody waits), so that a Factory starting hundreds of
+// informers at once, or watches coming back after their connection was
+// cut, share one HTTP/2 connection rather than dialing one each. A
+// request whose own timeout is shorter than that wait may run out while
+// it waits.
 package rest

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -110,14 +111,15 @@ func newCountingHTTP2Server(t *testing.T, h http.HandlerFunc) (*httptest.Server,
 // own context; once it is done, nobody waits.
 func TestFirstGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newFirstGate()
-		if first, err := g.enter(t.Context()); !first || err != nil {
+		g := newFirstGate(nil)
+		r, first, err := g.enter(t.Context())
+		if !first || err != nil {
 			t.Fatalf("the first request: first %v, err %v", first, err)
 		}
 		entered := make(chan time.Duration, 1)
 		start := time.Now()
 		go func() {
-			first, err := g.enter(t.Context())
+			_, first, err := g.enter(t.Context())
 			if first || err != nil {
 				t.Errorf("a second request: first %v, err %v", first, err)
 			}
@@ -125,7 +127,7 @@ func TestFirstGate(t *testing.T) {
 		}()
 		ctx, cancel := context.WithCancel(t.Context())
 		cancelled := make(chan error, 1)
-		go func() { _, err := g.enter(ctx); cancelled <- err }()
+		go func() { _, _, err := g.enter(ctx); cancelled <- err }()
 		synctest.Wait()
 		cancel()
 		if err := <-cancelled; !errors.Is(err, context.Canceled) {
@@ -137,11 +139,11 @@ func TestFirstGate(t *testing.T) {
 		// The first is late: the gate is open for good, not only for
 		// the request that waited.
 		start = time.Now()
-		if first, err := g.enter(t.Context()); first || err != nil || time.Since(start) != 0 {
+		if _, first, err := g.enter(t.Context()); first || err != nil || time.Since(start) != 0 {
 			t.Errorf("after a wait ran out: first %v, err %v, waited %v", first, err, time.Since(start))
 		}
-		g.done() // the first request's answer, late: nothing changes
-		if first, err := g.enter(t.Context()); first || err != nil || time.Since(start) != 0 {
+		r.done() // the first request's answer, late: nothing changes
+		if _, first, err := g.enter(t.Context()); first || err != nil || time.Since(start) != 0 {
 			t.Errorf("after the first is done: first %v, err %v, waited %v", first, err, time.Since(start))
 		}
 	})
@@ -155,15 +157,16 @@ func TestFirstGate(t *testing.T) {
 // latency, in a review's test.
 func TestFirstGateLetsGoWhatTheConnectionTakesBeforeItsSettings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newFirstGate()
-		if first, _ := g.enter(t.Context()); !first {
+		g := newFirstGate(nil)
+		r, first, _ := g.enter(t.Context())
+		if !first {
 			t.Fatal("the first request is not first")
 		}
 		const others = 150
 		var went atomic.Int32
 		for range others {
 			go func() {
-				if _, err := g.enter(t.Context()); err != nil {
+				if _, _, err := g.enter(t.Context()); err != nil {
 					t.Error(err)
 				}
 				went.Add(1)
@@ -173,12 +176,12 @@ func TestFirstGateLetsGoWhatTheConnectionTakesBeforeItsSettings(t *testing.T) {
 		if got := went.Load(); got != 0 {
 			t.Fatalf("%d went before the first had its connection", got)
 		}
-		g.connected()
+		r.connected()
 		synctest.Wait()
 		if got := went.Load(); got != preSettingsStreams-1 {
 			t.Fatalf("%d went once the first had its connection, want %d", got, preSettingsStreams-1)
 		}
-		g.done() // the first answer on it
+		r.done() // the first answer on it
 		synctest.Wait()
 		if got := went.Load(); got != others {
 			t.Fatalf("%d of %d went once the first answer came", got, others)
@@ -308,7 +311,7 @@ func TestFirstGateOpensOnAPanicAndOnlyForHTTP2(t *testing.T) {
 		defer func() { _ = recover() }()
 		_ = getErr(c, "/first")
 	}()
-	if got := c.first.state.Load(); got != gateOpen {
+	if got := c.first.round.Load().state.Load(); got != gateOpen {
 		t.Errorf("after a panic in the first request, the gate is %d, want open", got)
 	}
 	if err := getErr(c, "/second"); err != nil {
@@ -319,4 +322,117 @@ func TestFirstGateOpensOnAPanicAndOnlyForHTTP2(t *testing.T) {
 			t.Errorf("%s (DisableHTTP2 %v): a gate", cfg.Host, cfg.DisableHTTP2)
 		}
 	}
+}
+
+// Watches cut all at once come back on one connection: with no connection
+// up, the next request goes alone again, and the others wait for its
+// connection. The gate opened once for good, and 200 watches cut at once,
+// each back after its own backoff (10–110 ms here), made 43–56 dials to
+// come back on one connection through a 100 ms handshake, in a review's
+// test.
+func TestWatchesCutAtOnceComeBackOnOneConnection(t *testing.T) {
+	release := make(chan struct{})
+	srv, conns := newCountingHTTP2Server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select { // a watch, open until the test ends or it is cut
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release) // before the server closes (a cleanup)
+	proxy := newLatencyProxy(t, srv.Listener.Addr().String(), 10*time.Millisecond)
+	c := newClient(t, &Config{Host: "https://" + proxy, TLS: TLSConfig{CAData: serverCAPEM(srv), ServerName: "example.com"}})
+
+	const n = 200
+	watch := func() (io.ReadCloser, error) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL("/watch", nil).String(), nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		return resp.Body, nil
+	}
+	var up, back sync.WaitGroup
+	up.Add(n)
+	back.Add(n)
+	for i := range n {
+		go func() {
+			body, err := watch()
+			if err != nil {
+				t.Error(err)
+				up.Done()
+				back.Done()
+				return
+			}
+			up.Done()
+			_, _ = io.Copy(io.Discard, body) // until the cut
+			_ = body.Close()
+			backoff := 10*time.Millisecond + time.Duration(i)*time.Millisecond/2
+			for {
+				time.Sleep(backoff) // a Reflector's jittered backoff
+				if body, err = watch(); err == nil {
+					t.Cleanup(func() { _ = body.Close() })
+					break
+				}
+			}
+			back.Done()
+		}()
+	}
+	up.Wait()
+	if got := conns.Load(); got != 1 {
+		t.Fatalf("%d watches at once made %d connections, want 1", n, got)
+	}
+	srv.CloseClientConnections()
+	back.Wait()
+	if got := conns.Load() - 1; got != 1 {
+		t.Errorf("%d watches cut at once came back on %d new connections, want 1", n, got)
+	}
+}
+
+// Once open, the gate lets everyone through while a connection is up; once
+// none is, the next request starts a new round and goes alone, and the
+// others wait for its connection again.
+func TestFirstGateStartsAgainWhenNoConnectionIsUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var idle atomic.Bool
+		g := newFirstGate(idle.Load)
+		r, first, _ := g.enter(t.Context())
+		if !first {
+			t.Fatal("the first request is not first")
+		}
+		r.done()
+		if _, first, _ := g.enter(t.Context()); first {
+			t.Fatal("a request while a connection is up went as a first")
+		}
+		idle.Store(true) // every connection cut
+		r2, first, _ := g.enter(t.Context())
+		if !first || r2 == r {
+			t.Fatalf("with no connection up: first %v, a new round %v", first, r2 != r)
+		}
+		var went atomic.Int32
+		for range 3 {
+			go func() {
+				if _, first, err := g.enter(t.Context()); first || err != nil {
+					t.Errorf("behind the new first: first %v, err %v", first, err)
+				}
+				went.Add(1)
+			}()
+		}
+		synctest.Wait()
+		if got := went.Load(); got != 0 {
+			t.Fatalf("%d went before the new first had its connection", got)
+		}
+		r.done() // the old round's late news changes nothing
+		synctest.Wait()
+		if got := went.Load(); got != 0 {
+			t.Fatalf("%d went on the old round's answer", got)
+		}
+		idle.Store(false)
+		r2.connected()
+		synctest.Wait()
+		if got := went.Load(); got != 3 {
+			t.Fatalf("%d of 3 went once the new first had its connection", got)
+		}
+	})
 }

@@ -169,6 +169,7 @@ func clientKeyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 type connTracker struct {
 	mu     sync.Mutex
 	conns  map[*trackedConn]struct{}
+	dialed bool          // a connection was made
 	closes atomic.Uint64 // how many times closeAll ran
 }
 
@@ -186,9 +187,17 @@ func (t *connTracker) wrap(dial dialFunc) dialFunc {
 			t.conns = map[*trackedConn]struct{}{}
 		}
 		t.conns[tc] = struct{}{}
+		t.dialed = true
 		t.mu.Unlock()
 		return tc, nil
 	}
+}
+
+// idle reports that connections were made and none is open now.
+func (t *connTracker) idle() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dialed && len(t.conns) == 0
 }
 
 // closeAll closes every connection for a rotation of the client
