@@ -90,7 +90,10 @@
 //     a streaming list's initial events: there it fails the list, which is
 //     tried again after the backoff (with LIST, in Auto mode), as a LIST
 //     page that holds one is (a list without it would have the cache
-//     delete the object).
+//     delete the object). A DELETED of another kind, or whose object has
+//     no name or resourceVersion, is not skipped either (the object it
+//     meant would stay cached for good): the watch ends, and a relist
+//     after the backoff takes the object out.
 //   - A watch answered 403 Forbidden (a role that grants list but not
 //     watch) or 405 Method Not Allowed (a resource that can be listed but
 //     not watched, as an aggregated API's may be) is followed by a list

@@ -69,7 +69,8 @@ var (
 	// first page's resourceVersion. The list starts over.
 	errPageOfAnotherList = errors.New("a next page of the list is not at the first page's resourceVersion")
 	// errUnappliedDelete: a DELETED event whose object was rejected (no
-	// name, or no resourceVersion): a relist takes the object out.
+	// name, or no resourceVersion, or of another kind): a relist takes
+	// the object out.
 	errUnappliedDelete = errors.New("a DELETED event could not be applied (listing again)")
 	// errEmptyPages: more than freeEmptyPages pages in a row of one list
 	// had no item: each next page waits the backoff.

@@ -138,6 +138,27 @@ func TestObjectOfAnotherNamespaceIsRefused(t *testing.T) {
 	assert.Equal(t, "a", ev.Object.Name)
 }
 
+// An event of another kind (a proxy that mixed up its streams) is skipped,
+// and the stream goes on, unless it is a DELETED: whatever it deleted, an
+// object it meant would stay cached for good. That one ends the watch and
+// relists, as a DELETED without a resourceVersion does
+// (TestDeleteWithoutResourceVersionIsNotLost).
+func TestDeleteOfAnotherKindIsNotSkipped(t *testing.T) {
+	watch := serveJSON(t, `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x","namespace":"default","resourceVersion":"6"}}}`+"\n"+
+		`{"type":"DELETED","object":{"kind":"Pod","apiVersion":"v2","metadata":{"name":"a","namespace":"default","resourceVersion":"7"}}}`+"\n"+
+		`{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"b","namespace":"default","resourceVersion":"8"}}}`+"\n")
+	w, err := watch.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "5"})
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = w.Next()
+	assert.ErrorIs(t, err, reflector.ErrSkipped, "an ADDED of another kind: the stream goes on")
+	_, err = w.Next()
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, reflector.ErrSkipped, "a DELETED of another kind")
+	assert.ErrorContains(t, err, "a DELETED event could not be applied (listing again)")
+	assert.ErrorContains(t, err, "got Pod v2, want Pod v1")
+}
+
 // stripDeleteRV passes the Source's watches through, with the
 // resourceVersion taken off the object of the first DELETED event, as a
 // proxy that rewrites objects might.

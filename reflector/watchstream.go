@@ -31,6 +31,11 @@ func (w *httpWatcher[T]) Next() (Event[T], error) {
 	ev, err := w.next()
 	if err != nil {
 		switch {
+		case errors.Is(err, wire.ErrWrongKind) && ev.Type == wire.Deleted:
+			// Whatever it deleted, it was named in a way this watch
+			// cannot read: skipped, an object it meant would stay cached
+			// for good. The end of the watch, and a relist.
+			return Event[T]{}, fmt.Errorf("%w: %w", errUnappliedDelete, err)
 		case errors.Is(err, wire.ErrWrongKind):
 			return Event[T]{}, fmt.Errorf("%w: %w", ErrSkipped, err)
 		case w.body.idle():

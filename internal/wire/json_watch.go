@@ -69,7 +69,9 @@ func (d *JSONWatchDecoder[T]) decodeFrame(frame []byte, n int) (Event[T], error)
 // Next decodes the next event. It returns io.EOF when the stream ends
 // cleanly between events, and otherwise:
 //   - a *WrongKindError (errors.Is ErrWrongKind) for an object of another
-//     kind: the event was consumed and Next may be called again;
+//     kind, with an Event that holds only the event's Type (a DELETED
+//     the caller cannot apply): the event was consumed and Next may be
+//     called again;
 //   - any other error (ErrMalformed, ErrUnknownEventType, ErrMissingObject,
 //     ErrFrameTooLarge, io.ErrUnexpectedEOF for a stream cut inside an
 //     event, or the body's read error): the decoder is finished, every
@@ -172,7 +174,7 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 		}
 	}
 	if kindErr != nil {
-		return Event[T]{}, kindErr
+		return Event[T]{Type: ev.Type}, kindErr
 	}
 	return ev, nil
 }

@@ -222,7 +222,8 @@ func TestJSONWatchWrongKindIsSkippable(t *testing.T) {
 		event{"ADDED", realisticPod(1)},
 		event{"MODIFIED", testDeployment(1)}, // apps/v1
 	)
-	// An object-first event of the wrong kind is skippable too.
+	// An object-first event of the wrong kind is skippable too. The
+	// event's type comes with the error: a DELETED cannot be skipped.
 	stream = append(stream, `{"object":{"kind":"Secret","apiVersion":"v1"},"type":"ADDED"}`...)
 	stream = append(stream, jsonStream(t, event{"DELETED", realisticPod(2)})...)
 	d := NewJSONWatchDecoder(bytes.NewReader(stream), mustCodec[*corev1.Pod](t, podGVK), 0)
@@ -235,7 +236,7 @@ func TestJSONWatchWrongKindIsSkippable(t *testing.T) {
 		var wk *WrongKindError
 		switch {
 		case errors.As(err, &wk):
-			got = append(got, "skip "+wk.Got.Kind)
+			got = append(got, "skip "+string(ev.Type)+" "+wk.Got.Kind)
 			if wk.Want != podGVK || !errors.Is(err, ErrWrongKind) {
 				t.Fatalf("want %v, errors.Is ErrWrongKind: %v", wk.Want, errors.Is(err, ErrWrongKind))
 			}
@@ -245,7 +246,7 @@ func TestJSONWatchWrongKindIsSkippable(t *testing.T) {
 			got = append(got, string(ev.Type)+" "+ev.Object.Name)
 		}
 	}
-	want := "skip ConfigMap|ADDED web-7d4b9c6f5-00001|skip Deployment|skip Secret|DELETED web-7d4b9c6f5-00002"
+	want := "skip ADDED ConfigMap|ADDED web-7d4b9c6f5-00001|skip MODIFIED Deployment|skip ADDED Secret|DELETED web-7d4b9c6f5-00002"
 	if strings.Join(got, "|") != want {
 		t.Fatalf("got  %s\nwant %s", strings.Join(got, "|"), want)
 	}

@@ -155,7 +155,7 @@ func (d protobufEvent[T]) decode(frame []byte) (Event[T], error) {
 		return Event[T]{Type: t, Status: status}, nil
 	}
 	if !d.codec.accepts(string(u.apiVersion), string(u.kind)) {
-		return Event[T]{}, fmt.Errorf("%s (%s): %w", d.what(), t, d.codec.wrongKind(string(u.apiVersion), string(u.kind)))
+		return Event[T]{Type: t}, fmt.Errorf("%s (%s): %w", d.what(), t, d.codec.wrongKind(string(u.apiVersion), string(u.kind)))
 	}
 	obj, err := d.codec.decodeProto(u.raw)
 	if err != nil {

@@ -134,14 +134,14 @@ func TestProtobufWatchWrongKindIsSkippable(t *testing.T) {
 		var wk *WrongKindError
 		switch {
 		case errors.As(err, &wk):
-			got = append(got, "skip "+wk.Got.Kind+" "+wk.Got.GroupVersion().String())
+			got = append(got, "skip "+string(ev.Type)+" "+wk.Got.Kind+" "+wk.Got.GroupVersion().String())
 		case err != nil:
 			t.Fatal(err)
 		default:
 			got = append(got, string(ev.Type)+" "+ev.Object.Name)
 		}
 	}
-	want := "skip ConfigMap v1|ADDED web-7d4b9c6f5-00001|skip Deployment apps/v1|DELETED web-7d4b9c6f5-00002"
+	want := "skip ADDED ConfigMap v1|ADDED web-7d4b9c6f5-00001|skip MODIFIED Deployment apps/v1|DELETED web-7d4b9c6f5-00002"
 	if strings.Join(got, "|") != want {
 		t.Fatalf("got  %s\nwant %s", strings.Join(got, "|"), want)
 	}
