@@ -554,3 +554,105 @@ func TestShutdownClosesConnections(t *testing.T) {
 		t.Fatalf("%d connections still open after Shutdown", open.Load())
 	}
 }
+
+// A Factory's informers share one HTTP/2 connection, and come back on one
+// after it is reset (an apiserver that crashed, a load balancer dropping
+// its connections), however their backoffs spread them, through a
+// handshake slowed by latency. Before the rest Client's gate started a
+// new round once no connection was up, they dialed while the first new
+// one was in its handshake: 8–19 connections for 200 here.
+func TestFactoryComesBackOnOneConnectionAfterACut(t *testing.T) {
+	sim := apisim.New(apisim.WithResources(apisim.Pods()))
+	t.Cleanup(sim.Close)
+	var conns, watching atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query().Get("watch"); q == "true" || q == "1" {
+			watching.Add(1)
+			defer watching.Add(-1)
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	ln := &slowListener{Listener: srv.Listener, d: 20 * time.Millisecond}
+	srv.Listener = ln
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+
+	f, err := informer.NewFactory(&reflector.Config{Host: srv.URL, TLS: reflector.TLSConfig{CAData: caPEM}})
+	require.NoError(t, err)
+	const n = 200
+	for i := range n {
+		_, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: fmt.Sprint("ns-", i)})
+		require.NoError(t, err)
+	}
+	f.Start(t.Context())
+	t.Cleanup(f.Shutdown)
+	require.NoError(t, f.WaitForCacheSync(t.Context()))
+	allWatching := func(when string) {
+		deadline := time.Now().Add(30 * time.Second) // a deadline, not a wait
+		for watching.Load() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d of %d informers watching", when, watching.Load(), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	allWatching("at the start")
+	require.EqualValues(t, 1, conns.Load(), "connections at the start")
+	ln.reset()
+	for watching.Load() == n { // the cut reaches the handlers
+		time.Sleep(time.Millisecond)
+	}
+	allWatching("after the cut")
+	assert.EqualValues(t, 1, conns.Load()-1, "connections after the cut")
+}
+
+// slowListener's connections take d to send each write, as over a network
+// with latency: a TLS handshake takes a few times d.
+type slowListener struct {
+	net.Listener
+	d     time.Duration
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *slowListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.conns = append(l.conns, c)
+	l.mu.Unlock()
+	return slowConn{c, l.d}, nil
+}
+
+// reset resets every connection accepted, as a server that crashed or a
+// load balancer that dropped them would.
+func (l *slowListener) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		c.Close()
+	}
+	l.conns = nil
+}
+
+type slowConn struct {
+	net.Conn
+	d time.Duration
+}
+
+func (c slowConn) Write(p []byte) (int, error) {
+	time.Sleep(c.d)
+	return c.Conn.Write(p)
+}

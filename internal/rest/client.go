@@ -261,23 +261,39 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if first {
+	switch {
+	case first:
 		defer round.done() // even if the transport panics
 		// Up to the connection's first streams may go once it is up,
 		// which they will share: not wait for the first's answer, which
 		// may be a large LIST read from etcd. The rest go at the first
 		// answer on it, when its stream limit is known.
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotConn:              func(httptrace.GotConnInfo) { round.connected() },
+			GotConn: func(info httptrace.GotConnInfo) {
+				if gotConn(info) { // else it fails, and another goes first
+					round.connected()
+				}
+			},
 			GotFirstResponseByte: round.done,
 		}))
-	} else if !round.isOpen() {
+	case !round.isOpen():
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn:              func(info httptrace.GotConnInfo) { gotConn(info) },
 			GotFirstResponseByte: round.done,
+		}))
+	case round != nil:
+		// The gate needs to know which connections are usable: the
+		// ones given to a request.
+		// (A new trace each time: WithClientTrace writes into it.)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { gotConn(info) },
 		}))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if first {
+			c.first.abandon(round)
+		}
 		if isTLSVerifyError(err) {
 			return nil, fmt.Errorf("the apiserver's TLS certificate did not verify; check the cluster's CA (certificate-authority, TLS.CAData or TLS.CAFile) and server name (tls-server-name, TLS.ServerName): %w", err)
 		}

@@ -6,28 +6,36 @@ import (
 	"time"
 )
 
-// firstGate lets a request go alone while no connection is up: the others
-// wait until it has its connection, and then as many as the connection
-// takes before the server's SETTINGS are known (preSettingsStreams); the
-// rest wait for the first answer on it (or for the first request to fail),
-// and at most firstRequestWait. While no connection to a host is up,
-// net/http dials one for every request waiting (it cannot know before the
-// TLS handshake that HTTP/2 will carry them all on one), then throws the
-// extra ones away: a Factory starting 500 informers made 560–780 TCP and
-// TLS dials in a review's test, where one first request brings it to one;
-// past 100 requests before SETTINGS, it dialed one for each request over
-// 100 (101 dials for 200 informers, with 5 ms of latency); and 200 watches
-// cut at once, coming back after their Reflectors' jittered backoff, made
-// 43–58 dials through a slow handshake. Each time the connections are all
-// gone (cut, or closed by the Client) the gate starts a new round, whose
-// first request goes alone again. It does not spread dials while a
-// connection is up: requests past the server's stream limit each dial one
-// until a second connection is up. A nil gate (plain http, or HTTP/2 off:
+// firstGate lets a request go alone while no connection is usable: the
+// others wait until it has its connection, and then as many as the
+// connection takes before the server's SETTINGS are known
+// (preSettingsStreams); the rest wait for the first answer on it, and at
+// most firstRequestWait in all. If the first request fails before it has
+// its connection (its context ended, or the server is not up yet), one of
+// the others goes alone in its place.
+//
+// While no connection to a host is up, net/http dials one for every
+// request waiting (it cannot know before the TLS handshake that HTTP/2
+// will carry them all on one), then throws the extra ones away. Without
+// the gate, a Factory starting 500 informers made 560–780 TCP and TLS
+// dials in a review's test; past 100 requests before SETTINGS, one dial
+// for each request over 100 (101 dials for 200 informers, with 5 ms of
+// latency); and 200 watches whose connection was reset, coming back after
+// their Reflectors' jittered backoff, made 43–127 dials through a slow
+// handshake (TestWatchesCutAtOnceComeBackOnOneConnection). With it, one.
+//
+// A connection is usable once a request was given it, until it is closed
+// or fails to read (connTracker). A server that ends its streams before
+// its connection (a graceful shutdown, whose TLS close the HTTP/2 client
+// reads before it closes the connection) leaves a moment in which a
+// request sent again finds the connection still counted, goes, and dials;
+// so does one sent while the only connection is at the server's stream
+// limit, until a second one is up. A nil gate (plain http, or HTTP/2 off:
 // nothing to share) lets everything through.
 type firstGate struct {
 	round atomic.Pointer[gateRound]
-	// idle reports that connections were made and none is up now (a
-	// transport that never dials through the Client, a test's, never
+	// idle reports that connections were dialed and none is usable now
+	// (a transport that never dials through the Client, a test's, never
 	// starts a new round).
 	idle func() bool
 	wait time.Duration // firstRequestWait; tests set it
@@ -43,7 +51,9 @@ type gateRound struct {
 	budget  atomic.Int32
 	open    chan struct{} // closed when the gate opens
 	limited chan struct{} // closed when the first has its connection
-	wait    time.Duration
+	// again: the first failed before it had its connection; the others
+	// go through the gate again, and one of them goes first.
+	again atomic.Bool
 }
 
 const (
@@ -66,7 +76,8 @@ const preSettingsStreams = 100
 const firstRequestWait = 2 * time.Second
 
 // newFirstGate returns a gate whose first request goes alone, and which
-// starts a new round whenever idle reports no connection up (nil: never).
+// starts a new round whenever idle reports no connection usable (nil:
+// never).
 func newFirstGate(idle func() bool) *firstGate {
 	if idle == nil {
 		idle = func() bool { return false }
@@ -77,7 +88,7 @@ func newFirstGate(idle func() bool) *firstGate {
 }
 
 func (g *firstGate) newRound(state int32) *gateRound {
-	r := &gateRound{open: make(chan struct{}), limited: make(chan struct{}), wait: g.wait}
+	r := &gateRound{open: make(chan struct{}), limited: make(chan struct{})}
 	r.state.Store(state)
 	return r
 }
@@ -92,49 +103,75 @@ func (g *firstGate) enter(ctx context.Context) (r *gateRound, first bool, err er
 	if g == nil {
 		return nil, false, nil
 	}
-	r = g.round.Load()
-	if r.state.Load() == gateOpen {
-		if !g.idle() {
-			return r, false, nil
+	var timeout <-chan time.Time // one wait for all the rounds a request waits in
+	for {
+		r = g.round.Load()
+		if r.state.Load() == gateOpen {
+			if !g.idle() {
+				return r, false, nil
+			}
+			// No connection is usable: this request goes alone again.
+			next := g.newRound(gateFirst)
+			if g.round.CompareAndSwap(r, next) {
+				return next, true, nil
+			}
+			r = g.round.Load() // another request's round: wait in it
 		}
-		// Every connection is gone: this request goes alone again.
-		next := g.newRound(gateFirst)
-		if g.round.CompareAndSwap(r, next) {
-			return next, true, nil
+		if timeout == nil {
+			t := time.NewTimer(g.wait)
+			defer t.Stop()
+			timeout = t.C
 		}
-		r = g.round.Load() // another request's round: wait in it
+		var again bool
+		first, again, err = r.enter(ctx, timeout)
+		if !again {
+			return r, first, err
+		}
 	}
-	first, err = r.enter(ctx)
-	return r, first, err
 }
 
-func (r *gateRound) enter(ctx context.Context) (first bool, err error) {
+// abandon ends round r whose first request failed before it had a
+// connection: the requests waiting in it go through the gate again, one
+// of them first of a new round, rather than all at once while no
+// connection is up (each would dial its own).
+func (g *firstGate) abandon(r *gateRound) {
+	if g == nil || r.state.Load() != gateFirst {
+		return
+	}
+	g.round.CompareAndSwap(r, g.newRound(gateUnused))
+	r.again.Store(true)
+	r.done()
+}
+
+// enter waits in round r as firstGate.enter says, until timeout at most;
+// again is true if the round was abandoned (the request must go through
+// the gate again).
+func (r *gateRound) enter(ctx context.Context, timeout <-chan time.Time) (first, again bool, err error) {
 	switch {
 	case r.state.Load() == gateOpen:
-		return false, nil
+		return false, r.again.Load(), nil
 	case r.state.CompareAndSwap(gateUnused, gateFirst):
-		return true, nil
+		return true, false, nil
 	}
-	t := time.NewTimer(r.wait)
-	defer t.Stop()
 	limited := r.limited
 	for {
 		if r.state.Load() == gateLimited && r.budget.Add(-1) >= 0 {
-			return false, nil
+			return false, false, nil
 		}
 		select {
 		case <-r.open:
+			return false, r.again.Load(), nil
 		case <-limited:
 			limited = nil // try the budget once more
 			continue
-		case <-t.C:
+		case <-timeout:
 			// The first request's answer is late: the connection is up by
 			// now, and nobody waits any longer.
 			r.done()
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return false, false, ctx.Err()
 		}
-		return false, nil
+		return false, false, nil
 	}
 }
 

@@ -237,16 +237,31 @@ func newLatencyProxy(t *testing.T, target string, d time.Duration) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	serveLatencyProxy(t, ln, target, d)
+	return ln.Addr().String()
+}
+
+// serveLatencyProxy is newLatencyProxy on a listener of the caller's. cut
+// resets every connection open, on both sides, as a server that crashed or
+// a load balancer that dropped them would.
+func serveLatencyProxy(t *testing.T, ln net.Listener, target string, d time.Duration) (cut func()) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
+	cut = func() {
 		mu.Lock()
+		defer mu.Unlock()
 		for _, c := range conns {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0) // a reset, not a FIN
+			}
 			c.Close()
 		}
-		mu.Unlock()
+		conns = nil
+	}
+	t.Cleanup(func() {
+		ln.Close()
+		cut()
 		wg.Wait()
 	})
 	wg.Go(func() {
@@ -284,7 +299,7 @@ func newLatencyProxy(t *testing.T, target string, d time.Duration) string {
 			wg.Go(func() { pipe(in, out) })
 		}
 	})
-	return ln.Addr().String()
+	return cut
 }
 
 // A first request whose transport panics opens the gate all the same, and
@@ -324,70 +339,122 @@ func TestFirstGateOpensOnAPanicAndOnlyForHTTP2(t *testing.T) {
 	}
 }
 
-// Watches cut all at once come back on one connection: with no connection
-// up, the next request goes alone again, and the others wait for its
-// connection. The gate opened once for good, and 200 watches cut at once,
-// each back after its own backoff (10–110 ms here), made 43–56 dials to
-// come back on one connection through a 100 ms handshake, in a review's
-// test.
+// Watches cut all at once (their connection reset) come back on one
+// connection: with no connection usable, the next request goes alone
+// again, and the others wait for its connection. The gate opened once for
+// good, and 200 watches cut at once, each back after its own backoff
+// (400–800 ms here, as a Reflector's first one), made 43–58 dials to come
+// back on one connection through a slow handshake in a review's test,
+// 43–127 in this one.
 func TestWatchesCutAtOnceComeBackOnOneConnection(t *testing.T) {
-	release := make(chan struct{})
-	srv, conns := newCountingHTTP2Server(t, func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		select { // a watch, open until the test ends or it is cut
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
-	defer close(release) // before the server closes (a cleanup)
-	proxy := newLatencyProxy(t, srv.Listener.Addr().String(), 10*time.Millisecond)
-	c := newClient(t, &Config{Host: "https://" + proxy, TLS: TLSConfig{CAData: serverCAPEM(srv), ServerName: "example.com"}})
-
-	const n = 200
-	watch := func() (io.ReadCloser, error) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL("/watch", nil).String(), nil)
-		resp, err := c.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		return resp.Body, nil
+	srv, conns := newWatchServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	cut := serveLatencyProxy(t, ln, srv.Listener.Addr().String(), 10*time.Millisecond)
+	c := newClient(t, &Config{Host: "https://" + ln.Addr().String(), TLS: TLSConfig{CAData: serverCAPEM(srv), ServerName: "example.com"}})
+	const n = 200
 	var up, back sync.WaitGroup
 	up.Add(n)
-	back.Add(n)
 	for i := range n {
-		go func() {
-			body, err := watch()
-			if err != nil {
-				t.Error(err)
-				up.Done()
-				back.Done()
-				return
-			}
+		back.Go(func() {
+			body := watchUntilAnswered(t, c, i, reflectorBackoff(i))
 			up.Done()
 			_, _ = io.Copy(io.Discard, body) // until the cut
 			_ = body.Close()
-			backoff := 10*time.Millisecond + time.Duration(i)*time.Millisecond/2
-			for {
-				time.Sleep(backoff) // a Reflector's jittered backoff
-				if body, err = watch(); err == nil {
-					t.Cleanup(func() { _ = body.Close() })
-					break
-				}
-			}
-			back.Done()
-		}()
+			body = watchUntilAnswered(t, c, i, reflectorBackoff(i))
+			t.Cleanup(func() { _ = body.Close() })
+		})
 	}
 	up.Wait()
 	if got := conns.Load(); got != 1 {
 		t.Fatalf("%d watches at once made %d connections, want 1", n, got)
 	}
-	srv.CloseClientConnections()
+
+	cut()
 	back.Wait()
 	if got := conns.Load() - 1; got != 1 {
 		t.Errorf("%d watches cut at once came back on %d new connections, want 1", n, got)
 	}
+}
+
+// Watches that start while the apiserver is not up yet (connection
+// refused: no connection was ever up) come back on one connection once it
+// is. A new round began only once a connection had come up and gone, and
+// the first request of each round, refused, let all the others go at once:
+// 87–142 connections in a review's test.
+func TestWatchesComeBackOnOneConnectionOnceTheServerIsUp(t *testing.T) {
+	srv, conns := newWatchServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // a port nobody listens on, for now
+	c := newClient(t, &Config{Host: "https://" + addr, TLS: TLSConfig{CAData: serverCAPEM(srv), ServerName: "example.com"}})
+	if err := getErr(c, "/watch"); err == nil {
+		t.Fatal("a request to a port nobody listens on succeeded")
+	}
+	const n = 200
+	var started, back sync.WaitGroup
+	started.Add(n)
+	for i := range n {
+		back.Go(func() {
+			started.Done()
+			// Closer together than Reflectors would: the refused
+			// first requests let the others go at once.
+			body := watchUntilAnswered(t, c, i, 50*time.Millisecond+time.Duration(i)*time.Millisecond/2)
+			t.Cleanup(func() { _ = body.Close() })
+		})
+	}
+	started.Wait()
+	if ln, err = net.Listen("tcp", addr); err != nil {
+		t.Fatal(err)
+	}
+	serveLatencyProxy(t, ln, srv.Listener.Addr().String(), 10*time.Millisecond) // the apiserver is up
+	back.Wait()
+	if got := conns.Load(); got != 1 {
+		t.Errorf("%d watches came back on %d connections once the apiserver was up, want 1", n, got)
+	}
+}
+
+// newWatchServer starts a counting HTTP/2 server whose every answer is a
+// watch that stays open until the test ends, or its connection is cut.
+func newWatchServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	release := make(chan struct{})
+	srv, conns := newCountingHTTP2Server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-release
+	})
+	t.Cleanup(func() { close(release) }) // before the server closes: cleanups run last first
+	return srv, conns
+}
+
+// watchUntilAnswered opens a watch, as the i-th of many Reflectors would:
+// after each failure it waits its backoff and tries again, for 20 s at
+// most.
+func watchUntilAnswered(t *testing.T, c *Client, i int, backoff time.Duration) io.ReadCloser {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL("/watch", nil).String(), nil)
+		resp, err := c.Do(req)
+		if err == nil {
+			return resp.Body
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("watch %d never answered: %v", i, err)
+			return http.NoBody
+		}
+		time.Sleep(backoff) // a Reflector's backoff
+	}
+}
+
+// reflectorBackoff is the i-th of 200 Reflectors' first backoff after a
+// failure, spread as the jitter spreads them: 400 to 800 ms.
+func reflectorBackoff(i int) time.Duration {
+	return 400*time.Millisecond + time.Duration(i)*2*time.Millisecond
 }
 
 // Once open, the gate lets everyone through while a connection is up; once
@@ -433,6 +500,59 @@ func TestFirstGateStartsAgainWhenNoConnectionIsUp(t *testing.T) {
 		synctest.Wait()
 		if got := went.Load(); got != 3 {
 			t.Fatalf("%d of 3 went once the new first had its connection", got)
+		}
+	})
+}
+
+// A first request that fails before it has its connection (its context
+// ended, or the server is not up yet) hands over: one of the requests
+// waiting behind it goes alone in its place, and the others keep waiting,
+// for firstRequestWait in all. They all went at once, and with no
+// connection up each dialed its own: 150 behind a first that gave up made
+// 201 connections, in a review's test.
+func TestFirstGateHandsOverWhenTheFirstFailsBeforeItsConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newFirstGate(nil)
+		r, first, _ := g.enter(t.Context())
+		if !first {
+			t.Fatal("the first request is not first")
+		}
+		start := time.Now()
+		const others = 5
+		firsts, went := make(chan *gateRound, others), make(chan time.Duration, others)
+		for range others {
+			go func() {
+				r, first, err := g.enter(t.Context())
+				switch {
+				case err != nil:
+					t.Error(err)
+				case first:
+					firsts <- r
+				default:
+					went <- time.Since(start)
+				}
+			}()
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		g.abandon(r)
+		r.done() // Do's deferred done: nothing more
+		synctest.Wait()
+		if len(firsts) != 1 || len(went) != 0 {
+			t.Fatalf("once the first failed: %d went first, %d went behind it; want 1 and 0", len(firsts), len(went))
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if len(went) != others-1 {
+			t.Fatalf("%d of %d went by firstRequestWait", len(went), others-1)
+		}
+		for range others - 1 {
+			if d := <-went; d != firstRequestWait {
+				t.Errorf("a request went after %v in two rounds, want %v in all", d, firstRequestWait)
+			}
+		}
+		if r2 := <-firsts; r2 == r {
+			t.Error("the new first went in the abandoned round")
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -169,14 +170,16 @@ func clientKeyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 type connTracker struct {
 	mu     sync.Mutex
 	conns  map[*trackedConn]struct{}
-	dialed bool          // a connection was made
 	closes atomic.Uint64 // how many times closeAll ran
+	dialed atomic.Bool   // a connection was dialed (whether it came up or not)
+	usable atomic.Int32  // connections a request was given and not closed since
 }
 
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 func (t *connTracker) wrap(dial dialFunc) dialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		t.dialed.Store(true) // tried: a server not up yet is "no connection up" too
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
@@ -187,17 +190,35 @@ func (t *connTracker) wrap(dial dialFunc) dialFunc {
 			t.conns = map[*trackedConn]struct{}{}
 		}
 		t.conns[tc] = struct{}{}
-		t.dialed = true
 		t.mu.Unlock()
 		return tc, nil
 	}
 }
 
-// idle reports that connections were made and none is open now.
+// idle reports that a connection was dialed (whether it came up or not)
+// and none is usable now: none that a request was given is still open. A
+// connection still in its TLS handshake is not usable yet.
 func (t *connTracker) idle() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.dialed && len(t.conns) == 0
+	return t.dialed.Load() && t.usable.Load() <= 0
+}
+
+// gotConn notes that a request was given conn: it is usable until it
+// fails or is closed. It reports whether conn is usable: a request may be
+// given one that failed a moment before, which the HTTP/2 client has not
+// put aside yet.
+func gotConn(info httptrace.GotConnInfo) (usable bool) {
+	conn := info.Conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
+	c, ok := conn.(*trackedConn)
+	if !ok {
+		return true
+	}
+	if c.state.CompareAndSwap(connNew, connUsable) {
+		c.tracker.usable.Add(1)
+	}
+	return c.state.Load() == connUsable
 }
 
 // closeAll closes every connection for a rotation of the client
@@ -214,6 +235,7 @@ func (t *connTracker) closeConns() {
 	t.conns = nil
 	t.mu.Unlock()
 	for c := range conns {
+		c.setClosed()
 		_ = c.Conn.Close()
 	}
 }
@@ -221,11 +243,38 @@ func (t *connTracker) closeConns() {
 type trackedConn struct {
 	net.Conn
 	tracker *connTracker
+	state   atomic.Int32 // connNew, connUsable or connClosed
+}
+
+const (
+	connNew    = iota
+	connUsable // a request was given it
+	connClosed // closed, or failed to read
+)
+
+// Read counts a connection that fails to read as closed at once: the
+// HTTP/2 client fails the connection's streams before it closes it, and
+// the requests sent again in between must find no connection usable.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		if ne, ok := errors.AsType[net.Error](err); !ok || !ne.Timeout() {
+			c.setClosed()
+		}
+	}
+	return n, err
 }
 
 func (c *trackedConn) Close() error {
+	c.setClosed()
 	c.tracker.mu.Lock()
 	delete(c.tracker.conns, c)
 	c.tracker.mu.Unlock()
 	return c.Conn.Close()
+}
+
+func (c *trackedConn) setClosed() {
+	if c.state.Swap(connClosed) == connUsable {
+		c.tracker.usable.Add(-1)
+	}
 }
