@@ -30,6 +30,19 @@ type store[T metav1.Object] struct {
 	// whose object has one value v in it, by v: entries share them
 	// (shared).
 	single map[string][][]string
+	// setPeak holds, for each key set that has held more than shrinkAbove
+	// keys, the largest power of two its size reached. A set that falls to
+	// a quarter of that is copied into a map of its size (unindex): the
+	// store as a whole may stay too full to compact (shrunk) while a burst
+	// in one value, a namespace, leaves that value's set with the room of
+	// the burst, one burst after another.
+	setPeak map[setID]int
+}
+
+// setID names the key set of value v of index i.
+type setID struct {
+	i int
+	v string
 }
 
 // indexSet is an immutable, ordered set of named index functions.
@@ -232,7 +245,7 @@ func (s *store[T]) compacted() compactedMaps[T] {
 // store holds.
 func (s *store[T]) install(c compactedMaps[T]) {
 	s.items, s.values, s.single = c.items, c.values, c.single
-	s.peak = len(s.items)
+	s.peak, s.setPeak = len(s.items), nil
 }
 
 // resized returns a copy of m that has only the room it needs.
@@ -252,6 +265,14 @@ func (s *store[T]) index(i int, key string, values []string) {
 			s.values[i][v] = keys
 		}
 		keys[key] = struct{}{}
+		// Recorded at powers of two only: a map write in 1 add of 2^k.
+		if n := len(keys); n > shrinkAbove && n&(n-1) == 0 {
+			if s.setPeak == nil {
+				s.setPeak = map[setID]int{}
+			}
+			id := setID{i, v}
+			s.setPeak[id] = max(s.setPeak[id], n)
+		}
 	}
 }
 
@@ -259,9 +280,23 @@ func (s *store[T]) unindex(i int, key string, values []string) {
 	for _, v := range values {
 		keys := s.values[i][v]
 		delete(keys, key)
-		if len(keys) == 0 {
+		switch n := len(keys); {
+		case n == 0:
 			delete(s.values[i], v)
 			delete(s.single, v) // no entry has v any more
+			delete(s.setPeak, setID{i, v})
+		case n&(n-1) == 0 && s.setPeak != nil:
+			// Down to a power of two: at a quarter of its peak, after at
+			// least 3/4 of the peak removals, it gives the room back, and
+			// will again at a quarter of this.
+			if id := (setID{i, v}); n <= s.setPeak[id]/4 {
+				s.values[i][v] = resized(keys)
+				if n > shrinkAbove {
+					s.setPeak[id] = n
+				} else {
+					delete(s.setPeak, id)
+				}
+			}
 		}
 	}
 }

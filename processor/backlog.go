@@ -23,8 +23,8 @@ type backlog[T metav1.Object] struct {
 	// max > 0.
 	latest map[string]uint64
 	// keysSeen is the largest len(latest) since latest was made. Go maps
-	// never shrink, so once the backlog drains after a burst of many keys,
-	// latest is replaced by a small one.
+	// never shrink, so once latest falls to a quarter of that after a
+	// burst of many keys, it is copied into a map of its size.
 	keysSeen int
 }
 
@@ -79,10 +79,21 @@ func (b *backlog[T]) pop() Notification[T] {
 		if seq, ok := b.latest[n.Key]; ok && seq == b.popped {
 			delete(b.latest, n.Key)
 		}
-		if b.ring.len() == 0 && b.keysSeen > bigKeyIndex {
-			b.latest, b.keysSeen = make(map[string]uint64), 0
+		if b.keysSeen > bigKeyIndex && len(b.latest) < b.keysSeen/4 {
+			// Not only once drained: a handler that stays a few
+			// notifications behind never drains the backlog.
+			b.latest, b.keysSeen = resized(b.latest), len(b.latest)
 		}
 	}
 	b.popped++
 	return n
+}
+
+// resized returns a copy of m that has only the room it needs.
+func resized[K comparable, V any](m map[K]V) map[K]V {
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
 }
