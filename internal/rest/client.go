@@ -270,15 +270,18 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 		// answer on it, when its stream limit is known.
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 			GotConn: func(info httptrace.GotConnInfo) {
-				if gotConn(info) { // else it fails, and another goes first
+				switch usable, http1 := gotConn(info); {
+				case usable && http1:
+					round.done() // HTTP/1.1: nothing to share, nobody waits
+				case usable:
 					round.connected()
-				}
+				} // else it fails, and another goes first
 			},
 			GotFirstResponseByte: round.done,
 		}))
 	case !round.isOpen():
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotConn:              func(info httptrace.GotConnInfo) { gotConn(info) },
+			GotConn:              func(info httptrace.GotConnInfo) { _, _ = gotConn(info) },
 			GotFirstResponseByte: round.done,
 		}))
 	case round != nil:
@@ -286,7 +289,7 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 		// ones given to a request.
 		// (A new trace each time: WithClientTrace writes into it.)
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotConn: func(info httptrace.GotConnInfo) { gotConn(info) },
+			GotConn: func(info httptrace.GotConnInfo) { _, _ = gotConn(info) },
 		}))
 	}
 	resp, err := c.http.Do(req)

@@ -30,8 +30,12 @@ import (
 // reads before it closes the connection) leaves a moment in which a
 // request sent again finds the connection still counted, goes, and dials;
 // so does one sent while the only connection is at the server's stream
-// limit, until a second one is up. A nil gate (plain http, or HTTP/2 off:
-// nothing to share) lets everything through.
+// limit, until a second one is up; and a burst of requests just after the
+// CA file changed, which go through a new transport while the old one's
+// connections still count. Once a first request's connection speaks
+// HTTP/1.1 (a server without HTTP/2), the gate holds nothing: every
+// request needs a connection of its own. A nil gate (plain http, or
+// HTTP/2 off: nothing to share) lets everything through.
 type firstGate struct {
 	round atomic.Pointer[gateRound]
 	// idle reports that connections were dialed and none is usable now

@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -555,4 +558,113 @@ func TestFirstGateHandsOverWhenTheFirstFailsBeforeItsConnection(t *testing.T) {
 			t.Error("the new first went in the abandoned round")
 		}
 	})
+}
+
+// Over HTTPS to a server that speaks only HTTP/1.1 there is nothing to
+// share: every request needs a connection of its own, and none waits for
+// another's. The gate started a round whenever the connections were gone
+// (keep-alive off, say), and held every request past the first 100 until
+// the first answer: a review's test.
+func TestFirstGateHoldsNothingOverHTTP1(t *testing.T) {
+	const n = 120
+	var arrived atomic.Int32
+	all, late := make(chan struct{}), make(chan struct{}, n)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/burst" {
+			return
+		}
+		if arrived.Add(1) == n {
+			close(all)
+		}
+		select { // every request is in before any is answered
+		case <-all:
+		case <-time.After(time.Second): // a deadline, not a wait (the gate's is 2 s)
+			late <- struct{}{}
+		}
+	}))
+	srv.Config.SetKeepAlivesEnabled(false)
+	srv.StartTLS() // HTTP/1.1 only
+	defer srv.Close()
+	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+	if err := getErr(c, "/warm"); err != nil { // its connection closes after it
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if err := getErr(c, "/burst"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(late) > 0 {
+		t.Errorf("%d of %d requests at once waited a second at the server for others the gate held (%d came in the end)", len(late), n, arrived.Load())
+	}
+}
+
+// Through an https:// proxy, a connection is TLS to the server inside TLS
+// to the proxy: it counts as usable all the same. It did not, and every
+// burst of requests on a connected Client was held as if nothing were up:
+// a review's test.
+func TestConnectionThroughAnHTTPSProxyCountsAsUsable(t *testing.T) {
+	srv, _ := newCountingHTTP2Server(t, func(http.ResponseWriter, *http.Request) {})
+	proxy := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		up, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		down, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			up.Close()
+			return
+		}
+		_, _ = down.Write([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+		go func() { _, _ = io.Copy(up, buf.Reader); up.Close() }()
+		go func() { _, _ = io.Copy(down, up); down.Close() }()
+	}))
+	defer proxy.Close()
+	defer srv.CloseClientConnections() // the tunnels, before the proxy closes
+	c := newClient(t, &Config{Host: srv.URL, ProxyURL: proxy.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+	if err := getErr(c, "/"); err != nil {
+		t.Fatal(err)
+	}
+	if c.tracker.idle() {
+		t.Errorf("connected through an https proxy, no connection counts as usable (%d)", c.tracker.usable.Load())
+	}
+}
+
+// A connection whose read fails with ETIMEDOUT (TCP_USER_TIMEOUT, or
+// keepalive probes unanswered: the peer is gone) no longer counts as
+// usable; only a deadline's timeout would leave it so. It counted, as a
+// timeout, until the HTTP/2 client closed it.
+func TestConnectionThatTimedOutIsNotUsable(t *testing.T) {
+	tracker := &connTracker{}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	dial := tracker.wrap(func(context.Context, string, string) (net.Conn, error) { return timedOutConn{a}, nil })
+	conn, err := dial(t.Context(), "tcp", "x:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usable, _ := gotConn(httptrace.GotConnInfo{Conn: conn}); !usable || tracker.idle() {
+		t.Fatal("a connection given to a request does not count as usable")
+	}
+	_, err = conn.Read(make([]byte, 1))
+	if !tracker.idle() {
+		t.Errorf("after a read failed with %v, the connection still counts as usable", err)
+	}
+}
+
+// timedOutConn's reads fail as a connection whose peer is gone does.
+type timedOutConn struct{ net.Conn }
+
+func (timedOutConn) Read([]byte) (int, error) {
+	return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,6 +174,7 @@ type connTracker struct {
 	closes atomic.Uint64 // how many times closeAll ran
 	dialed atomic.Bool   // a connection was dialed (whether it came up or not)
 	usable atomic.Int32  // connections a request was given and not closed since
+	http1  atomic.Bool   // the last connection given speaks HTTP/1.1: nothing to share
 }
 
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -195,30 +197,39 @@ func (t *connTracker) wrap(dial dialFunc) dialFunc {
 	}
 }
 
-// idle reports that a connection was dialed (whether it came up or not)
-// and none is usable now: none that a request was given is still open. A
-// connection still in its TLS handshake is not usable yet.
+// idle reports that a connection was dialed (whether it came up or not),
+// the last one given to a request spoke HTTP/2 (or none was), and none is
+// usable now: none that a request was given is still open. A connection
+// still in its TLS handshake is not usable yet.
 func (t *connTracker) idle() bool {
-	return t.dialed.Load() && t.usable.Load() <= 0
+	return t.dialed.Load() && !t.http1.Load() && t.usable.Load() <= 0
 }
 
 // gotConn notes that a request was given conn: it is usable until it
-// fails or is closed. It reports whether conn is usable: a request may be
+// fails or is closed. It reports whether conn is usable (a request may be
 // given one that failed a moment before, which the HTTP/2 client has not
-// put aside yet.
-func gotConn(info httptrace.GotConnInfo) (usable bool) {
+// put aside yet), and whether it speaks HTTP/1.1.
+func gotConn(info httptrace.GotConnInfo) (usable, http1 bool) {
 	conn := info.Conn
 	if tc, ok := conn.(*tls.Conn); ok {
+		http1 = tc.ConnectionState().NegotiatedProtocol != "h2"
+	}
+	for { // TLS over TLS through an https:// proxy
+		tc, ok := conn.(*tls.Conn)
+		if !ok {
+			break
+		}
 		conn = tc.NetConn()
 	}
 	c, ok := conn.(*trackedConn)
 	if !ok {
-		return true
+		return true, http1
 	}
+	c.tracker.http1.Store(http1)
 	if c.state.CompareAndSwap(connNew, connUsable) {
 		c.tracker.usable.Add(1)
 	}
-	return c.state.Load() == connUsable
+	return c.state.Load() == connUsable, http1
 }
 
 // closeAll closes every connection for a rotation of the client
@@ -258,7 +269,9 @@ const (
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if err != nil {
-		if ne, ok := errors.AsType[net.Error](err); !ok || !ne.Timeout() {
+		// Only a deadline's timeout leaves it usable; ETIMEDOUT (a dead
+		// peer, from TCP_USER_TIMEOUT or keepalive probes) does not.
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			c.setClosed()
 		}
 	}
