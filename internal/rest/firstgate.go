@@ -11,8 +11,8 @@ import (
 // connection takes before the server's SETTINGS are known
 // (preSettingsStreams); the rest wait for the first answer on it, and at
 // most firstRequestWait in all. If the first request fails before it has
-// its connection (its context ended, or the server is not up yet), one of
-// the others goes alone in its place.
+// its connection (its context ended, or the server is not up yet), or
+// leaves no connection usable, one of the others goes alone in its place.
 //
 // While no connection to a host is up, net/http dials one for every
 // request waiting (it cannot know before the TLS handshake that HTTP/2
@@ -135,11 +135,14 @@ func (g *firstGate) enter(ctx context.Context) (r *gateRound, first bool, err er
 }
 
 // abandon ends round r whose first request failed before it had a
-// connection: the requests waiting in it go through the gate again, one
-// of them first of a new round, rather than all at once while no
-// connection is up (each would dial its own).
+// connection, or with no connection usable left: the requests waiting in
+// it go through the gate again, one of them first of a new round, rather
+// than all at once while no connection is up (each would dial its own).
 func (g *firstGate) abandon(r *gateRound) {
-	if g == nil || r.state.Load() != gateFirst {
+	if g == nil {
+		return
+	}
+	if st := r.state.Load(); st != gateFirst && (st != gateLimited || !g.idle()) {
 		return
 	}
 	g.round.CompareAndSwap(r, g.newRound(gateUnused))

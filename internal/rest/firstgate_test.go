@@ -668,3 +668,51 @@ type timedOutConn struct{ net.Conn }
 func (timedOutConn) Read([]byte) (int, error) {
 	return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}
 }
+
+// A first request that fails after its connection came up, which then
+// failed too, hands over as well: the requests still waiting (past the
+// connection's first streams) would each dial their own.
+func TestFirstGateHandsOverWhenTheFirstsConnectionFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var idle atomic.Bool
+		g := newFirstGate(idle.Load)
+		r, _, _ := g.enter(t.Context())
+		const others = preSettingsStreams + 10
+		var went, firsts atomic.Int32
+		for range others {
+			go func() {
+				_, first, err := g.enter(t.Context())
+				if err != nil {
+					t.Error(err)
+				}
+				if first {
+					firsts.Add(1)
+				}
+				went.Add(1)
+			}()
+		}
+		synctest.Wait()
+		r.connected()
+		synctest.Wait()
+		if got := went.Load(); got != preSettingsStreams-1 {
+			t.Fatalf("%d went once the first had its connection, want %d", got, preSettingsStreams-1)
+		}
+		g.abandon(r) // its connection is still usable: nothing
+		synctest.Wait()
+		if got := went.Load(); got != preSettingsStreams-1 {
+			t.Fatalf("%d went after a failure on a usable connection, want %d", got, preSettingsStreams-1)
+		}
+		idle.Store(true) // the connection failed
+		g.abandon(r)
+		r.done() // Do's deferred done: nothing more
+		synctest.Wait()
+		if got, f := went.Load(), firsts.Load(); got != preSettingsStreams || f != 1 {
+			t.Fatalf("once the connection failed: %d went, %d of them first; want %d and 1", got, f, preSettingsStreams)
+		}
+		g.round.Load().done() // the new first's answer
+		synctest.Wait()
+		if got := went.Load(); got != others {
+			t.Fatalf("%d of %d went once the new first was answered", got, others)
+		}
+	})
+}
