@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"runtime"
 	"runtime/debug"
@@ -261,37 +260,10 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case first:
+	if first {
 		defer round.done() // even if the transport panics
-		// Up to the connection's first streams may go once it is up,
-		// which they will share: not wait for the first's answer, which
-		// may be a large LIST read from etcd. The rest go at the first
-		// answer on it, when its stream limit is known.
-		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotConn: func(info httptrace.GotConnInfo) {
-				switch usable, http1 := gotConn(info); {
-				case usable && http1:
-					round.done() // HTTP/1.1: nothing to share, nobody waits
-				case usable:
-					round.connected()
-				} // else it fails, and another goes first
-			},
-			GotFirstResponseByte: round.done,
-		}))
-	case !round.isOpen():
-		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotConn:              func(info httptrace.GotConnInfo) { _, _ = gotConn(info) },
-			GotFirstResponseByte: round.done,
-		}))
-	case round != nil:
-		// The gate needs to know which connections are usable: the
-		// ones given to a request.
-		// (A new trace each time: WithClientTrace writes into it.)
-		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotConn: func(info httptrace.GotConnInfo) { _, _ = gotConn(info) },
-		}))
 	}
+	req = traced(req, round, first)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if first {

@@ -2,6 +2,8 @@ package rest
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 )
@@ -55,8 +57,9 @@ type gateRound struct {
 	budget  atomic.Int32
 	open    chan struct{} // closed when the gate opens
 	limited chan struct{} // closed when the first has its connection
-	// again: the first failed before it had its connection; the others
-	// go through the gate again, and one of them goes first.
+	// again: the round was abandoned (its first failed before it had
+	// its connection, or left none usable); the others go through the
+	// gate again, and one of them goes first.
 	again atomic.Bool
 }
 
@@ -209,4 +212,35 @@ func (r *gateRound) done() {
 	if r.state.CompareAndSwap(gateFirst, gateOpen) || r.state.CompareAndSwap(gateLimited, gateOpen) {
 		close(r.open)
 	}
+}
+
+// traced returns req with the hooks the gate needs, for a request that
+// went in round (first: as its first). Every request tells the gate which
+// connection it was given (gotConn); the first of a round lets up to the
+// connection's first streams go once it has it, not at its answer, which
+// may be a large LIST read from etcd; any answer in a round not open yet
+// opens it, the connection's stream limit then known. A nil round (no
+// gate) leaves req as it is.
+func traced(req *http.Request, round *gateRound, first bool) *http.Request {
+	if round == nil {
+		return req
+	}
+	// A new trace each time: WithClientTrace writes into the one it is
+	// given.
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { gotConn(info) }}
+	switch {
+	case first:
+		trace.GotConn = func(info httptrace.GotConnInfo) {
+			switch usable, http1 := gotConn(info); {
+			case usable && http1:
+				round.done() // HTTP/1.1: nothing to share, nobody waits
+			case usable:
+				round.connected()
+			} // else it fails, and another goes first (abandon)
+		}
+		trace.GotFirstResponseByte = round.done
+	case !round.isOpen():
+		trace.GotFirstResponseByte = round.done
+	}
+	return req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 }
