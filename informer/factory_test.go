@@ -535,14 +535,8 @@ func TestShutdownClosesConnections(t *testing.T) {
 			}
 		}
 	}
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-
-	f, err := informer.NewFactory(&reflector.Config{Host: srv.URL, TLS: reflector.TLSConfig{CAData: caPEM}})
-	require.NoError(t, err)
-	_, err = informer.For[*corev1.Pod](f, reflector.Target{})
+	f := newTLSFactory(t, srv)
+	_, err := informer.For[*corev1.Pod](f, reflector.Target{})
 	require.NoError(t, err)
 	f.Start(t.Context())
 	require.NoError(t, f.WaitForCacheSync(t.Context()))
@@ -579,13 +573,7 @@ func TestFactoryComesBackOnOneConnectionAfterACut(t *testing.T) {
 			conns.Add(1)
 		}
 	}
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-
-	f, err := informer.NewFactory(&reflector.Config{Host: srv.URL, TLS: reflector.TLSConfig{CAData: caPEM}})
-	require.NoError(t, err)
+	f := newTLSFactory(t, srv)
 	const n = 200
 	for i := range n {
 		_, err := informer.For[*corev1.Pod](f, reflector.Target{Namespace: fmt.Sprint("ns-", i)})
@@ -655,4 +643,17 @@ type slowConn struct {
 func (c slowConn) Write(p []byte) (int, error) {
 	time.Sleep(c.d)
 	return c.Conn.Write(p)
+}
+
+// newTLSFactory starts srv over TLS with HTTP/2, closed when the test
+// ends, and returns a Factory that trusts it.
+func newTLSFactory(t *testing.T, srv *httptest.Server) *informer.Factory {
+	t.Helper()
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	f, err := informer.NewFactory(&reflector.Config{Host: srv.URL, TLS: reflector.TLSConfig{CAData: caPEM}})
+	require.NoError(t, err)
+	return f
 }
