@@ -3,7 +3,7 @@
 // reflector.ListerWatcher that an informer (informer.New) or a Reflector
 // lists and watches, and that a test writes to.
 //
-//	test ──Create/Update/Delete──▶ Source ──List/Watch──▶ informer ──▶ your handlers
+//	test ──Create/Update/UpdateStatus/Delete──▶ Source ──List/Watch──▶ informer ──▶ your handlers
 //	test ──FailList/FailWatch/Compact/CloseWatches──▶ Source (faults, as a real server has them)
 //
 // Writes are checked as kube-apiserver checks them: creating an object that
@@ -18,7 +18,13 @@
 // metadata and status (or a Deployment's annotations, as the server's
 // Deployment strategy has it), for the types that have one (see
 // NewSource), and
-// an Update that changes nothing writes nothing. A Delete of an object
+// an Update that changes nothing writes nothing. The status is apart,
+// as the server keeps it for a kind with a status subresource (every type
+// with a Status field; an *unstructured.Unstructured given
+// WithStatusSubresource): Update keeps the stored status, and
+// UpdateStatus, a PUT to /status, writes the status alone, with the same
+// checks, moving no generation on. For another type UpdateStatus is the
+// server's 404. A Delete of an object
 // with finalizers marks it with a deletionTimestamp; it goes when an
 // Update takes its last finalizer away. An Update of a custom resource,
 // a Lease or another kind whose server refuses it without a

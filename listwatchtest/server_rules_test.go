@@ -125,7 +125,7 @@ func TestTimesAreStoredToTheSecond(t *testing.T) {
 
 	again := created.DeepCopy()
 	again.Status.StartTime = &metav1.Time{Time: base.Add(700 * time.Millisecond)}
-	updated, err := src.Update(again)
+	updated, err := src.UpdateStatus(again)
 	require.NoError(t, err)
 	assert.Equal(t, created.ResourceVersion, updated.ResourceVersion,
 		"the same bytes as stored: kube-apiserver writes nothing")

@@ -42,6 +42,9 @@ type Source[T reflector.Object] struct {
 	// as kube-apiserver requires for custom resources and the kinds
 	// whose strategy's AllowUnconditionalUpdate is false.
 	conditional bool
+	// status: the resource has a status subresource (see hasStatus):
+	// Update keeps the stored status and UpdateStatus writes it.
+	status bool
 }
 
 // conditionalOnly are the built-in resources whose strategy refuses an
@@ -82,30 +85,37 @@ var conditionalOnly = map[schema.GroupResource]bool{
 // some kinds with a spec none either, Services and Namespaces among them:
 // a Source gives them one.
 //
-// Update is a PUT to the object and its status at once: kube-apiserver's
-// PUT to a Pod, a Deployment or a custom resource with a status
-// subresource keeps the stored status, and writes it only through
-// /status, which a Source does not tell apart. Nor does it hold a
-// Namespace in Terminating until its spec.finalizers are emptied: a
-// Namespace without metadata.finalizers goes at once.
+// Objects of a type with a Status field (a pointer to a struct: every
+// kind of k8s.io/api with a /status subresource, Namespaces and Services
+// among them, and a type of one's own that embeds one), and of
+// *unstructured.Unstructured given WithStatusSubresource, have their
+// status apart, as kube-apiserver's: Update keeps the stored status and
+// UpdateStatus writes nothing else. Create stores the status it is given,
+// where kube-apiserver's create of most such kinds clears it: a test sets
+// the status an object starts with there. Other types (*corev1.ConfigMap,
+// *metav1.PartialObjectMetadata) have no status subresource. A Source does
+// not keep a Namespace's spec.finalizers from Update, as the server does
+// (they are written through /finalize), nor hold it in Terminating until
+// they are emptied: a Namespace without metadata.finalizers goes at once.
 func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 	typ := reflect.TypeFor[T]()
 	name := typ.String()
 	if typ.Kind() == reflect.Pointer {
 		name = typ.Elem().Name()
 	}
-	s := &Source[T]{generations: generation.Tracked(typ), names: names{
+	o := options{names: names{
 		resource: schema.GroupResource{Resource: strings.ToLower(name)},
 		kind:     schema.GroupKind{Kind: name},
 	}}
 	if gvk, gvr, err := kinds.Of[T](); err == nil {
-		s.resource, s.kind = gvr.GroupResource(), gvk.GroupKind()
+		o.resource, o.kind = gvr.GroupResource(), gvk.GroupKind()
 	}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&s.names)
+			opt(&o)
 		}
 	}
+	s := &Source[T]{generations: generation.Tracked(typ), names: o.names, status: hasStatus(typ, o.statusSubresource)}
 	_, unstructuredT := any(*new(T)).(*unstructured.Unstructured)
 	s.conditional = conditionalOnly[s.resource] || (unstructuredT && !builtIn(s.resource.Group))
 	if typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Struct {
@@ -207,7 +217,10 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // deletionTimestamp and deletionGracePeriodSeconds (setting them on an
 // object not being deleted is apierrors.IsInvalid: only Delete sets
 // them), and the apiVersion and kind of a typed object (its TypeMeta, as
-// the server stores its own). The metadata.generation is the stored one,
+// the server stores its own). Of a resource with a status subresource
+// (see NewSource), the status is the stored one, whatever obj's is, as
+// kube-apiserver's strategies keep it: UpdateStatus writes it. The
+// metadata.generation is the stored one,
 // plus 1 if anything but metadata and status changed, or a Deployment's
 // annotations (0 for a type without one). An Update that changes nothing
 // else (by equality.Semantic.DeepEqual, for any Go type) writes nothing,
@@ -235,6 +248,48 @@ func (s *Source[T]) Update(obj T) (T, error) {
 	asStored(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	old, err := s.replaced(obj)
+	if err != nil {
+		return zero, err
+	}
+	if errs := checkUpdate(old, obj); len(errs) > 0 {
+		return zero, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
+	}
+	obj.SetUID(old.GetUID())
+	obj.SetCreationTimestamp(old.GetCreationTimestamp())
+	obj.SetDeletionTimestamp(copyOf(old.GetDeletionTimestamp()))
+	obj.SetDeletionGracePeriodSeconds(copyOf(old.GetDeletionGracePeriodSeconds()))
+	if _, ok := any(obj).(*unstructured.Unstructured); !ok {
+		obj.GetObjectKind().SetGroupVersionKind(old.GetObjectKind().GroupVersionKind())
+	}
+	if s.status {
+		setStatus(obj, deepCopy(old)) // as the strategies' PrepareForUpdate: status only through /status
+	}
+	obj.SetGeneration(s.nextGeneration(old, obj))
+	obj.SetResourceVersion(old.GetResourceVersion())
+	switch {
+	case semantic.Equal(old, obj):
+		return deepCopy(old), nil // nothing to write, as kube-apiserver's GuaranteedUpdate finds
+	case obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0:
+		// The last finalizer is gone: kube-apiserver deletes the object
+		// as it was stored, instead of writing the update.
+		// It answers with the object of the request, as the server's
+		// deleteWithoutFinalizers does ("clients are expecting an updated
+		// object if a PUT succeeded").
+		s.src.Delete(objkey.Key(old))
+		return deepCopy(obj), nil
+	}
+	return deepCopy(s.src.Update(obj)), nil
+}
+
+// replaced returns the stored object that obj is to replace, after the
+// checks kube-apiserver makes of a PUT to it or to its status: that it
+// exists (apierrors.IsNotFound), that obj's resourceVersion, if it has
+// one, is the stored one (apierrors.IsConflict), that it has one if the
+// resource requires it (apierrors.IsInvalid), and that its UID, if it has
+// one, is the stored one (apierrors.IsConflict). s.mu is held.
+func (s *Source[T]) replaced(obj T) (T, error) {
+	var zero T
 	old, ok := s.src.Get(objkey.Key(obj))
 	if !ok || objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()) != nil {
 		return zero, apierrors.NewNotFound(s.resource, obj.GetName())
@@ -253,31 +308,7 @@ func (s *Source[T]) Update(obj T) (T, error) {
 		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
 			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, old.GetUID()))
 	}
-	if errs := checkUpdate(old, obj); len(errs) > 0 {
-		return zero, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
-	}
-	obj.SetUID(old.GetUID())
-	obj.SetCreationTimestamp(old.GetCreationTimestamp())
-	obj.SetDeletionTimestamp(copyOf(old.GetDeletionTimestamp()))
-	obj.SetDeletionGracePeriodSeconds(copyOf(old.GetDeletionGracePeriodSeconds()))
-	if _, ok := any(obj).(*unstructured.Unstructured); !ok {
-		obj.GetObjectKind().SetGroupVersionKind(old.GetObjectKind().GroupVersionKind())
-	}
-	obj.SetGeneration(s.nextGeneration(old, obj))
-	obj.SetResourceVersion(old.GetResourceVersion())
-	switch {
-	case semantic.Equal(old, obj):
-		return deepCopy(old), nil // nothing to write, as kube-apiserver's GuaranteedUpdate finds
-	case obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0:
-		// The last finalizer is gone: kube-apiserver deletes the object
-		// as it was stored, instead of writing the update.
-		// It answers with the object of the request, as the server's
-		// deleteWithoutFinalizers does ("clients are expecting an updated
-		// object if a PUT succeeded").
-		s.src.Delete(objkey.Key(old))
-		return deepCopy(obj), nil
-	}
-	return deepCopy(s.src.Update(obj)), nil
+	return old, nil
 }
 
 // checkUpdate returns what kube-apiserver's validation finds wrong with
@@ -640,7 +671,13 @@ func isNil(obj any) bool {
 }
 
 // Option configures a Source.
-type Option func(*names)
+type Option func(*options)
+
+// options are what Options set.
+type options struct {
+	names
+	statusSubresource bool // of an *unstructured.Unstructured: see WithStatusSubresource
+}
 
 // names is what a Source's errors call its objects.
 type names struct {
@@ -652,7 +689,19 @@ type names struct {
 // (widgets.example.com "w" not found), for a type outside k8s.io/api, such
 // as *unstructured.Unstructured.
 func WithResource(resource schema.GroupResource, kind string) Option {
-	return func(n *names) {
-		n.resource, n.kind = resource, schema.GroupKind{Group: resource.Group, Kind: kind}
+	return func(o *options) {
+		o.resource, o.kind = resource, schema.GroupKind{Group: resource.Group, Kind: kind}
 	}
+}
+
+// WithStatusSubresource says that the resource of a Source of
+// *unstructured.Unstructured has a status subresource, as a CRD with
+// subresources.status does: Update keeps the stored status and
+// UpdateStatus writes it. Without it, Update writes the status with the
+// rest, and UpdateStatus is an error, as for a CRD without one. Give it
+// also for an Unstructured of a built-in kind that has one (pods,
+// deployments). For other types it changes nothing: a Source of a type
+// with a Status field always has the subresource (see NewSource).
+func WithStatusSubresource() Option {
+	return func(o *options) { o.statusSubresource = true }
 }
