@@ -16,8 +16,8 @@
 // fields are the server's, whatever the client sends: metadata.generation
 // starts at 1 and goes up by 1 on each write that changes more than
 // metadata and status (or a Deployment's annotations, as the server's
-// Deployment strategy has it), for the types that have one (see
-// NewSource), and
+// Deployment strategy has it, or the status of a custom resource without
+// a status subresource), for the types that have one (see NewSource), and
 // an Update that changes nothing writes nothing. The status is apart,
 // as the server keeps it for a kind with a status subresource (every type
 // with a Status field; an *unstructured.Unstructured given

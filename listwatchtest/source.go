@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -222,7 +223,8 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // kube-apiserver's strategies keep it: UpdateStatus writes it. The
 // metadata.generation is the stored one,
 // plus 1 if anything but metadata and status changed, or a Deployment's
-// annotations (0 for a type without one). An Update that changes nothing
+// annotations, or the status of a custom resource without a status
+// subresource (0 for a type without one). An Update that changes nothing
 // else (by equality.Semantic.DeepEqual, for any Go type) writes nothing,
 // as kube-apiserver's: it returns a copy of the stored object, whose
 // resourceVersion stays, and watchers get no event. (Of an
@@ -351,13 +353,20 @@ func copyOf[V any](p *V) *V {
 
 // nextGeneration returns the generation obj gets when it replaces old: 0
 // for a type without one, else old's, plus 1 if obj's content other than
-// metadata and status differs from old's.
+// metadata and status differs from old's, or its status, of a custom
+// resource without a status subresource (as the custom resource
+// strategy's PrepareForUpdate has it).
 func (s *Source[T]) nextGeneration(old, obj T) int64 {
 	switch {
 	case !s.generations:
 		return 0
 	case generation.SpecChanged(old, obj):
 		return old.GetGeneration() + 1
+	}
+	if ou, ok := any(old).(*unstructured.Unstructured); ok && !s.status && !builtIn(s.resource.Group) {
+		if !equality.Semantic.DeepEqual(ou.Object["status"], any(obj).(*unstructured.Unstructured).Object["status"]) {
+			return old.GetGeneration() + 1
+		}
 	}
 	return old.GetGeneration()
 }

@@ -271,3 +271,28 @@ func TestStatusOfCustomResources(t *testing.T) {
 	assert.NotContains(t, cleared.Object, "status", "a status write without one removes it")
 	modified(t, ws, got.GetResourceVersion(), resized.GetResourceVersion(), cleared.GetResourceVersion())
 }
+
+// Without a status subresource, a custom resource's status is content like
+// its spec: the custom resource strategy moves the generation on for any
+// change but to metadata (apiextensions-apiserver
+// pkg/registry/customresource/strategy.go, PrepareForUpdate: "except for
+// the changes to `metadata`, any other changes cause the generation to
+// increment"). A Source left it, as for a CRD with /status.
+func TestStatusOfACustomResourceWithoutASubresourceMovesItsGeneration(t *testing.T) {
+	widgets := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	for _, c := range []struct {
+		opts []listwatchtest.Option
+		want int64
+	}{
+		{[]listwatchtest.Option{listwatchtest.WithResource(widgets, "Widget")}, 2},
+		{[]listwatchtest.Option{listwatchtest.WithResource(widgets, "Widget"), listwatchtest.WithStatusSubresource()}, 1},
+	} {
+		src := listwatchtest.NewSource[*unstructured.Unstructured](c.opts...)
+		w, err := src.Create(newWidget("w"))
+		require.NoError(t, err)
+		w.Object["status"] = map[string]any{"ready": true}
+		w, err = src.Update(w)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, w.GetGeneration(), "with %d options", len(c.opts))
+	}
+}
