@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,4 +114,43 @@ func ExampleSource_For() {
 	// cached: [shop/web]
 	// delete shop/web app=web
 	// cached: []
+}
+
+// A controller writes its status through /status, as against
+// kube-apiserver: Update keeps the stored status, and UpdateStatus
+// writes the status alone, keeping the spec and the labels.
+func ExampleSource_UpdateStatus() {
+	src := listwatchtest.NewSource[*appsv1.Deployment]()
+	replicas := int32(1)
+	d, err := src.Create(&appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{"app": "web"}},
+		Spec:       appsv1.DeploymentSpec{Replicas: &replicas},
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	d.Status.ReadyReplicas = 1
+	updated, err := src.Update(d)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("Update: rv=%s ready=%d\n", updated.ResourceVersion, updated.Status.ReadyReplicas)
+
+	d.Spec.Replicas = new(int32(5)) // ignored by a status write, as the labels are
+	d.Labels = nil
+	d.Status.ObservedGeneration = d.Generation
+	written, err := src.UpdateStatus(d)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("UpdateStatus: rv=%s ready=%d replicas=%d labels=%v generation=%d\n",
+		written.ResourceVersion, written.Status.ReadyReplicas, *written.Spec.Replicas, written.Labels, written.Generation)
+
+	_, err = listwatchtest.NewSource[*corev1.ConfigMap]().UpdateStatus(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c"}})
+	fmt.Println("a ConfigMap has no status:", apierrors.IsNotFound(err), err)
+	// Output:
+	// Update: rv=1 ready=0
+	// UpdateStatus: rv=2 ready=1 replicas=1 labels=map[app:web] generation=1
+	// a ConfigMap has no status: true the server could not find the requested resource (put configmaps c)
 }
