@@ -13,6 +13,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -204,4 +206,67 @@ func TestWatchFromAResourceVersionAheadWaitsForIt(t *testing.T) {
 	_, err = src.List(t.Context(), reflector.ListOptions{ResourceVersion: "9", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
 		func(*corev1.Pod) error { return nil })
 	assert.True(t, apierrors.IsTimeout(err), "a LIST ahead of the Source is refused: %v", err)
+}
+
+// A CRD may have a group under k8s.io (Gateway API's
+// gateway.networking.k8s.io, the VPA's autoscaling.k8s.io,
+// snapshot.storage.k8s.io): apiextensions-apiserver serves it as any
+// custom resource: no update without a resourceVersion
+// (customResourceStrategy.AllowUnconditionalUpdate false), /status the
+// handler's NotFound when the CRD has none, and a status change through
+// a PUT moves the generation (PrepareForUpdate's copyNonMetadata).
+func TestCustomResourceOfAK8sIOGroup(t *testing.T) {
+	routes := schema.GroupResource{Group: "gateway.networking.k8s.io", Resource: "httproutes"}
+	src := listwatchtest.NewSource[*unstructured.Unstructured](listwatchtest.WithResource(routes, "HTTPRoute"))
+	r := &unstructured.Unstructured{}
+	r.SetAPIVersion("gateway.networking.k8s.io/v1")
+	r.SetKind("HTTPRoute")
+	r.SetNamespace("ns")
+	r.SetName("r")
+	r, err := src.Create(r)
+	require.NoError(t, err)
+
+	r.Object["status"] = map[string]any{"parents": []any{}}
+	r2, err := src.Update(r)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), r2.GetGeneration(), "a CR without /status: a status change moves the generation")
+
+	_, err = src.UpdateStatus(r2)
+	assert.EqualError(t, err, `httproutes.gateway.networking.k8s.io "r" not found`, "the CR handler's NotFound")
+
+	r2.SetResourceVersion("")
+	r2.Object["spec"] = map[string]any{"hostnames": []any{"a"}}
+	_, err = src.Update(r2)
+	assert.True(t, apierrors.IsInvalid(err), "a CR's update needs a resourceVersion: got %v", err)
+}
+
+// kube-apiserver v1.37 refuses an update (and a /status update: the status
+// strategies embed the strategy) without a resourceVersion for these
+// kinds too (AllowUnconditionalUpdate false: pkg/registry/storagemigration/
+// storagemigration/strategy.go:105, scheduling/podgroup/strategy.go:119,
+// resource/devicetaintrule/strategy.go:129 for v1).
+func TestUpdateWithoutResourceVersionOfNewerKinds(t *testing.T) {
+	svms := listwatchtest.NewSource[*storagemigrationv1.StorageVersionMigration]()
+	m, err := svms.Create(&storagemigrationv1.StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "m"}})
+	require.NoError(t, err)
+	m.ResourceVersion = ""
+	m.Status.ResourceVersion = "5"
+	_, err = svms.UpdateStatus(m)
+	assert.True(t, apierrors.IsInvalid(err), "storageversionmigrations /status without a resourceVersion: got %v", err)
+
+	pgs := listwatchtest.NewSource[*schedulingv1beta1.PodGroup]()
+	g, err := pgs.Create(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}})
+	require.NoError(t, err)
+	g.ResourceVersion = ""
+	g.Labels = map[string]string{"a": "b"}
+	_, err = pgs.Update(g)
+	assert.True(t, apierrors.IsInvalid(err), "podgroups without a resourceVersion: got %v", err)
+
+	dtrs := listwatchtest.NewSource[*resourcev1.DeviceTaintRule]()
+	d, err := dtrs.Create(&resourcev1.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: "d"}})
+	require.NoError(t, err)
+	d.ResourceVersion = ""
+	d.Labels = map[string]string{"a": "b"}
+	_, err = dtrs.Update(d)
+	assert.True(t, apierrors.IsInvalid(err), "resource.k8s.io/v1 devicetaintrules without a resourceVersion: got %v", err)
 }

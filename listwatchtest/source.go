@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +70,21 @@ var conditionalOnly = map[schema.GroupResource]bool{
 	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}:         true,
 	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"}:   true,
 	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}:                      true,
+	{Group: "storagemigration.k8s.io", Resource: "storageversionmigrations"}:               true,
+	{Group: "scheduling.k8s.io", Resource: "podgroups"}:                                    true,
+	{Group: "scheduling.k8s.io", Resource: "compositepodgroups"}:                           true,
+	{Group: "scheduling.k8s.io", Resource: "workloads"}:                                    true,
+	{Group: "resource.k8s.io", Resource: "resourcepoolstatusrequests"}:                     true,
+	{Group: "lifecycle.k8s.io", Resource: "evictions"}:                                     true,
+	{Group: "lifecycle.k8s.io", Resource: "evictionrequests"}:                              true,
+}
+
+// conditionalSince are the built-in resources whose strategy refuses an
+// update without a resourceVersion in all versions but those listed:
+// DeviceTaintRules from v1 on (devicetaintrule/strategy.go: v1alpha3 and
+// v1beta2 keep their unconditional updates).
+var conditionalSince = map[schema.GroupResource][]string{
+	{Group: "resource.k8s.io", Resource: "devicetaintrules"}: {"v1alpha3", "v1beta2"},
 }
 
 // NewSource returns an empty Source for objects of type T, such as
@@ -108,8 +124,9 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 		resource: schema.GroupResource{Resource: strings.ToLower(name)},
 		kind:     schema.GroupKind{Kind: name},
 	}}
+	version := ""
 	if gvk, gvr, err := kinds.Of[T](); err == nil {
-		o.resource, o.kind = gvr.GroupResource(), gvk.GroupKind()
+		o.resource, o.kind, version = gvr.GroupResource(), gvk.GroupKind(), gvk.Version
 	}
 	for _, opt := range opts {
 		if opt != nil {
@@ -118,7 +135,10 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 	}
 	s := &Source[T]{generations: generation.Tracked(typ), names: o.names, status: hasStatus(typ, o.statusSubresource)}
 	_, unstructuredT := any(*new(T)).(*unstructured.Unstructured)
-	s.conditional = conditionalOnly[s.resource] || (unstructuredT && !builtIn(s.resource.Group))
+	s.conditional = conditionalOnly[s.resource] || (unstructuredT && !kinds.BuiltIn(s.resource.Group))
+	if unconditional, ok := conditionalSince[s.resource]; ok && version != "" && !slices.Contains(unconditional, version) {
+		s.conditional = true
+	}
 	if typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Struct {
 		elem := typ.Elem()
 		s.src = fakelw.New(func() T { return reflect.New(elem).Interface().(T) })
@@ -206,7 +226,8 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // object's (else apierrors.IsConflict: someone else wrote it since); one
 // without updates whatever is stored, except where kube-apiserver refuses
 // that (apierrors.IsInvalid): for custom resources (an Unstructured of a
-// group outside k8s.io, given WithResource), Leases,
+// group kube-apiserver does not serve itself, given WithResource: one
+// under k8s.io too, as gateway.networking.k8s.io), Leases,
 // PodDisruptionBudgets, webhook configurations and the other kinds whose
 // strategy does not allow an unconditional update. It is an error (apierrors.IsNotFound)
 // if no such object exists, and one (apierrors.IsBadRequest) if obj cannot
@@ -334,13 +355,6 @@ func checkUpdate[T reflector.Object](old, obj T) field.ErrorList {
 	return errs
 }
 
-// builtIn reports whether group is one of kube-apiserver's own: "" (core),
-// one without a dot (apps, batch, policy, autoscaling) or one under k8s.io.
-// An *unstructured.Unstructured of another group is a custom resource.
-func builtIn(group string) bool {
-	return !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
-}
-
 // copyOf returns a pointer to a copy of *p, or nil: a stored object's
 // fields are not shared with another.
 func copyOf[V any](p *V) *V {
@@ -363,7 +377,7 @@ func (s *Source[T]) nextGeneration(old, obj T) int64 {
 	case generation.SpecChanged(old, obj):
 		return old.GetGeneration() + 1
 	}
-	if ou, ok := any(old).(*unstructured.Unstructured); ok && !s.status && !builtIn(s.resource.Group) {
+	if ou, ok := any(old).(*unstructured.Unstructured); ok && !s.status && !kinds.BuiltIn(s.resource.Group) {
 		if !equality.Semantic.DeepEqual(ou.Object["status"], any(obj).(*unstructured.Unstructured).Object["status"]) {
 			return old.GetGeneration() + 1
 		}

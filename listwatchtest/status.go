@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/internal/semantic"
 )
 
@@ -77,7 +78,7 @@ func (s *Source[T]) UpdateStatus(obj T) (T, error) {
 // noStatus returns kube-apiserver's answer to a PUT to the /status of
 // name, of a resource that has none.
 func (s *Source[T]) noStatus(name string) error {
-	if _, ok := any(*new(T)).(*unstructured.Unstructured); ok && !builtIn(s.resource.Group) {
+	if _, ok := any(*new(T)).(*unstructured.Unstructured); ok && !kinds.BuiltIn(s.resource.Group) {
 		// apiextensions-apiserver's handler of custom resources
 		// (customresource_handler.go, ServeHTTP: "default:").
 		return apierrors.NewNotFound(s.resource, name)

@@ -62,3 +62,37 @@ func Of[T any]() (schema.GroupVersionKind, schema.GroupVersionResource, error) {
 	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
 	return gvk, gvr, nil
 }
+
+// servedGroups are the API groups with a dot that kube-apiserver v1.37
+// serves itself, apiextensions' and the aggregator's included. Others
+// under k8s.io are served through CRDs (gateway.networking.k8s.io,
+// snapshot.storage.k8s.io, autoscaling.k8s.io), as custom resources.
+var servedGroups = map[string]bool{
+	"admissionregistration.k8s.io": true,
+	"apiextensions.k8s.io":         true,
+	"apiregistration.k8s.io":       true,
+	"authentication.k8s.io":        true,
+	"authorization.k8s.io":         true,
+	"certificates.k8s.io":          true,
+	"coordination.k8s.io":          true,
+	"discovery.k8s.io":             true,
+	"events.k8s.io":                true,
+	"flowcontrol.apiserver.k8s.io": true,
+	"internal.apiserver.k8s.io":    true,
+	"lifecycle.k8s.io":             true,
+	"networking.k8s.io":            true,
+	"node.k8s.io":                  true,
+	"rbac.authorization.k8s.io":    true,
+	"resource.k8s.io":              true,
+	"scheduling.k8s.io":            true,
+	"storage.k8s.io":               true,
+	"storagemigration.k8s.io":      true,
+}
+
+// BuiltIn reports whether kube-apiserver serves group itself: "" (core),
+// a group without a dot (apps, batch, policy, autoscaling; a CRD's group
+// must have one), or one of its own groups with a dot. Objects of any
+// other group, k8s.io ones included, are custom resources.
+func BuiltIn(group string) bool {
+	return !strings.Contains(group, ".") || servedGroups[group]
+}

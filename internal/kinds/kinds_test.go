@@ -6,17 +6,28 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/inf.v0"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -351,3 +362,29 @@ func eventFields(source string) fields.Set {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Every group of k8s.io/api that kube-apiserver serves is built in, and so
+// are apiextensions' and the aggregator's; groups under k8s.io that only
+// CRDs serve are not: an Unstructured of gateway.networking.k8s.io is a
+// custom resource, whose updates need a resourceVersion.
+func TestBuiltIn(t *testing.T) {
+	for _, of := range []func() (schema.GroupVersionKind, schema.GroupVersionResource, error){
+		Of[*admissionregistrationv1.ValidatingWebhookConfiguration], Of[*apiserverinternalv1alpha1.StorageVersion],
+		Of[*appsv1.Deployment], Of[*authenticationv1.TokenReview], Of[*authorizationv1.SubjectAccessReview],
+		Of[*autoscalingv2.HorizontalPodAutoscaler], Of[*batchv1.Job], Of[*certificatesv1.CertificateSigningRequest],
+		Of[*coordinationv1.Lease], Of[*corev1.Pod], Of[*discoveryv1.EndpointSlice], Of[*eventsv1.Event],
+		Of[*flowcontrolv1.FlowSchema], Of[*lifecyclev1alpha1.EvictionRequest], Of[*networkingv1.Ingress],
+		Of[*nodev1.RuntimeClass], Of[*policyv1.PodDisruptionBudget], Of[*rbacv1.Role], Of[*resourcev1.ResourceClaim],
+		Of[*schedulingv1.PriorityClass], Of[*storagev1.StorageClass], Of[*storagemigrationv1.StorageVersionMigration],
+	} {
+		gvk, _, err := of()
+		require.NoError(t, err)
+		assert.True(t, BuiltIn(gvk.Group), "%s", gvk)
+	}
+	for _, g := range []string{"apiextensions.k8s.io", "apiregistration.k8s.io", "extensions"} {
+		assert.True(t, BuiltIn(g), g)
+	}
+	for _, g := range []string{"gateway.networking.k8s.io", "snapshot.storage.k8s.io", "autoscaling.k8s.io", "policy.networking.k8s.io", "example.com", "k8s.io"} {
+		assert.False(t, BuiltIn(g), g)
+	}
+}
