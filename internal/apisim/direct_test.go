@@ -27,7 +27,7 @@ func TestObjectsConvertBetweenForms(t *testing.T) {
 	require.NoError(t, unstructured.SetNestedField(u.Object, "node-a", "spec", "nodeName"))
 	created, err := apisim.Of[*unstructured.Unstructured](s, apisim.Pods()).Create(u)
 	require.NoError(t, err)
-	assert.Equal(t, "1", created.GetResourceVersion())
+	assert.Equal(t, s.ResourceVersion(), created.GetResourceVersion())
 
 	typed, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Get("default", "u")
 	require.NoError(t, err)

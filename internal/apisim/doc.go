@@ -24,7 +24,9 @@
 // # Storage
 //
 // One global resourceVersion counter, decimal, incremented by every write
-// to any resource, as etcd's revision. Each resource keeps every version of
+// to any resource, as etcd's revision. Like etcd's, it starts at 1: an
+// empty server lists at "1" (kube-apiserver never answers at "0") and its
+// first write is at 2. Each resource keeps every version of
 // every object that a read at a retained resourceVersion may need, each
 // encoded once (JSON; protobuf too for built-in types) when written, and a
 // bounded history of events (WithHistorySize, default 10000) from which

@@ -38,8 +38,10 @@ func Example() {
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
 		panic(err)
 	}
+	// An empty server is at resourceVersion 1, as etcd's first revision;
+	// the two creates moved it to 3.
 	fmt.Println(list.Kind, list.ResourceVersion, list.Items[0].Name, *list.RemainingItemCount)
-	// Output: PodList 2 web-1 1
+	// Output: PodList 3 web-1 1
 }
 
 // Faults make the next matching requests misbehave; here the watch delivers

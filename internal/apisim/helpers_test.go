@@ -207,6 +207,16 @@ func createPods(t *testing.T, s *apisim.Server, ns string, n int) string {
 	return rv
 }
 
+// rvPlus returns the resourceVersion n writes after rv (before it when n
+// is negative): tests name resourceVersions relative to ones the server
+// returned, not by their absolute values.
+func rvPlus(t *testing.T, rv string, n int) string {
+	t.Helper()
+	v, err := strconv.ParseInt(rv, 10, 64)
+	require.NoError(t, err)
+	return strconv.FormatInt(v+int64(n), 10)
+}
+
 // newWidget returns a custom resource object.
 func newWidget(namespace, name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{

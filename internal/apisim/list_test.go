@@ -21,6 +21,23 @@ import (
 	"github.com/listwatch/listwatch/internal/apisim"
 )
 
+// kube-apiserver over etcd never answers at resourceVersion "0": etcd's
+// first revision is 1. An empty server lists (and ends a watch's initial
+// events) at "1", and its first write comes after; apisim answered "0",
+// which clients treat as "any resourceVersion", not as a state.
+func TestEmptyServerIsAtResourceVersionOne(t *testing.T) {
+	s := start(t, apisim.WithBookmarkInterval(0))
+	assert.Equal(t, "1", s.ResourceVersion())
+	assert.Equal(t, "1", getList(t, s, "/api/v1/pods").Metadata.ResourceVersion)
+	w := watch(t, s, "/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")
+	e := w.next(t)
+	require.Equal(t, "BOOKMARK", e.Type)
+	assert.Equal(t, "1", e.rv(t))
+
+	assert.Equal(t, "2", createPods(t, s, "default", 1))
+	assert.Equal(t, "2", getList(t, s, "/api/v1/pods").Metadata.ResourceVersion)
+}
+
 func TestListPagesServeTheFirstPageSnapshot(t *testing.T) {
 	s := start(t)
 	createPods(t, s, "default", 10)
@@ -190,11 +207,11 @@ func TestListInvalidOptions(t *testing.T) {
 
 func TestListTooLargeResourceVersion(t *testing.T) {
 	s := start(t, apisim.WithTooLargeWait(50*time.Millisecond))
-	createPods(t, s, "default", 1)
+	rv := createPods(t, s, "default", 1)
 	resp, body := get(t, s, "/api/v1/pods?resourceVersion=1000&resourceVersionMatch=NotOlderThan")
 	st := status(t, resp, body, http.StatusGatewayTimeout)
 	assert.Equal(t, metav1.StatusReasonTimeout, st.Reason)
-	assert.Equal(t, "Timeout: Too large resource version: 1000, current: 1", st.Message)
+	assert.Equal(t, "Timeout: Too large resource version: 1000, current: "+rv, st.Message)
 	require.NotNil(t, st.Details)
 	assert.Equal(t, int32(1), st.Details.RetryAfterSeconds)
 	assert.Equal(t, []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}, st.Details.Causes)
@@ -206,10 +223,10 @@ func TestListTooLargeResourceVersion(t *testing.T) {
 // write creates it: the write happens only after the request is waiting.
 func TestListWaitsForAResourceVersionAboutToExist(t *testing.T) {
 	s := start(t, apisim.WithTooLargeWait(10*time.Second))
-	createPods(t, s, "default", 1)
+	next := rvPlus(t, createPods(t, s, "default", 1), 1)
 	codes := make(chan int, 1)
 	go func() {
-		resp, err := s.Client().Get(s.URL() + "/api/v1/pods?resourceVersion=2")
+		resp, err := s.Client().Get(s.URL() + "/api/v1/pods?resourceVersion=" + next)
 		if err != nil {
 			codes <- 0
 			return
@@ -217,10 +234,10 @@ func TestListWaitsForAResourceVersionAboutToExist(t *testing.T) {
 		resp.Body.Close()
 		codes <- resp.StatusCode
 	}()
-	require.Eventually(t, s.WaitingForRV, 5*time.Second, time.Millisecond, "the list waits for resourceVersion 2")
+	require.Eventually(t, s.WaitingForRV, 5*time.Second, time.Millisecond, "the list waits for resourceVersion %s", next)
 	select {
 	case code := <-codes:
-		t.Fatalf("the list answered %d before resourceVersion 2 existed", code)
+		t.Fatalf("the list answered %d before resourceVersion %s existed", code, next)
 	default:
 	}
 	createPods(t, s, "other", 1)
@@ -440,16 +457,17 @@ func serveList(t *testing.T, s *apisim.Server, path string) list {
 // while reads at the start of the window are still served.
 func TestHistoryWindowExpiresOlderListsAndTokens(t *testing.T) {
 	s := start(t, apisim.WithHistorySize(3))
-	createPods(t, s, "default", 2)
-	first := getList(t, s, "/api/v1/pods?limit=1") // snapshot at RV 2
-	createPods(t, s, "other", 4)                   // RVs 3-6: the history keeps 4, 5, 6
+	old := createPods(t, s, "default", 2)
+	first := getList(t, s, "/api/v1/pods?limit=1") // snapshot at old
+	start := createPods(t, s, "other", 1)          // the window's start once
+	createPods(t, s, "more", 3)                    // the history keeps these three
 
-	resp, body := get(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion=2")
+	resp, body := get(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion="+old)
 	assert.Equal(t, metav1.StatusReasonExpired, status(t, resp, body, http.StatusGone).Reason)
 	resp, body = get(t, s, "/api/v1/pods?limit=1&continue="+first.Metadata.Continue)
 	assert.Equal(t, metav1.StatusReasonExpired, status(t, resp, body, http.StatusGone).Reason)
 
-	l := getList(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion=3")
+	l := getList(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion="+start)
 	assert.Equal(t, []string{"p0", "p1", "p0"}, l.names())
 }
 

@@ -43,13 +43,13 @@ func decode(t *testing.T, data []byte) runtime.Object {
 
 func TestProtobufList(t *testing.T) {
 	s := start(t)
-	createPods(t, s, "default", 3)
+	rv := createPods(t, s, "default", 3)
 	resp, body := get(t, s, "/api/v1/namespaces/default/pods?limit=2", "Accept", protobufMedia)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, protobufMedia, resp.Header.Get("Content-Type"))
 	list, ok := decode(t, body).(*corev1.PodList)
 	require.True(t, ok)
-	assert.Equal(t, "3", list.ResourceVersion)
+	assert.Equal(t, rv, list.ResourceVersion)
 	assert.NotEmpty(t, list.Continue)
 	require.Len(t, list.Items, 2)
 	assert.Equal(t, "p1", list.Items[1].Name)
@@ -83,7 +83,7 @@ func protoFrames(t *testing.T, body io.Reader, n int) []metav1.WatchEvent {
 
 func TestProtobufWatch(t *testing.T) {
 	s := start(t, apisim.WithBookmarkInterval(0), apisim.WithHistorySize(2))
-	createPods(t, s, "default", 2)
+	rv := createPods(t, s, "default", 2)
 	req, err := http.NewRequest(http.MethodGet, s.URL()+
 		"/api/v1/pods?watch=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", nil)
 	require.NoError(t, err)
@@ -94,20 +94,24 @@ func TestProtobufWatch(t *testing.T) {
 	assert.Equal(t, protobufMedia+";stream=watch", resp.Header.Get("Content-Type"))
 
 	events := protoFrames(t, resp.Body, 3)
+	var p0RV string
 	for i, name := range []string{"p0", "p1"} {
 		assert.Equal(t, "ADDED", events[i].Type)
 		pod, ok := decode(t, events[i].Object.Raw).(*corev1.Pod)
 		require.True(t, ok)
 		assert.Equal(t, name, pod.Name)
+		if i == 0 {
+			p0RV = pod.ResourceVersion
+		}
 	}
 	assert.Equal(t, "BOOKMARK", events[2].Type)
 	bm, ok := decode(t, events[2].Object.Raw).(*corev1.Pod)
 	require.True(t, ok)
-	assert.Equal(t, "2", bm.ResourceVersion)
+	assert.Equal(t, rv, bm.ResourceVersion)
 	assert.Equal(t, "true", bm.Annotations["k8s.io/initial-events-end"])
 
-	createPods(t, s, "other", 3) // RV 1 falls out of the history of two
-	req.URL.RawQuery = "watch=1&resourceVersion=1"
+	createPods(t, s, "other", 3) // p0's RV falls out of the history of two
+	req.URL.RawQuery = "watch=1&resourceVersion=" + p0RV
 	resp2, err := s.Client().Do(req)
 	require.NoError(t, err)
 	defer resp2.Body.Close()
@@ -218,5 +222,5 @@ func TestProtobufRequestBody(t *testing.T) {
 	pod, ok := decode(t, got).(*corev1.Pod)
 	require.True(t, ok)
 	assert.Equal(t, "pb", pod.Name)
-	assert.Equal(t, "1", pod.ResourceVersion)
+	assert.Equal(t, s.ResourceVersion(), pod.ResourceVersion)
 }

@@ -36,7 +36,7 @@ func TestCreateGetUpdateDeleteOverHTTP(t *testing.T) {
 	assert.Equal(t, "ConfigMap", created.Kind)
 	assert.Equal(t, "default", created.Namespace, "namespace taken from the path")
 	assert.NotEmpty(t, created.UID)
-	assert.Equal(t, "1", created.ResourceVersion)
+	assert.Equal(t, s.ResourceVersion(), created.ResourceVersion)
 	assert.Equal(t, int64(1), created.Generation)
 	assert.False(t, created.CreationTimestamp.IsZero())
 
@@ -49,7 +49,7 @@ func TestCreateGetUpdateDeleteOverHTTP(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	var updated corev1.ConfigMap
 	require.NoError(t, json.Unmarshal(body, &updated))
-	assert.Equal(t, "2", updated.ResourceVersion)
+	assert.Equal(t, rvPlus(t, created.ResourceVersion, 1), updated.ResourceVersion)
 	assert.Equal(t, created.UID, updated.UID)
 	assert.Equal(t, int64(2), updated.Generation, "data is not metadata: new generation")
 
@@ -264,9 +264,9 @@ func TestDeletePreconditions(t *testing.T) {
 
 	resp, body = do(t, s, http.MethodDelete, "/api/v1/namespaces/default/pods/alpha", strings.NewReader(`{"preconditions":{"resourceVersion":"999"}}`))
 	st := status(t, resp, body, http.StatusConflict)
-	assert.Contains(t, st.Message, "the ResourceVersion in the precondition (999) does not match the ResourceVersion in record (1)")
+	assert.Contains(t, st.Message, "the ResourceVersion in the precondition (999) does not match the ResourceVersion in record ("+p.ResourceVersion+")")
 
-	right := `{"preconditions":{"uid":"` + string(p.UID) + `","resourceVersion":"1"}}`
+	right := `{"preconditions":{"uid":"` + string(p.UID) + `","resourceVersion":"` + p.ResourceVersion + `"}}`
 	resp, _ = do(t, s, http.MethodDelete, "/api/v1/namespaces/default/pods/alpha", strings.NewReader(right))
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }

@@ -70,6 +70,11 @@ type Server struct {
 	connsChanged chan struct{} // closed, and replaced, when conns changes
 }
 
+// initialRV is the resourceVersion of an empty server. etcd's first
+// revision is 1, so kube-apiserver never answers at "0": a fresh store
+// lists at 1 and its first write is at 2.
+const initialRV = 1
+
 // New returns a Server that is configured but not listening yet.
 func New(opts ...Option) *Server {
 	o := defaultOptions()
@@ -84,6 +89,7 @@ func New(opts ...Option) *Server {
 		tokenIssued: make(map[uint64]time.Time),
 		counts:      make(map[countKey]int64),
 		closing:     make(chan struct{}),
+		rv:          initialRV,
 	}
 	if s.scheme == nil {
 		s.scheme = defaultScheme()
@@ -305,7 +311,8 @@ func (s *Server) Close() {
 }
 
 // ResourceVersion returns the server's current resourceVersion: that of the
-// last write to any resource ("0" before the first write).
+// last write to any resource ("1" before the first write, as etcd's first
+// revision).
 func (s *Server) ResourceVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -28,17 +28,17 @@ func TestWatchResumesFromResourceVersion(t *testing.T) {
 	createPods(t, s, "other", 2)
 
 	w := watch(t, s, "/api/v1/pods?watch=true&resourceVersion="+p0.ResourceVersion)
-	for _, want := range []string{"2", "3"} {
+	for _, want := range []string{rvPlus(t, p0.ResourceVersion, 1), rvPlus(t, p0.ResourceVersion, 2)} {
 		e := w.next(t)
 		assert.Equal(t, "ADDED", e.Type)
 		assert.Equal(t, want, e.rv(t))
 	}
 	p0.Labels["x"] = "1"
-	_, err = pods.Update(p0)
+	updated, err := pods.Update(p0)
 	require.NoError(t, err)
 	e := w.next(t)
 	assert.Equal(t, "MODIFIED", e.Type)
-	assert.Equal(t, "4", e.rv(t))
+	assert.Equal(t, updated.ResourceVersion, e.rv(t))
 	assert.Equal(t, int64(1), e.obj(t).GetGeneration(), "labels are metadata: no new generation")
 }
 
@@ -116,20 +116,22 @@ func TestWatchListVariants(t *testing.T) {
 
 func TestWatchFromTooOldResourceVersionGetsExpiredEvent(t *testing.T) {
 	s := start(t, apisim.WithHistorySize(3))
-	createPods(t, s, "default", 6) // history keeps RVs 4, 5, 6
+	empty := s.ResourceVersion()
+	last := createPods(t, s, "default", 6)
+	windowStart := rvPlus(t, last, -3) // the history keeps the three writes after it
 
-	w := watch(t, s, "/api/v1/pods?watch=1&resourceVersion=1")
+	w := watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+empty)
 	e := w.next(t)
 	require.Equal(t, "ERROR", e.Type)
 	st := e.status(t)
 	assert.Equal(t, int32(http.StatusGone), st.Code)
 	assert.Equal(t, metav1.StatusReasonExpired, st.Reason)
-	assert.Equal(t, "too old resource version: 1 (3)", st.Message)
+	assert.Equal(t, "too old resource version: "+empty+" ("+windowStart+")", st.Message)
 	assert.Equal(t, io.EOF, w.end(t))
 
-	w = watch(t, s, "/api/v1/pods?watch=1&resourceVersion=3")
-	for _, want := range []string{"4", "5", "6"} {
-		assert.Equal(t, want, w.next(t).rv(t))
+	w = watch(t, s, "/api/v1/pods?watch=1&resourceVersion="+windowStart)
+	for i := 1; i <= 3; i++ {
+		assert.Equal(t, rvPlus(t, windowStart, i), w.next(t).rv(t))
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/listwatch/listwatch/internal/apisim"
 )
 
 // The churn names the objects it creates after those of the fill: its
@@ -20,10 +22,14 @@ func TestChurnCreatesNewNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// The fill wrote resourceVersions 1 to 20: watch the churn's writes
-	// that followed.
+	// The fill wrote the objects resourceVersions that follow an empty
+	// server's: watch the churn's writes after them.
+	empty, err := strconv.Atoi(apisim.New().ResourceVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet,
-		c.Config.Host+"/api/v1/pods?watch=true&resourceVersion="+strconv.Itoa(objects), nil)
+		c.Config.Host+"/api/v1/pods?watch=true&resourceVersion="+strconv.Itoa(empty+objects), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
