@@ -37,11 +37,14 @@ func (o Objects[T]) Create(obj T) (T, error) {
 	return o.write(func(c *collection) (*version, error) { return o.s.create(c, obj, "") })
 }
 
-// Update replaces the object with obj's name. When obj carries a
+// Update replaces the object with obj's name, status included: the test
+// stands for every writer of the cluster at once (a PUT over HTTP keeps the
+// stored status of a kind with a status subresource, as kube-apiserver's
+// does, and writes it only through .../status). When obj carries a
 // resourceVersion it must be the current one, else a Conflict status error
 // (apierrors.IsConflict). NotFound when the object does not exist.
 func (o Objects[T]) Update(obj T) (T, error) {
-	return o.write(func(c *collection) (*version, error) { return o.s.update(c, obj, "") })
+	return o.write(func(c *collection) (*version, error) { return o.s.update(c, obj, "", writeWhole) })
 }
 
 // Delete removes an object (namespace "" for cluster-scoped resources) and

@@ -43,6 +43,16 @@
 // AlreadyExists, NotFound and namespace checks answer with kube-apiserver's
 // Status errors.
 //
+// Kinds with a status subresource (see Resource) serve GET and PUT on
+// .../{name}/status; other kinds answer 404 there. As kube-apiserver's
+// update strategies do, a PUT to the object keeps the stored status, and
+// a PUT to its status keeps the rest: of a built-in kind the spec and the
+// metadata its status strategy protects (a Pod's ownerReferences, a
+// Deployment's labels, what metav1.ResetObjectMetaForStatus resets for
+// the kinds that call it), of a custom resource everything but the status;
+// it never moves the generation. Objects.Update writes the object whole,
+// status included.
+//
 // # Wire
 //
 // JSON always; application/vnd.kubernetes.protobuf for built-in types
@@ -93,9 +103,11 @@
 // simulator and compare them field by field. Not simulated: authentication
 // beyond one bearer token, authorization (403), namespace lifecycle
 // (creating in a missing namespace succeeds), finalizers and graceful
-// deletion (a delete removes the object at once), subresources, PATCH,
-// deletecollection, Table output, YAML and CBOR, response compression, and
-// an etcd compaction that the watch cache outlives (Compact drops both).
+// deletion (a delete removes the object at once), the status a create
+// resets (a created Pod keeps the status it was given), subresources other
+// than status, PATCH, deletecollection, Table output, YAML and CBOR,
+// response compression, and an etcd compaction that the watch cache
+// outlives (Compact drops both).
 //
 // # Faults
 //

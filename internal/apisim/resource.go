@@ -13,6 +13,11 @@ import (
 // resource. Protobuf may be true only for kinds known to the server's
 // scheme (built-in k8s.io/api types): the simulator then stores them as
 // typed objects and can answer application/vnd.kubernetes.protobuf.
+//
+// A kind the server's scheme knows has a status subresource when its Go
+// type has a Status field (pods, deployments, nodes, namespaces, but not
+// configmaps); any other kind, such as a custom resource, when
+// StatusSubresource is set, as a CustomResourceDefinition enables one.
 type Resource struct {
 	Group    string // API group; "" for the core group
 	Version  string // API version, e.g. "v1"
@@ -22,6 +27,10 @@ type Resource struct {
 
 	Namespaced bool // objects live in namespaces (URLs carry /namespaces/{ns})
 	Protobuf   bool // built-in type: protobuf is offered besides JSON
+
+	// StatusSubresource: a kind unknown to the scheme has a status
+	// subresource (see above).
+	StatusSubresource bool
 }
 
 // Pods returns the descriptor of core/v1 pods.
@@ -46,7 +55,8 @@ func Deployments() Resource {
 }
 
 // CustomResource returns the descriptor of a custom resource served like a
-// CustomResourceDefinition: JSON only, objects kept as unstructured.
+// CustomResourceDefinition: JSON only, objects kept as unstructured, no
+// status subresource (set StatusSubresource for one).
 func CustomResource(group, version, plural, kind string, namespaced bool) Resource {
 	return Resource{Group: group, Version: version, Resource: plural, Kind: kind,
 		ListKind: kind + "List", Namespaced: namespaced}

@@ -42,6 +42,7 @@ type request struct {
 	c         *collection
 	namespace string // from the path; "" when none
 	name      string // from the path; "" for collections
+	status    bool   // the path names the object's status subresource
 	watchPath bool   // the legacy /watch/ path prefix
 }
 
@@ -149,16 +150,18 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 	if len(rest) >= 3 && rest[0] == "namespaces" {
 		req.namespace, rest = rest[1], rest[2:]
 	}
-	if len(rest) == 0 || len(rest) > 2 {
-		return req, errNoSuchPath() // subresources are not simulated
+	if len(rest) == 0 || len(rest) > 3 || (len(rest) == 3 && (rest[2] != "status" || req.watchPath)) {
+		return req, errNoSuchPath() // of the subresources, only status is simulated
 	}
-	if len(rest) == 2 {
+	if len(rest) >= 2 {
 		req.name = rest[1]
 	}
+	req.status = len(rest) == 3
 	s.mu.Lock()
 	c, ok := s.collections[gv.WithResource(rest[0])]
 	s.mu.Unlock()
-	if !ok || (req.namespace != "" && !c.res.Namespaced) || (req.name != "" && c.res.Namespaced && req.namespace == "") {
+	if !ok || (req.namespace != "" && !c.res.Namespaced) || (req.name != "" && c.res.Namespaced && req.namespace == "") ||
+		(req.status && !c.status.has) {
 		return req, errNoSuchPath()
 	}
 	req.c = c
@@ -176,7 +179,7 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 		req.verb = VerbCreate
 	case r.Method == http.MethodPut && req.name != "":
 		req.verb = VerbUpdate
-	case r.Method == http.MethodDelete && req.name != "":
+	case r.Method == http.MethodDelete && req.name != "" && !req.status:
 		req.verb = VerbDelete
 	default:
 		return req, errMethodNotAllowed(c, strings.ToLower(r.Method))
@@ -188,7 +191,8 @@ func isTrue(v string) bool {
 	return v != "" && v != "0" && !strings.EqualFold(v, "false")
 }
 
-// serveGet returns one object.
+// serveGet returns one object (of its status subresource too: the whole
+// object, as kube-apiserver answers).
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req request) {
 	f, err := negotiate(r, req.c, kindObject)
 	if err != nil {
@@ -205,7 +209,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req request) {
 	writeObject(w, req.c.encodedVersion(v, f), f, http.StatusOK)
 }
 
-// serveWrite creates (POST) or replaces (PUT) an object.
+// serveWrite creates (POST) or replaces (PUT) an object, or its status.
 func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request) {
 	f, err := negotiate(r, req.c, kindObject)
 	if err != nil {
@@ -234,7 +238,11 @@ func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request)
 				"the name of the object (%s) does not match the name on the URL (%s)", name, req.name)), errorFormat(r))
 			return
 		}
-		v, err = s.update(req.c, obj, req.namespace)
+		kind := writePut
+		if req.status {
+			kind = writePutStatus
+		}
+		v, err = s.update(req.c, obj, req.namespace, kind)
 	}
 	if err != nil {
 		writeStatus(w, r, err, errorFormat(r))

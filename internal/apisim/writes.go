@@ -25,6 +25,7 @@ import (
 // except the immutable codec.
 type collection struct {
 	codec
+	status   statusStrategy
 	store    *objectStore
 	hist     *history
 	watchers map[*watcher]struct{}
@@ -45,6 +46,7 @@ func newCollection(res Resource, scheme *runtime.Scheme, historySize int) (*coll
 	}
 	return &collection{
 		codec:    cd,
+		status:   newStatusStrategy(res, scheme),
 		store:    newObjectStore(),
 		hist:     newHistory(historySize),
 		watchers: make(map[*watcher]struct{}),
@@ -103,11 +105,13 @@ func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*versi
 	return v, nil
 }
 
-// update replaces an object. A non-empty metadata.resourceVersion must be
+// update replaces an object, or its status (kind says which, see
+// statusStrategy.prepare). A non-empty metadata.resourceVersion must be
 // the current one (optimistic concurrency); an empty one updates
 // unconditionally. An update that changes nothing writes nothing and
-// returns the current version, as kube-apiserver does.
-func (s *Server) update(c *collection, in runtime.Object, pathNS string) (*version, error) {
+// returns the current version, as kube-apiserver does; one of the status
+// alone never moves the generation.
+func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind writeKind) (*version, error) {
 	obj, err := c.canonical(in)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -126,12 +130,14 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string) (*versi
 		return nil, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 	}
+	obj = c.status.prepare(kind, obj, cur.obj)
+	m, _ = meta.Accessor(obj)
 	old, _ := meta.Accessor(cur.obj)
 	m.SetUID(old.GetUID())
 	m.SetCreationTimestamp(old.GetCreationTimestamp())
 	m.SetGeneration(old.GetGeneration())
 	m.SetResourceVersion(old.GetResourceVersion())
-	if generation.SpecChanged(cur.obj, obj) {
+	if kind != writePutStatus && generation.SpecChanged(cur.obj, obj) {
 		m.SetGeneration(old.GetGeneration() + 1)
 	} else if equalObjects(cur.obj, obj) {
 		return cur, nil

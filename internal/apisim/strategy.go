@@ -1,0 +1,132 @@
+package apisim
+
+import (
+	"reflect"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// writeKind says which of kube-apiserver's update rules a write follows.
+type writeKind int
+
+const (
+	// writeWhole stores the object as given, status included: the direct
+	// Go API (Objects.Update), where a test stands for every writer of the
+	// cluster at once.
+	writeWhole writeKind = iota
+	// writePut is a PUT to the object: its status, if it has a status
+	// subresource, is the stored one.
+	writePut
+	// writePutStatus is a PUT to its status subresource: the status is
+	// the request's, the rest mostly the stored object's (see
+	// statusStrategy.prepare).
+	writePutStatus
+)
+
+// statusStrategy is the part of a kind's update strategy in kube-apiserver
+// (its PrepareForUpdate, and that of its status strategy) that decides what
+// a PUT takes from the stored object.
+type statusStrategy struct {
+	// has: the kind has a status subresource (.../{name}/status).
+	has bool
+	// custom: a custom resource, whose /status takes everything but the
+	// status from the stored object (apiextensions-apiserver's
+	// statusStrategy). Built-in kinds keep the spec and keepMeta.
+	custom bool
+	// keepMeta copies the metadata a built-in kind's /status takes from
+	// the stored object; nil when it takes none.
+	keepMeta func(obj, old metav1.Object)
+}
+
+// newStatusStrategy returns the strategy of res. A kind the scheme knows
+// has a status subresource when its Go type has a Status field; another
+// (a custom resource) when res.StatusSubresource says so.
+func newStatusStrategy(res Resource, scheme *runtime.Scheme) statusStrategy {
+	obj, err := scheme.New(res.GroupVersionKind())
+	if err != nil {
+		return statusStrategy{has: res.StatusSubresource, custom: true}
+	}
+	f, ok := reflect.TypeOf(obj).Elem().FieldByName("Status")
+	gk := res.GroupVersionKind().GroupKind()
+	return statusStrategy{has: ok && f.Type.Kind() == reflect.Struct, keepMeta: statusKeepsMeta[gk]}
+}
+
+// statusKeepsMeta holds the built-in kinds whose status strategy takes some
+// metadata from the stored object (k8s.io/kubernetes v1.37
+// pkg/registry/*/strategy.go); the others take the request's.
+var statusKeepsMeta = map[schema.GroupKind]func(obj, old metav1.Object){
+	{Kind: "Pod"}: func(obj, old metav1.Object) {
+		// Old kubelets corrupted them in ways that broke garbage collection.
+		obj.SetOwnerReferences(old.GetOwnerReferences())
+	},
+	{Group: "apps", Kind: "Deployment"}: func(obj, old metav1.Object) {
+		obj.SetLabels(old.GetLabels())
+	},
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}: metav1.ResetObjectMetaForStatus,
+	{Group: "certificates.k8s.io", Kind: "PodCertificateRequest"}:              metav1.ResetObjectMetaForStatus,
+	{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}:               metav1.ResetObjectMetaForStatus,
+	{Group: "lifecycle.k8s.io", Kind: "Eviction"}:                              metav1.ResetObjectMetaForStatus,
+	{Group: "lifecycle.k8s.io", Kind: "EvictionRequest"}:                       metav1.ResetObjectMetaForStatus,
+	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:                          metav1.ResetObjectMetaForStatus,
+	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:                        metav1.ResetObjectMetaForStatus,
+	{Group: "resource.k8s.io", Kind: "ResourceClaim"}:                          metav1.ResetObjectMetaForStatus,
+	{Group: "resource.k8s.io", Kind: "ResourcePoolStatusRequest"}:              metav1.ResetObjectMetaForStatus,
+	{Group: "scheduling.k8s.io", Kind: "CompositePodGroup"}:                    metav1.ResetObjectMetaForStatus,
+	{Group: "scheduling.k8s.io", Kind: "PodGroup"}:                             metav1.ResetObjectMetaForStatus,
+	{Group: "storage.k8s.io", Kind: "CSINode"}:                                 metav1.ResetObjectMetaForStatus,
+	{Group: "storage.k8s.io", Kind: "VolumeAttachment"}:                        metav1.ResetObjectMetaForStatus,
+	{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}:        metav1.ResetObjectMetaForStatus,
+}
+
+// prepare applies the strategy to obj, the request's object (a private
+// canonical copy), given old, the stored one, and returns the object to
+// store:
+//
+//   - a PUT to the object keeps old's status (every built-in strategy's
+//     PrepareForUpdate, and a custom resource's with a status subresource);
+//   - a PUT to /status of a built-in kind keeps old's spec, and the
+//     metadata keepMeta names;
+//   - a PUT to /status of a custom resource keeps all of old but its status.
+//
+// The caller then applies what every update shares (uid, creationTimestamp,
+// generation, resourceVersion).
+func (st statusStrategy) prepare(kind writeKind, obj, old runtime.Object) runtime.Object {
+	switch {
+	case kind == writePut && st.has:
+		copyField(obj, old, "status")
+	case kind == writePutStatus && st.custom:
+		out := old.DeepCopyObject()
+		copyField(out, obj, "status")
+		return out
+	case kind == writePutStatus:
+		copyField(obj, old, "spec")
+		if st.keepMeta != nil {
+			st.keepMeta(obj.(metav1.Object), old.DeepCopyObject().(metav1.Object))
+		}
+	}
+	return obj
+}
+
+// copyField sets the top-level field name ("spec", "status") of dst to a
+// copy of src's: dst and src are of the same canonical form, typed or
+// unstructured. An unstructured dst loses the field when src has none.
+func copyField(dst, src runtime.Object, name string) {
+	if u, ok := dst.(*unstructured.Unstructured); ok {
+		if v, ok := src.(*unstructured.Unstructured).Object[name]; ok {
+			u.Object[name] = runtime.DeepCopyJSONValue(v)
+		} else {
+			delete(u.Object, name)
+		}
+		return
+	}
+	goName := strings.ToUpper(name[:1]) + name[1:]
+	to := reflect.ValueOf(dst).Elem().FieldByName(goName)
+	from := reflect.ValueOf(src.DeepCopyObject()).Elem().FieldByName(goName)
+	if to.IsValid() && from.IsValid() && to.CanSet() {
+		to.Set(from)
+	}
+}

@@ -1,0 +1,189 @@
+package apisim_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/listwatch/listwatch/internal/apisim"
+)
+
+// gadgets is a custom resource whose definition enables the status
+// subresource; widgets' does not.
+var gadgets = func() apisim.Resource {
+	r := apisim.CustomResource("example.com", "v1", "gadgets", "Gadget", true)
+	r.StatusSubresource = true
+	return r
+}()
+
+func newGadget(namespace, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Gadget",
+		"metadata": map[string]any{"namespace": namespace, "name": name, "labels": map[string]any{"app": "g"}},
+		"spec":     map[string]any{"color": "blue"},
+		"status":   map[string]any{"phase": "Ready"},
+	}}
+}
+
+// put sends obj with PUT to path and decodes the answer into out.
+func put(t *testing.T, s *apisim.Server, path string, obj, out any) {
+	t.Helper()
+	resp, body := do(t, s, http.MethodPut, path, jsonBody(t, obj))
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.NoError(t, json.Unmarshal(body, out))
+}
+
+// A PUT to an object with a status subresource keeps the stored status, as
+// kube-apiserver's strategies' PrepareForUpdate do; apisim stored the
+// status sent. A PUT that changes only the status then writes nothing.
+func TestPutKeepsTheStoredStatus(t *testing.T) {
+	s := start(t, apisim.WithResources(apisim.Deployments(), gadgets))
+
+	pod, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Create(apisim.MakePod("default", "p"))
+	require.NoError(t, err)
+	change := pod.DeepCopy()
+	change.Status.Phase = corev1.PodFailed
+	var got corev1.Pod
+	put(t, s, apisim.Pods().ObjectPath("default", "p"), change, &got)
+	assert.Equal(t, corev1.PodRunning, got.Status.Phase)
+	assert.Equal(t, pod.ResourceVersion, got.ResourceVersion, "only the status changed: nothing written")
+	change.Labels["tier"] = "back"
+	put(t, s, apisim.Pods().ObjectPath("default", "p"), change, &got)
+	assert.Equal(t, corev1.PodRunning, got.Status.Phase)
+	assert.Equal(t, "back", got.Labels["tier"])
+	assert.NotEqual(t, pod.ResourceVersion, got.ResourceVersion)
+
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "d"},
+		Spec: appsv1.DeploymentSpec{Replicas: new(int32(1))}, Status: appsv1.DeploymentStatus{ReadyReplicas: 1}}
+	d, err = apisim.Of[*appsv1.Deployment](s, apisim.Deployments()).Create(d)
+	require.NoError(t, err)
+	d.Spec.Replicas, d.Status.ReadyReplicas = new(int32(3)), 3
+	var gotD appsv1.Deployment
+	put(t, s, apisim.Deployments().ObjectPath("default", "d"), d, &gotD)
+	assert.Equal(t, int32(3), *gotD.Spec.Replicas)
+	assert.Equal(t, int32(1), gotD.Status.ReadyReplicas)
+	assert.Equal(t, int64(2), gotD.Generation)
+
+	for _, tc := range []struct {
+		res       apisim.Resource
+		obj       *unstructured.Unstructured
+		wantPhase string
+	}{
+		{gadgets, newGadget("default", "g"), "Ready"},
+		{widgets, newWidget("default", "w"), "Broken"}, // no status subresource: status is data
+	} {
+		if tc.res == widgets {
+			tc.obj.Object["status"] = map[string]any{"phase": "Ready"}
+		}
+		u, err := apisim.Of[*unstructured.Unstructured](s, tc.res).Create(tc.obj)
+		require.NoError(t, err)
+		u.Object["status"] = map[string]any{"phase": "Broken"}
+		u.Object["spec"] = map[string]any{"color": "red"}
+		var gotU unstructured.Unstructured
+		put(t, s, tc.res.ObjectPath("default", u.GetName()), u, &gotU)
+		phase, _, _ := unstructured.NestedString(gotU.Object, "status", "phase")
+		assert.Equal(t, tc.wantPhase, phase, tc.res.Resource)
+		color, _, _ := unstructured.NestedString(gotU.Object, "spec", "color")
+		assert.Equal(t, "red", color, tc.res.Resource)
+	}
+
+	// The direct Go API writes the object whole, status included.
+	change.Status.Phase = corev1.PodSucceeded
+	change.ResourceVersion = ""
+	direct, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Update(change)
+	require.NoError(t, err)
+	assert.Equal(t, corev1.PodSucceeded, direct.Status.Phase)
+}
+
+// A PUT to .../status writes the status: a built-in kind keeps its stored
+// spec and the metadata its status strategy protects (a Pod's
+// ownerReferences, a Deployment's labels), a custom resource everything but
+// its status; the generation does not move. apisim answered 404.
+func TestPutStatus(t *testing.T) {
+	s := start(t, apisim.WithResources(apisim.Deployments(), gadgets))
+
+	p := apisim.MakePod("default", "p")
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u-1"}}
+	pod, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Create(p)
+	require.NoError(t, err)
+	change := pod.DeepCopy()
+	change.Status.Phase = corev1.PodFailed
+	change.Spec.NodeName = "elsewhere"
+	change.Labels["tier"] = "back"
+	change.OwnerReferences = nil
+	var got corev1.Pod
+	put(t, s, apisim.Pods().ObjectPath("default", "p")+"/status", change, &got)
+	assert.Equal(t, corev1.PodFailed, got.Status.Phase)
+	assert.Equal(t, pod.Spec.NodeName, got.Spec.NodeName)
+	assert.Equal(t, "back", got.Labels["tier"], "pods/status may change labels")
+	assert.Equal(t, pod.OwnerReferences, got.OwnerReferences)
+	assert.Equal(t, rvPlus(t, pod.ResourceVersion, 1), got.ResourceVersion)
+	stored, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Get("default", "p")
+	require.NoError(t, err)
+	assert.Equal(t, got.ResourceVersion, stored.ResourceVersion)
+
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "d", Labels: map[string]string{"app": "d"}},
+		Spec: appsv1.DeploymentSpec{Replicas: new(int32(1))}}
+	d, err = apisim.Of[*appsv1.Deployment](s, apisim.Deployments()).Create(d)
+	require.NoError(t, err)
+	d.Spec.Replicas, d.Status.ReadyReplicas = new(int32(3)), 1
+	d.Labels = map[string]string{"app": "other"}
+	d.Annotations = map[string]string{"note": "x"}
+	var gotD appsv1.Deployment
+	put(t, s, apisim.Deployments().ObjectPath("default", "d")+"/status", d, &gotD)
+	assert.Equal(t, int32(1), *gotD.Spec.Replicas)
+	assert.Equal(t, int32(1), gotD.Status.ReadyReplicas)
+	assert.Equal(t, map[string]string{"app": "d"}, gotD.Labels)
+	assert.Equal(t, map[string]string{"note": "x"}, gotD.Annotations)
+	assert.Equal(t, int64(1), gotD.Generation, "a status write does not move the generation")
+
+	g, err := apisim.Of[*unstructured.Unstructured](s, gadgets).Create(newGadget("default", "g"))
+	require.NoError(t, err)
+	change2 := g.DeepCopy()
+	change2.SetLabels(map[string]string{"app": "other"})
+	change2.Object["spec"] = map[string]any{"color": "red"}
+	change2.Object["status"] = map[string]any{"phase": "Broken"}
+	var gotG unstructured.Unstructured
+	put(t, s, gadgets.ObjectPath("default", "g")+"/status", change2, &gotG)
+	assert.Equal(t, map[string]any{"phase": "Broken"}, gotG.Object["status"])
+	assert.Equal(t, g.Object["spec"], gotG.Object["spec"])
+	assert.Equal(t, g.GetLabels(), gotG.GetLabels())
+
+	// GET of the status subresource answers the whole object.
+	resp, body := get(t, s, gadgets.ObjectPath("default", "g")+"/status")
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	assert.JSONEq(t, mustJSON(t, &gotG), string(body))
+}
+
+// Kinds without a status subresource have no .../status path: 404, as from
+// kube-apiserver; nor does any other subresource exist. Only GET and PUT
+// are served on one.
+func TestStatusSubresourcePaths(t *testing.T) {
+	s := start(t, apisim.WithResources(gadgets))
+	_, err := apisim.Of[*corev1.ConfigMap](s, apisim.ConfigMaps()).Create(apisim.MakeConfigMap("default", "c", 1))
+	require.NoError(t, err)
+	_, err = apisim.Of[*unstructured.Unstructured](s, widgets).Create(newWidget("default", "w"))
+	require.NoError(t, err)
+	_, err = apisim.Of[*corev1.Pod](s, apisim.Pods()).Create(apisim.MakePod("default", "p"))
+	require.NoError(t, err)
+	for _, path := range []string{
+		apisim.ConfigMaps().ObjectPath("default", "c") + "/status",
+		widgets.ObjectPath("default", "w") + "/status",
+		apisim.Pods().ObjectPath("default", "p") + "/log",
+		"/api/v1/watch/namespaces/default/pods/p/status",
+	} {
+		resp, body := get(t, s, path)
+		assert.Equal(t, metav1.StatusReasonNotFound, status(t, resp, body, http.StatusNotFound).Reason, path)
+	}
+	for _, method := range []string{http.MethodPost, http.MethodDelete} {
+		resp, body := do(t, s, method, apisim.Pods().ObjectPath("default", "p")+"/status", nil)
+		assert.Equal(t, metav1.StatusReasonMethodNotAllowed, status(t, resp, body, http.StatusMethodNotAllowed).Reason, method)
+	}
+}
