@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,44 +46,6 @@ type Source[T reflector.Object] struct {
 	// status: the resource has a status subresource (see hasStatus):
 	// Update keeps the stored status and UpdateStatus writes it.
 	status bool
-}
-
-// conditionalOnly are the built-in resources whose strategy refuses an
-// update without a resourceVersion (AllowUnconditionalUpdate false,
-// k8s.io/kubernetes v1.37 pkg/registry/*/strategy.go).
-var conditionalOnly = map[schema.GroupResource]bool{
-	{Group: "coordination.k8s.io", Resource: "leases"}:                                     true,
-	{Group: "coordination.k8s.io", Resource: "leasecandidates"}:                            true,
-	{Group: "policy", Resource: "poddisruptionbudgets"}:                                    true,
-	{Group: "certificates.k8s.io", Resource: "clustertrustbundles"}:                        true,
-	{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}:                     true,
-	{Group: "node.k8s.io", Resource: "runtimeclasses"}:                                     true,
-	{Group: "storage.k8s.io", Resource: "csidrivers"}:                                      true,
-	{Group: "storage.k8s.io", Resource: "csinodes"}:                                        true,
-	{Group: "storage.k8s.io", Resource: "csistoragecapacities"}:                            true,
-	{Group: "storage.k8s.io", Resource: "volumeattachments"}:                               true,
-	{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}:   true,
-	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}:     true,
-	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}:       true,
-	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"}: true,
-	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}:         true,
-	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"}:   true,
-	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}:                      true,
-	{Group: "storagemigration.k8s.io", Resource: "storageversionmigrations"}:               true,
-	{Group: "scheduling.k8s.io", Resource: "podgroups"}:                                    true,
-	{Group: "scheduling.k8s.io", Resource: "compositepodgroups"}:                           true,
-	{Group: "scheduling.k8s.io", Resource: "workloads"}:                                    true,
-	{Group: "resource.k8s.io", Resource: "resourcepoolstatusrequests"}:                     true,
-	{Group: "lifecycle.k8s.io", Resource: "evictions"}:                                     true,
-	{Group: "lifecycle.k8s.io", Resource: "evictionrequests"}:                              true,
-}
-
-// conditionalSince are the built-in resources whose strategy refuses an
-// update without a resourceVersion in all versions but those listed:
-// DeviceTaintRules from v1 on (devicetaintrule/strategy.go: v1alpha3 and
-// v1beta2 keep their unconditional updates).
-var conditionalSince = map[schema.GroupResource][]string{
-	{Group: "resource.k8s.io", Resource: "devicetaintrules"}: {"v1alpha3", "v1beta2"},
 }
 
 // NewSource returns an empty Source for objects of type T, such as
@@ -135,10 +96,8 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 	}
 	s := &Source[T]{generations: generation.Tracked(typ), names: o.names, status: hasStatus(typ, o.statusSubresource)}
 	_, unstructuredT := any(*new(T)).(*unstructured.Unstructured)
-	s.conditional = conditionalOnly[s.resource] || (unstructuredT && !kinds.BuiltIn(s.resource.Group))
-	if unconditional, ok := conditionalSince[s.resource]; ok && version != "" && !slices.Contains(unconditional, version) {
-		s.conditional = true
-	}
+	s.conditional = kinds.ConditionalUpdateOnly(s.resource.WithVersion(version)) ||
+		(unstructuredT && !kinds.BuiltIn(s.resource.Group))
 	if typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Struct {
 		elem := typ.Elem()
 		s.src = fakelw.New(func() T { return reflect.New(elem).Interface().(T) })

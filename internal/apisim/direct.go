@@ -42,7 +42,9 @@ func (o Objects[T]) Create(obj T) (T, error) {
 // stored status of a kind with a status subresource, as kube-apiserver's
 // does, and writes it only through .../status). When obj carries a
 // resourceVersion it must be the current one, else a Conflict status error
-// (apierrors.IsConflict). NotFound when the object does not exist.
+// (apierrors.IsConflict); without one it replaces whatever is stored, even
+// for the resources whose PUT must name one (custom resources, leases).
+// NotFound when the object does not exist.
 func (o Objects[T]) Update(obj T) (T, error) {
 	return o.write(func(c *collection) (*version, error) { return o.s.update(c, obj, "", writeWhole) })
 }

@@ -41,7 +41,10 @@
 // kube-apiserver gives ConfigMaps and Secrets none) and resourceVersion.
 // An update that changes nothing writes nothing. Optimistic concurrency,
 // AlreadyExists, NotFound and namespace checks answer with kube-apiserver's
-// Status errors.
+// Status errors; so does a PUT without metadata.resourceVersion to a custom
+// resource or to a kind whose strategy refuses unconditional updates
+// (leases, poddisruptionbudgets, ...): 422 Invalid, "must be specified for
+// an update".
 //
 // Kinds with a status subresource (see Resource) serve GET and PUT on
 // .../{name}/status; other kinds answer 404 there. As kube-apiserver's
@@ -51,7 +54,7 @@
 // Deployment's labels, what metav1.ResetObjectMetaForStatus resets for
 // the kinds that call it), of a custom resource everything but the status;
 // it never moves the generation. Objects.Update writes the object whole,
-// status included.
+// status included, with or without a resourceVersion.
 //
 // # Wire
 //

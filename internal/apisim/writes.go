@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listwatch/listwatch/internal/generation"
+	"github.com/listwatch/listwatch/internal/kinds"
 )
 
 // collection is the server-side state of one resource: its objects, its
@@ -25,10 +26,14 @@ import (
 // except the immutable codec.
 type collection struct {
 	codec
-	status   statusStrategy
-	store    *objectStore
-	hist     *history
-	watchers map[*watcher]struct{}
+	status statusStrategy
+	// conditionalOnly: a PUT must name the resourceVersion it replaces, as
+	// for custom resources and the built-in kinds whose strategy's
+	// AllowUnconditionalUpdate is false.
+	conditionalOnly bool
+	store           *objectStore
+	hist            *history
+	watchers        map[*watcher]struct{}
 
 	// watchStart: every event with an RV above it is in hist, so a watch may
 	// resume from any RV >= watchStart.
@@ -45,11 +50,12 @@ func newCollection(res Resource, scheme *runtime.Scheme, historySize int) (*coll
 		return nil, err
 	}
 	return &collection{
-		codec:    cd,
-		status:   newStatusStrategy(res, scheme),
-		store:    newObjectStore(),
-		hist:     newHistory(historySize),
-		watchers: make(map[*watcher]struct{}),
+		codec:           cd,
+		status:          newStatusStrategy(res, scheme),
+		conditionalOnly: !kinds.BuiltIn(res.Group) || kinds.ConditionalUpdateOnly(res.GroupResource().WithVersion(res.Version)),
+		store:           newObjectStore(),
+		hist:            newHistory(historySize),
+		watchers:        make(map[*watcher]struct{}),
 	}, nil
 }
 
@@ -108,9 +114,10 @@ func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*versi
 // update replaces an object, or its status (kind says which, see
 // statusStrategy.prepare). A non-empty metadata.resourceVersion must be
 // the current one (optimistic concurrency); an empty one updates
-// unconditionally. An update that changes nothing writes nothing and
-// returns the current version, as kube-apiserver does; one of the status
-// alone never moves the generation.
+// unconditionally, except in a PUT to a resource that refuses that
+// (collection.conditionalOnly): 422 Invalid. An update that changes
+// nothing writes nothing and returns the current version, as
+// kube-apiserver does; one of the status alone never moves the generation.
 func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind writeKind) (*version, error) {
 	obj, err := c.canonical(in)
 	if err != nil {
@@ -125,6 +132,12 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 	cur := c.store.current(objectKey(m.GetNamespace(), m.GetName()))
 	if cur == nil {
 		return nil, apierrors.NewNotFound(c.res.GroupResource(), m.GetName())
+	}
+	if m.GetResourceVersion() == "" && kind != writeWhole && c.conditionalOnly {
+		// As kube-apiserver's generic store words it, naming the resource
+		// where the kind belongs (its "TODO" of #18526).
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: c.res.Group, Kind: c.res.Resource}, m.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 	}
 	if want := m.GetResourceVersion(); want != "" && want != strconv.FormatUint(cur.rv, 10) {
 		return nil, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
