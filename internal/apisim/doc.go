@@ -26,14 +26,18 @@
 // One global resourceVersion counter, decimal, incremented by every write
 // to any resource, as etcd's revision. Like etcd's, it starts at 1: an
 // empty server lists at "1" (kube-apiserver never answers at "0") and its
-// first write is at 2. Each resource keeps every version of
-// every object that a read at a retained resourceVersion may need, each
-// encoded once (JSON; protobuf too for built-in types) when written, and a
-// bounded history of events (WithHistorySize, default 10000) from which
-// watches resume. When an event falls off the history, the versions only it
+// first write is at 2. Each resource keeps every version of every object
+// that a read at a retained resourceVersion may need, each encoded once
+// (JSON; protobuf too for built-in types) when written, and a bounded
+// history of events (WithHistorySize, default 10000) from which watches
+// resume. When an event falls off the history, the versions only it
 // could show are dropped too: the history is the window within which
 // watches, exact-RV lists and continue tokens are served, and older ones get
 // 410 Expired. Compact closes that window at the current resourceVersion.
+// A GET of one object reads as a list without limit does: "" and "0" the
+// newest state, N the newest once the server has reached N (a
+// resourceVersion ahead of it waits, then gets 504 Timeout, cause
+// ResourceVersionTooLarge).
 //
 // Writes stamp uid (on create), creationTimestamp (on create, unless the
 // object has one), generation (1 on create, +1 when anything but metadata

@@ -88,7 +88,7 @@ func (s *Server) parseQuery(r *http.Request, req request) (*query, error) {
 
 // parseRV parses a resourceVersion parameter; "" and "0" are 0. A value
 // that is not a decimal number gets kube-apiserver's answer: a 400 to a
-// list, a 500 to a watch (forWatch).
+// list, a 500 to a watch or a GET (forWatch).
 func parseRV(rv string, forWatch bool) (uint64, error) {
 	if rv == "" || rv == "0" {
 		return 0, nil

@@ -192,9 +192,28 @@ func isTrue(v string) bool {
 }
 
 // serveGet returns one object (of its status subresource too: the whole
-// object, as kube-apiserver answers).
+// object, as kube-apiserver answers), with kube-apiserver's
+// resourceVersion rules for a GET, those of a list without limit:
+//
+//   - resourceVersion unset: the newest state (a read from etcd);
+//   - "0": any state; the simulator serves the newest;
+//   - N: the newest state once it is at least N (the watch cache's
+//     answer): a resourceVersion ahead of the server waits up to
+//     WithTooLargeWait for it, then fails with 504 Timeout, cause
+//     ResourceVersionTooLarge.
+//
+// A resourceVersion that is not a number gets the 500 a watch gets: the
+// storage layer's error, which the GET handler passes on unwrapped.
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req request) {
 	f, err := negotiate(r, req.c, kindObject)
+	if err != nil {
+		writeStatus(w, r, err, errorFormat(r))
+		return
+	}
+	rv, err := parseRV(r.URL.Query().Get("resourceVersion"), true)
+	if err == nil && rv > 0 {
+		err = s.waitForRV(r.Context(), rv)
+	}
 	if err != nil {
 		writeStatus(w, r, err, errorFormat(r))
 		return
