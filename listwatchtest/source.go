@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -333,13 +332,9 @@ func (s *Source[T]) nextGeneration(old, obj T) int64 {
 	switch {
 	case !s.generations:
 		return 0
-	case generation.SpecChanged(old, obj):
+	case generation.SpecChanged(old, obj),
+		!s.status && !kinds.BuiltIn(s.resource.Group) && generation.CustomStatusChanged(old, obj):
 		return old.GetGeneration() + 1
-	}
-	if ou, ok := any(old).(*unstructured.Unstructured); ok && !s.status && !kinds.BuiltIn(s.resource.Group) {
-		if !equality.Semantic.DeepEqual(ou.Object["status"], any(obj).(*unstructured.Unstructured).Object["status"]) {
-			return old.GetGeneration() + 1
-		}
 	}
 	return old.GetGeneration()
 }

@@ -459,7 +459,7 @@ func TestHistoryWindowExpiresOlderListsAndTokens(t *testing.T) {
 	s := start(t, apisim.WithHistorySize(3))
 	old := createPods(t, s, "default", 2)
 	first := getList(t, s, "/api/v1/pods?limit=1") // snapshot at old
-	start := createPods(t, s, "other", 1)          // the window's start once
+	windowStart := createPods(t, s, "other", 1)    // the window's start once
 	createPods(t, s, "more", 3)                    // the history keeps these three
 
 	resp, body := get(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion="+old)
@@ -467,7 +467,7 @@ func TestHistoryWindowExpiresOlderListsAndTokens(t *testing.T) {
 	resp, body = get(t, s, "/api/v1/pods?limit=1&continue="+first.Metadata.Continue)
 	assert.Equal(t, metav1.StatusReasonExpired, status(t, resp, body, http.StatusGone).Reason)
 
-	l := getList(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion="+start)
+	l := getList(t, s, "/api/v1/pods?resourceVersionMatch=Exact&resourceVersion="+windowStart)
 	assert.Equal(t, []string{"p0", "p1", "p0"}, l.names())
 }
 

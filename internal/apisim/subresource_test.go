@@ -187,3 +187,33 @@ func TestStatusSubresourcePaths(t *testing.T) {
 		assert.Equal(t, metav1.StatusReasonMethodNotAllowed, status(t, resp, body, http.StatusMethodNotAllowed).Reason, method)
 	}
 }
+
+// A custom resource's strategy moves the generation on for any change but
+// to metadata: without a status subresource, its status is such a change;
+// with one, a PUT keeps the stored status and a status write never moves
+// it. apisim left the status out for both.
+func TestCustomResourceStatusAndGeneration(t *testing.T) {
+	s := start(t, apisim.WithResources(gadgets))
+	for _, tc := range []struct {
+		res  apisim.Resource
+		obj  *unstructured.Unstructured
+		want int64
+	}{
+		{widgets, newWidget("default", "w"), 2},
+		{gadgets, newGadget("default", "g"), 1},
+	} {
+		u, err := apisim.Of[*unstructured.Unstructured](s, tc.res).Create(tc.obj)
+		require.NoError(t, err)
+		u.Object["status"] = map[string]any{"phase": "Moved"}
+		var got unstructured.Unstructured
+		put(t, s, tc.res.ObjectPath("default", u.GetName()), u, &got)
+		assert.Equal(t, tc.want, got.GetGeneration(), tc.res.Resource)
+
+		u.SetResourceVersion("")
+		direct, err := apisim.Of[*unstructured.Unstructured](s, tc.res).Update(u)
+		require.NoError(t, err)
+		phase, _, _ := unstructured.NestedString(direct.Object, "status", "phase")
+		assert.Equal(t, "Moved", phase, tc.res.Resource)
+		assert.Equal(t, tc.want, direct.GetGeneration(), "%s: the status moved already, or never moves it", tc.res.Resource)
+	}
+}
