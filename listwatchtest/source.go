@@ -129,7 +129,7 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 func (s *Source[T]) Create(obj T) (T, error) {
 	var zero T
 	if isNil(obj) {
-		return zero, errors.New("listwatchtest: Create: the object is nil")
+		return zero, errors.New("listwatchtest: Create: the object is nil, or embeds its metadata through a nil pointer")
 	}
 	obj, err := copyIn(obj)
 	if err != nil {
@@ -220,7 +220,7 @@ func (s *Source[T]) Create(obj T) (T, error) {
 func (s *Source[T]) Update(obj T) (T, error) {
 	var zero T
 	if isNil(obj) {
-		return zero, errors.New("listwatchtest: Update: the object is nil")
+		return zero, errors.New("listwatchtest: Update: the object is nil, or embeds its metadata through a nil pointer")
 	}
 	obj, err := copyIn(obj)
 	if err != nil {
@@ -638,13 +638,42 @@ func copyIn[T reflector.Object](obj T) (c T, err error) {
 	return deepCopy(obj), nil
 }
 
-// isNil reports a nil obj, or a nil pointer in it.
+// isNil reports a nil obj, a nil pointer in it, or a struct embedding its
+// metadata through a nil pointer (a struct{ *corev1.Pod } without its Pod),
+// whose GetName would panic.
 func isNil(obj any) bool {
 	if obj == nil {
 		return true
 	}
 	v := reflect.ValueOf(obj)
-	return v.Kind() == reflect.Pointer && v.IsNil()
+	if v.Kind() != reflect.Pointer {
+		return false
+	}
+	return v.IsNil() || v.Elem().Kind() == reflect.Struct && nilEmbeddedMeta(v.Elem())
+}
+
+// nilEmbeddedMeta reports whether the struct v embeds, itself or through
+// embedded structs, a nil pointer to a metav1.Object.
+func nilEmbeddedMeta(v reflect.Value) bool {
+	for i := range v.NumField() {
+		f, fv := v.Type().Field(i), v.Field(i)
+		switch {
+		case !f.Anonymous:
+		case f.Type.Kind() == reflect.Struct:
+			if nilEmbeddedMeta(fv) {
+				return true
+			}
+		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+			if fv.IsNil() {
+				if f.Type.Implements(reflect.TypeFor[metav1.Object]()) {
+					return true
+				}
+			} else if nilEmbeddedMeta(fv.Elem()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Option configures a Source.

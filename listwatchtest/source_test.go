@@ -1105,3 +1105,26 @@ func TestNilContextOrAddIsAnError(t *testing.T) {
 		})
 	}
 }
+
+// An object that embeds its metadata through a nil pointer is an error to
+// write, as a nil object is; GetName panicked on it.
+func TestWriteOfATypeEmbeddingANilPod(t *testing.T) {
+	src := listwatchtest.NewSource[*ptrPod]()
+	_, err := src.Create(&ptrPod{Pod: pod("ns", "a")})
+	require.NoError(t, err)
+	for name, write := range map[string]func(*ptrPod) (*ptrPod, error){
+		"Create": src.Create, "Update": src.Update, "UpdateStatus": src.UpdateStatus,
+	} {
+		_, err := write(&ptrPod{summary: "no pod"})
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "nil pointer", name)
+	}
+	got, ok := src.Get("ns", "a")
+	require.True(t, ok)
+	assert.Empty(t, got.summary, "nothing written")
+
+	// A nil pointer to a part without metadata is a value like any other.
+	extras := listwatchtest.NewSource[*withExtra]()
+	_, err = extras.Create(&withExtra{Pod: *pod("ns", "a")})
+	require.NoError(t, err)
+}

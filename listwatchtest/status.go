@@ -51,7 +51,7 @@ import (
 func (s *Source[T]) UpdateStatus(obj T) (T, error) {
 	var zero T
 	if isNil(obj) {
-		return zero, errors.New("listwatchtest: UpdateStatus: the object is nil")
+		return zero, errors.New("listwatchtest: UpdateStatus: the object is nil, or embeds its metadata through a nil pointer")
 	}
 	if !s.status {
 		return zero, s.noStatus(obj.GetName())
