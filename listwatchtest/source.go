@@ -293,9 +293,10 @@ func (s *Source[T]) replaced(obj T) (T, error) {
 }
 
 // checkUpdate returns what kube-apiserver's validation finds wrong with
-// replacing old by obj: finalizers added to an object being deleted, or
-// deletion marks on one that is not (only a delete sets them; once set,
-// an update keeps them whatever it sends).
+// replacing old by obj: finalizers added to an object being deleted,
+// deletion marks on one that is not (only a delete sets them), or another
+// grace period on one that is. Once set, an update keeps the marks when it
+// sends none, or another deletionTimestamp (rest.BeforeUpdate).
 func checkUpdate[T reflector.Object](old, obj T) field.ErrorList {
 	var errs field.ErrorList
 	if old.GetDeletionTimestamp() != nil {
@@ -307,7 +308,7 @@ func checkUpdate[T reflector.Object](old, obj T) field.ErrorList {
 	if ts := obj.GetDeletionTimestamp(); ts != nil && old.GetDeletionTimestamp() == nil {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionTimestamp"), ts, "field is immutable"))
 	}
-	if g := obj.GetDeletionGracePeriodSeconds(); g != nil && old.GetDeletionGracePeriodSeconds() == nil {
+	if g, was := obj.GetDeletionGracePeriodSeconds(), old.GetDeletionGracePeriodSeconds(); g != nil && (was == nil || *g != *was) {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionGracePeriodSeconds"), *g, "field is immutable"))
 	}
 	return errs

@@ -24,8 +24,10 @@ import (
 // managedFields. The checks are Update's: apierrors.IsNotFound if no such
 // object exists, apierrors.IsConflict for a resourceVersion that is not
 // the stored one or another UID, apierrors.IsInvalid for no
-// resourceVersion where the resource requires one, and
-// apierrors.IsBadRequest if obj cannot be copied. A status write that
+// resourceVersion where the resource requires one, and for the deletion
+// marks and finalizers Update refuses (of a built-in kind: the server
+// validates the metadata the request sends, even where the strategy then
+// keeps the stored), and apierrors.IsBadRequest if obj cannot be copied. A status write that
 // changes nothing writes nothing, as Update's: it returns a copy of the
 // stored object and watchers get no event; one that does gives the object
 // a new resourceVersion, which watchers get as MODIFIED.
@@ -66,6 +68,13 @@ func (s *Source[T]) UpdateStatus(obj T) (T, error) {
 	old, err := s.replaced(obj)
 	if err != nil {
 		return zero, err
+	}
+	if _, custom := any(obj).(*unstructured.Unstructured); !custom || kinds.BuiltIn(s.resource.Group) {
+		// A built-in kind's status strategy takes the request's metadata,
+		// which the server then validates; a custom resource's takes none.
+		if errs := checkUpdate(old, obj); len(errs) > 0 {
+			return zero, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
+		}
 	}
 	cur := deepCopy(old)
 	setStatus(cur, obj)

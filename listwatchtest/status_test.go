@@ -188,6 +188,60 @@ func TestUpdateStatusIsChecked(t *testing.T) {
 	assert.True(t, apierrors.IsInvalid(err), "%v", err)
 }
 
+// Of an object being deleted, kube-apiserver's validation refuses another
+// deletionGracePeriodSeconds (immutable; only a delete shortens it) and
+// new finalizers, from a PUT to it or, of a built-in kind, to its /status,
+// whose strategy takes the request's metadata; a custom resource's /status
+// takes none, so nothing there is refused. A Source kept the stored grace
+// period, and UpdateStatus checked nothing of the kind.
+func TestDeletionMarksAreChecked(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	p := pod("ns", "a")
+	p.Finalizers = []string{"example.com/hold"}
+	_, err := src.Create(p)
+	require.NoError(t, err)
+	require.NoError(t, src.Delete("ns", "a"))
+	marked, ok := src.Get("ns", "a")
+	require.True(t, ok)
+	require.NotNil(t, marked.DeletionGracePeriodSeconds)
+
+	longer := marked.DeepCopy()
+	longer.DeletionGracePeriodSeconds = new(int64(30))
+	more := marked.DeepCopy()
+	more.Finalizers = append(more.Finalizers, "example.com/more")
+	for name, write := range map[string]func(*corev1.Pod) (*corev1.Pod, error){"Update": src.Update, "UpdateStatus": src.UpdateStatus} {
+		_, err = write(longer)
+		require.True(t, apierrors.IsInvalid(err), "%s: %v", name, err)
+		assert.ErrorContains(t, err, "metadata.deletionGracePeriodSeconds", name)
+		_, err = write(more)
+		require.True(t, apierrors.IsInvalid(err), "%s: %v", name, err)
+		assert.ErrorContains(t, err, "metadata.finalizers", name)
+	}
+	unmarked := marked.DeepCopy()
+	unmarked.DeletionTimestamp, unmarked.DeletionGracePeriodSeconds = nil, nil
+	unmarked.Status.Phase = corev1.PodSucceeded
+	got, err := src.UpdateStatus(unmarked)
+	require.NoError(t, err, "marks left out are kept")
+	assert.Equal(t, marked.DeletionGracePeriodSeconds, got.DeletionGracePeriodSeconds)
+	assert.Equal(t, corev1.PodSucceeded, got.Status.Phase)
+
+	gadgets := listwatchtest.NewSource[*unstructured.Unstructured](listwatchtest.WithResource(
+		schema.GroupResource{Group: "example.com", Resource: "gadgets"}, "Gadget"),
+		listwatchtest.WithStatusSubresource())
+	g := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Gadget",
+		"metadata": map[string]any{"namespace": "ns", "name": "g", "finalizers": []any{"example.com/hold"}}}}
+	_, err = gadgets.Create(g)
+	require.NoError(t, err)
+	require.NoError(t, gadgets.Delete("ns", "g"))
+	mg, _ := gadgets.Get("ns", "g")
+	mg = mg.DeepCopy()
+	mg.SetFinalizers([]string{"example.com/hold", "example.com/more"})
+	mg.Object["status"] = map[string]any{"phase": "Gone"}
+	got2, err := gadgets.UpdateStatus(mg)
+	require.NoError(t, err, "a custom resource's /status takes no metadata")
+	assert.Equal(t, []string{"example.com/hold"}, got2.GetFinalizers())
+}
+
 // A kind without a status subresource has no /status path: kube-apiserver
 // answers 404 "404 page not found", which client-go reports as a NotFound
 // StatusError, whether or not the object exists.
