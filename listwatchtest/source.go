@@ -24,6 +24,7 @@ import (
 	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/internal/objkey"
 	"github.com/listwatch/listwatch/internal/semantic"
+	"github.com/listwatch/listwatch/internal/strategy"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -70,10 +71,11 @@ type Source[T reflector.Object] struct {
 // UpdateStatus writes nothing else. Create stores the status it is given,
 // where kube-apiserver's create of most such kinds clears it: a test sets
 // the status an object starts with there. Other types (*corev1.ConfigMap,
-// *metav1.PartialObjectMetadata) have no status subresource. A Source does
-// not keep a Namespace's spec.finalizers from Update, as the server does
-// (they are written through /finalize), nor hold it in Terminating until
-// they are emptied: a Namespace without metadata.finalizers goes at once.
+// *metav1.PartialObjectMetadata) have no status subresource. Update keeps
+// a Namespace's spec.finalizers, as the server does (they are written
+// through /finalize), but a Source does not hold a Namespace in
+// Terminating until they are emptied: one without metadata.finalizers
+// goes at once.
 func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 	typ := reflect.TypeFor[T]()
 	name := typ.String()
@@ -199,7 +201,8 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // them), and the apiVersion and kind of a typed object (its TypeMeta, as
 // the server stores its own). Of a resource with a status subresource
 // (see NewSource), the status is the stored one, whatever obj's is, as
-// kube-apiserver's strategies keep it: UpdateStatus writes it. The
+// kube-apiserver's strategies keep it: UpdateStatus writes it; so are a
+// Namespace's spec.finalizers and a CertificateSigningRequest's spec. The
 // metadata.generation is the stored one,
 // plus 1 if anything but metadata and status changed, or a Deployment's
 // annotations, or the status of a custom resource without a status
@@ -246,6 +249,7 @@ func (s *Source[T]) Update(obj T) (T, error) {
 	if s.status {
 		setStatus(obj, deepCopy(old)) // as the strategies' PrepareForUpdate: status only through /status
 	}
+	strategy.KeepOnUpdate(obj, old)
 	obj.SetGeneration(s.nextGeneration(old, obj))
 	obj.SetResourceVersion(old.GetResourceVersion())
 	switch {

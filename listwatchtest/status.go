@@ -10,6 +10,7 @@ import (
 
 	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/internal/semantic"
+	"github.com/listwatch/listwatch/internal/strategy"
 )
 
 // UpdateStatus writes obj's status to the stored object of obj's namespace
@@ -46,10 +47,10 @@ import (
 // other kinds of k8s.io/api write the labels, annotations, finalizers or
 // ownerReferences the request sends, each keeping some (a Pod its
 // ownerReferences, a Deployment its labels). A Source does not: change
-// metadata with Update, as controllers do. Nor does it keep what a
-// kind's status strategy keeps of the stored status (a Pod's
-// status.qosClass, a CertificateSigningRequest's Approved and Denied
-// conditions).
+// metadata with Update, as controllers do. Of the stored status, it keeps
+// what a Pod's status strategy keeps when obj leaves it out (qosClass,
+// observedGeneration, the claim statuses), but not the Approved and Denied
+// conditions of a CertificateSigningRequest.
 func (s *Source[T]) UpdateStatus(obj T) (T, error) {
 	var zero T
 	if isNil(obj) {
@@ -78,6 +79,7 @@ func (s *Source[T]) UpdateStatus(obj T) (T, error) {
 	}
 	cur := deepCopy(old)
 	setStatus(cur, obj)
+	strategy.KeepOnStatusUpdate(cur, old)
 	if semantic.Equal(old, cur) {
 		return deepCopy(old), nil // nothing to write, as kube-apiserver's GuaranteedUpdate finds
 	}

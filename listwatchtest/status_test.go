@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -349,4 +350,47 @@ func TestStatusOfACustomResourceWithoutASubresourceMovesItsGeneration(t *testing
 		require.NoError(t, err)
 		assert.Equal(t, c.want, w.GetGeneration(), "with %d options", len(c.opts))
 	}
+}
+
+// Update keeps what the kind's strategy keeps beside the status: a
+// Namespace's spec.finalizers (written through /finalize), a
+// CertificateSigningRequest's spec (immutable). UpdateStatus keeps what a
+// Pod's status strategy keeps of its status when the request leaves it
+// out: the qosClass and the observedGeneration. A Source wrote them all.
+func TestUpdateKeepsWhatTheStrategyKeeps(t *testing.T) {
+	namespaces := listwatchtest.NewSource[*corev1.Namespace]()
+	ns, err := namespaces.Create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}})
+	require.NoError(t, err)
+	ns.Spec.Finalizers = nil
+	ns.Labels = map[string]string{"x": "y"}
+	ns, err = namespaces.Update(ns)
+	require.NoError(t, err)
+	assert.Equal(t, []corev1.FinalizerName{corev1.FinalizerKubernetes}, ns.Spec.Finalizers)
+	assert.Equal(t, "y", ns.Labels["x"])
+
+	csrs := listwatchtest.NewSource[*certificatesv1.CertificateSigningRequest]()
+	csr, err := csrs.Create(&certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "c"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: "example.com/signer", Request: []byte("pem")}})
+	require.NoError(t, err)
+	created := csr.Generation
+	csr.Spec.SignerName = "example.com/other"
+	csr.Annotations = map[string]string{"x": "y"}
+	csr, err = csrs.Update(csr)
+	require.NoError(t, err)
+	assert.Equal(t, "example.com/signer", csr.Spec.SignerName)
+	assert.Equal(t, "y", csr.Annotations["x"])
+	assert.Equal(t, created, csr.Generation, "the spec did not change")
+
+	pods := listwatchtest.NewSource[*corev1.Pod]()
+	p := pod("ns", "a")
+	p.Status.QOSClass, p.Status.ObservedGeneration = corev1.PodQOSBestEffort, 1
+	p, err = pods.Create(p)
+	require.NoError(t, err)
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	p, err = pods.UpdateStatus(p)
+	require.NoError(t, err)
+	assert.Equal(t, corev1.PodRunning, p.Status.Phase)
+	assert.Equal(t, corev1.PodQOSBestEffort, p.Status.QOSClass)
+	assert.Equal(t, int64(1), p.Status.ObservedGeneration)
 }

@@ -61,21 +61,32 @@ func (s *Server) Watchers(res Resource) int {
 // countKey identifies a request counter.
 type countKey struct {
 	verb     Verb
-	resource string // group/resource, e.g. "pods" or "deployments.apps"
+	group    string
+	resource string // as Match.Resource: "pods", or "pods/status"
 }
 
-func (s *Server) countRequest(v Verb, res Resource) {
+func (s *Server) countRequest(v Verb, group, resource string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.counts[countKey{v, res.GroupResource().String()}]++
+	s.counts[countKey{v, group, resource}]++
 }
 
 // Requests returns how many requests with verb on res reached the server
 // (faulted ones included), e.g. to assert that a client did not relist.
+// Those to the status subresource are counted apart: StatusRequests.
 func (s *Server) Requests(verb Verb, res Resource) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return int(s.counts[countKey{verb, res.GroupResource().String()}])
+	return int(s.counts[countKey{verb, res.Group, res.Resource}])
+}
+
+// StatusRequests returns how many requests with verb (VerbGet,
+// VerbUpdate) on the status subresource of res's objects reached the
+// server, faulted ones included.
+func (s *Server) StatusRequests(verb Verb, res Resource) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int(s.counts[countKey{verb, res.Group, res.Resource + "/status"}])
 }
 
 // Len returns the number of objects of res that exist now.

@@ -45,20 +45,27 @@
 // kube-apiserver gives ConfigMaps and Secrets none) and resourceVersion.
 // An update that changes nothing writes nothing. Optimistic concurrency,
 // AlreadyExists, NotFound and namespace checks answer with kube-apiserver's
-// Status errors; so does a PUT without metadata.resourceVersion to a custom
-// resource or to a kind whose strategy refuses unconditional updates
-// (leases, poddisruptionbudgets, ...): 422 Invalid, "must be specified for
-// an update".
+// Status errors; so does a PUT without metadata.resourceVersion (or with
+// "0") to a custom resource or to a kind whose strategy refuses
+// unconditional updates (leases, poddisruptionbudgets, ...): 422 Invalid,
+// "must be specified for an update". A PUT keeps the stored deletion marks
+// and answers 422 to one that sets them (only a delete does), changes the
+// grace period, or adds a finalizer to an object being deleted.
 //
 // Kinds with a status subresource (see Resource) serve GET and PUT on
-// .../{name}/status; other kinds answer 404 there. As kube-apiserver's
-// update strategies do, a PUT to the object keeps the stored status, and
-// a PUT to its status keeps the rest: of a built-in kind the spec and the
-// metadata its status strategy protects (a Pod's ownerReferences, a
-// Deployment's labels, what metav1.ResetObjectMetaForStatus resets for
-// the kinds that call it), of a custom resource everything but the status;
-// it never moves the generation. Objects.Update writes the object whole,
-// status included, with or without a resourceVersion.
+// .../{name}/status (a Namespace's at /api/v1/namespaces/{name}/status);
+// other kinds answer 404 there. As kube-apiserver's update strategies do,
+// a PUT to the object keeps the stored status (and a Namespace's
+// spec.finalizers, a CertificateSigningRequest's spec: internal/strategy),
+// and a PUT to its status keeps the rest: of a built-in kind the spec, the
+// metadata its status strategy protects (a Pod's ownerReferences and
+// deletionTimestamp, a Deployment's labels, what
+// metav1.ResetObjectMetaForStatus resets for the kinds that call it) and
+// what a Pod's keeps of its status when the request leaves it out
+// (qosClass, observedGeneration, claim statuses); of a custom resource
+// everything but the status. A status write never moves the generation.
+// Objects.Update writes the object whole, status and deletion marks
+// included, with or without a resourceVersion.
 //
 // # Wire
 //
@@ -121,7 +128,8 @@
 // Server.Inject schedules a Fault for the requests a Match selects, a given
 // number of times. Server.Restart, Compact and DropEvents act on the whole
 // server; Requests counts requests per verb and resource so that tests can
-// assert the absence of relist storms. See Fault for the list.
+// assert the absence of relist storms (StatusRequests those to the status
+// subresource, which a Match names "pods/status"). See Fault for the list.
 //
 // Everything exported is safe for concurrent use.
 package apisim

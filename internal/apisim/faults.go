@@ -307,14 +307,17 @@ func (g *Gate) Release() {
 // Match selects the requests an injection applies to. The zero Match
 // matches every API request.
 type Match struct {
-	Verb     Verb                     // "" for any verb
-	Resource string                   // the plural, e.g. "pods"; "" for any resource
+	Verb Verb // "" for any verb
+	// Resource is the plural, e.g. "pods", for requests to the resource
+	// and its objects, or with "/status" for those to their status
+	// subresource ("pods/status"), as RBAC names them; "" for any.
+	Resource string
 	Request  func(*http.Request) bool // nil for any request
 }
 
 func (m Match) matches(req request, r *http.Request) bool {
 	return (m.Verb == "" || m.Verb == req.verb) &&
-		(m.Resource == "" || m.Resource == req.c.res.Resource) &&
+		(m.Resource == "" || m.Resource == req.resource()) &&
 		(m.Request == nil || m.Request(r))
 }
 

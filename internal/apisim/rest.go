@@ -78,7 +78,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, r, err, errorFormat(r))
 		return
 	}
-	s.countRequest(req.verb, req.c.res)
+	s.countRequest(req.verb, req.c.res.Group, req.resource())
 	s.log.Debug("apisim: request", "verb", req.verb, "url", r.URL.String())
 	if inj := s.takeFault(req, r); inj != nil {
 		s.log.Info("apisim: injecting fault", "fault", inj.fault.String(), "verb", req.verb, "url", r.URL.String())
@@ -147,7 +147,9 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 	if rest[0] == "watch" {
 		req.watchPath, rest = true, rest[1:]
 	}
-	if len(rest) >= 3 && rest[0] == "namespaces" {
+	// namespaces/{ns}/{resource}..., but namespaces/{name}/status is a
+	// Namespace's own status, as kube-apiserver's RequestInfo reads it.
+	if len(rest) >= 3 && rest[0] == "namespaces" && !(len(rest) == 3 && rest[2] == "status") {
 		req.namespace, rest = rest[1], rest[2:]
 	}
 	if len(rest) == 0 || len(rest) > 3 || (len(rest) == 3 && (rest[2] != "status" || req.watchPath)) {
@@ -155,6 +157,9 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 	}
 	if len(rest) >= 2 {
 		req.name = rest[1]
+		if req.name == "" && len(rest) == 3 {
+			return req, apierrors.NewBadRequest("name must be provided")
+		}
 	}
 	req.status = len(rest) == 3
 	s.mu.Lock()
@@ -185,6 +190,15 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 		return req, errMethodNotAllowed(c, strings.ToLower(r.Method))
 	}
 	return req, nil
+}
+
+// resource names what a request is made to, as RBAC names it: the
+// resource ("pods"), or its status subresource ("pods/status").
+func (req request) resource() string {
+	if req.status {
+		return req.c.res.Resource + "/status"
+	}
+	return req.c.res.Resource
 }
 
 func isTrue(v string) bool {

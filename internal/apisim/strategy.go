@@ -4,10 +4,14 @@ import (
 	"reflect"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/listwatch/listwatch/internal/kinds"
+	"github.com/listwatch/listwatch/internal/strategy"
 )
 
 // writeKind says which of kube-apiserver's update rules a write follows.
@@ -40,19 +44,27 @@ type statusStrategy struct {
 	// keepMeta copies the metadata a built-in kind's /status takes from
 	// the stored object; nil when it takes none.
 	keepMeta func(obj, old metav1.Object)
+	// typed is the Go type of a kind the scheme knows (a pointer), for
+	// the rules of package strategy, which read typed objects; nil for
+	// others.
+	typed reflect.Type
 }
 
 // newStatusStrategy returns the strategy of res. A kind the scheme knows
-// has a status subresource when its Go type has a Status field; another
-// (a custom resource) when res.StatusSubresource says so.
+// has a status subresource when its Go type has a Status field; another,
+// a custom resource or a built-in kind the scheme does not know, when
+// res.StatusSubresource says so.
 func newStatusStrategy(res Resource, scheme *runtime.Scheme) statusStrategy {
-	obj, err := scheme.New(res.GroupVersionKind())
-	if err != nil {
+	gk := res.GroupVersionKind().GroupKind()
+	if !kinds.BuiltIn(res.Group) {
 		return statusStrategy{has: res.StatusSubresource, custom: true}
 	}
+	obj, err := scheme.New(res.GroupVersionKind())
+	if err != nil {
+		return statusStrategy{has: res.StatusSubresource, keepMeta: statusKeepsMeta[gk]}
+	}
 	f, ok := reflect.TypeOf(obj).Elem().FieldByName("Status")
-	gk := res.GroupVersionKind().GroupKind()
-	return statusStrategy{has: ok && f.Type.Kind() == reflect.Struct, keepMeta: statusKeepsMeta[gk]}
+	return statusStrategy{has: ok && f.Type.Kind() == reflect.Struct, keepMeta: statusKeepsMeta[gk], typed: reflect.TypeOf(obj)}
 }
 
 // statusKeepsMeta holds the built-in kinds whose status strategy takes some
@@ -62,6 +74,7 @@ var statusKeepsMeta = map[schema.GroupKind]func(obj, old metav1.Object){
 	{Kind: "Pod"}: func(obj, old metav1.Object) {
 		// Old kubelets corrupted them in ways that broke garbage collection.
 		obj.SetOwnerReferences(old.GetOwnerReferences())
+		obj.SetDeletionTimestamp(nil) // and the update then keeps old's
 	},
 	{Group: "apps", Kind: "Deployment"}: func(obj, old metav1.Object) {
 		obj.SetLabels(old.GetLabels())
@@ -87,28 +100,64 @@ var statusKeepsMeta = map[schema.GroupKind]func(obj, old metav1.Object){
 // store:
 //
 //   - a PUT to the object keeps old's status (every built-in strategy's
-//     PrepareForUpdate, and a custom resource's with a status subresource);
-//   - a PUT to /status of a built-in kind keeps old's spec, and the
-//     metadata keepMeta names;
+//     PrepareForUpdate, and a custom resource's with a status
+//     subresource), and what strategy.KeepOnUpdate keeps;
+//   - a PUT to /status of a built-in kind keeps old's spec, what
+//     strategy.KeepOnStatusUpdate keeps of its status, and the metadata
+//     keepMeta names;
 //   - a PUT to /status of a custom resource keeps all of old but its status.
 //
 // The caller then applies what every update shares (uid, creationTimestamp,
-// generation, resourceVersion).
+// generation, resourceVersion, the deletion marks).
 func (st statusStrategy) prepare(kind writeKind, obj, old runtime.Object) runtime.Object {
 	switch {
-	case kind == writePut && st.has:
-		copyField(obj, old, "status")
+	case kind == writePut:
+		if st.has {
+			copyField(obj, old, "status")
+		}
+		st.applyTyped(obj, old, strategy.KeepOnUpdate)
 	case kind == writePutStatus && st.custom:
 		out := old.DeepCopyObject()
 		copyField(out, obj, "status")
 		return out
 	case kind == writePutStatus:
 		copyField(obj, old, "spec")
+		st.applyTyped(obj, old, strategy.KeepOnStatusUpdate)
 		if st.keepMeta != nil {
 			st.keepMeta(obj.(metav1.Object), old.DeepCopyObject().(metav1.Object))
 		}
 	}
 	return obj
+}
+
+// applyTyped applies rule, a rule of package strategy, to obj given old:
+// directly to typed objects; to the typed form of unstructured ones of a
+// kind the scheme knows, writing obj back only if the rule changed it.
+func (st statusStrategy) applyTyped(obj, old runtime.Object, rule func(obj, old runtime.Object)) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		rule(obj, old)
+		return
+	}
+	if st.typed == nil {
+		return
+	}
+	typedObj, typedOld := reflect.New(st.typed.Elem()).Interface().(runtime.Object), reflect.New(st.typed.Elem()).Interface().(runtime.Object)
+	conv := runtime.DefaultUnstructuredConverter
+	if conv.FromUnstructured(u.Object, typedObj) != nil || conv.FromUnstructured(old.(*unstructured.Unstructured).Object, typedOld) != nil {
+		return // not of the kind's shape: the server would not have stored it
+	}
+	before := typedObj.DeepCopyObject()
+	rule(typedObj, typedOld)
+	if equality.Semantic.DeepEqual(before, typedObj) {
+		return
+	}
+	if m, err := conv.ToUnstructured(typedObj); err == nil {
+		apiVersion, kind := u.GetAPIVersion(), u.GetKind()
+		u.Object = m
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+	}
 }
 
 // copyField sets the top-level field name ("spec", "status") of dst to a

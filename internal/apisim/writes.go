@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listwatch/listwatch/internal/generation"
@@ -133,19 +135,35 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 	if cur == nil {
 		return nil, apierrors.NewNotFound(c.res.GroupResource(), m.GetName())
 	}
-	if m.GetResourceVersion() == "" && kind != writeWhole && c.conditionalOnly {
+	// "0" is no resourceVersion, as the storage's versioner parses it; one
+	// that is not a number is its parse error, which reaches the client
+	// as a 500 without a reason.
+	want, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+	if m.GetResourceVersion() == "" {
+		want, err = 0, nil
+	}
+	if err != nil {
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+			Code: http.StatusInternalServerError, Message: err.Error()}}
+	}
+	if want == 0 && kind != writeWhole && c.conditionalOnly {
 		// As kube-apiserver's generic store words it, naming the resource
 		// where the kind belongs (its "TODO" of #18526).
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: c.res.Group, Kind: c.res.Resource}, m.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 	}
-	if want := m.GetResourceVersion(); want != "" && want != strconv.FormatUint(cur.rv, 10) {
+	if want != 0 && want != cur.rv {
 		return nil, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	obj = c.status.prepare(kind, obj, cur.obj)
 	m, _ = meta.Accessor(obj)
 	old, _ := meta.Accessor(cur.obj)
+	if kind != writeWhole {
+		if errs := deletionMarks(m, old); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(c.res.GroupVersionKind().GroupKind(), m.GetName(), errs)
+		}
+	}
 	m.SetUID(old.GetUID())
 	m.SetCreationTimestamp(old.GetCreationTimestamp())
 	m.SetGeneration(old.GetGeneration())
@@ -164,6 +182,35 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 	}
 	s.commit(c, &event{typ: modified, rv: rv, obj: v, prev: cur})
 	return v, nil
+}
+
+// deletionMarks keeps old's deletion marks in m, as rest.BeforeUpdate
+// does (a deletionTimestamp whatever m has, a grace period when m has
+// none), and returns what kube-apiserver's validation then finds wrong:
+// marks m sets on an object not being deleted (only a delete sets them),
+// another grace period, or finalizers added to an object being deleted.
+// The direct Go API (Objects.Update) sets them as it likes.
+func deletionMarks(m, old metav1.Object) field.ErrorList {
+	if old.GetDeletionTimestamp() != nil {
+		m.SetDeletionTimestamp(old.GetDeletionTimestamp().DeepCopy())
+	}
+	if g := old.GetDeletionGracePeriodSeconds(); g != nil && m.GetDeletionGracePeriodSeconds() == nil {
+		m.SetDeletionGracePeriodSeconds(new(*g))
+	}
+	var errs field.ErrorList
+	if ts := m.GetDeletionTimestamp(); ts != nil && old.GetDeletionTimestamp() == nil {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionTimestamp"), ts, "field is immutable"))
+	}
+	if g, was := m.GetDeletionGracePeriodSeconds(), old.GetDeletionGracePeriodSeconds(); g != nil && (was == nil || *g != *was) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionGracePeriodSeconds"), *g, "field is immutable"))
+	}
+	if old.GetDeletionTimestamp() != nil {
+		if added := sets.New(m.GetFinalizers()...).Difference(sets.New(old.GetFinalizers()...)); added.Len() > 0 {
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
+				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", sets.List(added))))
+		}
+	}
+	return errs
 }
 
 // remove deletes an object and returns its tombstone: the last state

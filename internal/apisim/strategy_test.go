@@ -1,0 +1,214 @@
+package apisim_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/listwatch/listwatch/internal/apisim"
+)
+
+// A Namespace's status is at /api/v1/namespaces/{name}/status, which
+// kube-apiserver reads as the namespace's own, not as a resource "status"
+// in namespace {name}; apisim answered 404. Nodes, cluster-scoped, too.
+func TestStatusOfClusterScopedKinds(t *testing.T) {
+	s := start(t, apisim.WithResources(apisim.Namespaces()))
+	ns, err := apisim.Of[*corev1.Namespace](s, apisim.Namespaces()).Create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+	require.NoError(t, err)
+	resp, body := get(t, s, apisim.Namespaces().ObjectPath("", "team")+"/status")
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	ns.Status.Phase = corev1.NamespaceTerminating
+	var got corev1.Namespace
+	put(t, s, apisim.Namespaces().ObjectPath("", "team")+"/status", ns, &got)
+	assert.Equal(t, corev1.NamespaceTerminating, got.Status.Phase)
+
+	n, err := apisim.Of[*corev1.Node](s, apisim.Nodes()).Create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	require.NoError(t, err)
+	n.Status.Phase = corev1.NodeRunning
+	var gotN corev1.Node
+	put(t, s, apisim.Nodes().ObjectPath("", "n1")+"/status", n, &gotN)
+	assert.Equal(t, corev1.NodeRunning, gotN.Status.Phase)
+}
+
+// An empty name before /status is a 400, as kube-apiserver's namer
+// answers; apisim served a list of the collection (and a watch).
+func TestStatusOfNoName(t *testing.T) {
+	s := start(t)
+	for _, path := range []string{"/api/v1/namespaces/default/pods//status", "/api/v1/namespaces/default/pods//status?watch=1"} {
+		resp, body := get(t, s, path)
+		assert.Equal(t, "name must be provided", status(t, resp, body, http.StatusBadRequest).Message, path)
+	}
+}
+
+// A PUT to pods/status follows podStatusStrategy: it cannot mark the pod
+// for deletion, and keeps the qosClass, the observedGeneration (the
+// status's and each condition's) and the claim statuses that the request
+// leaves out. Of a pod stored as unstructured (no protobuf) too. (An
+// empty list of claim statuses clears them on kube-apiserver; apisim reads
+// the request as it would store it, where an empty list is none.)
+func TestPodStatusStrategy(t *testing.T) {
+	jsonPods := apisim.Pods()
+	jsonPods.Protobuf = false
+	for _, res := range []apisim.Resource{apisim.Pods(), jsonPods} {
+		s := start(t, apisim.WithResources(res))
+		p := apisim.MakePod("default", "p")
+		p.Status.QOSClass = corev1.PodQOSBurstable
+		p.Status.ObservedGeneration = 1
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, ObservedGeneration: 1}}
+		p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: new("gpu-1")}}
+		_, err := apisim.Of[*corev1.Pod](s, res).Create(p)
+		require.NoError(t, err)
+		var pod corev1.Pod
+		resp, body := get(t, s, res.ObjectPath("default", "p"))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.NoError(t, json.Unmarshal(body, &pod))
+
+		change := pod.DeepCopy()
+		change.Status.Phase = corev1.PodFailed
+		change.Status.QOSClass, change.Status.ObservedGeneration, change.Status.ResourceClaimStatuses = "", 0, nil
+		change.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+		now := metav1.NewTime(time.Now().Truncate(time.Second))
+		change.DeletionTimestamp = &now
+		var got corev1.Pod
+		put(t, s, res.ObjectPath("default", "p")+"/status", change, &got)
+		assert.Equal(t, corev1.PodFailed, got.Status.Phase, res.Protobuf)
+		assert.Nil(t, got.DeletionTimestamp, "pods/status cannot mark the pod for deletion")
+		assert.Equal(t, corev1.PodQOSBurstable, got.Status.QOSClass)
+		assert.Equal(t, int64(1), got.Status.ObservedGeneration)
+		assert.Equal(t, []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, ObservedGeneration: 1}}, got.Status.Conditions)
+		assert.Equal(t, p.Status.ResourceClaimStatuses, got.Status.ResourceClaimStatuses)
+
+	}
+}
+
+// Only a delete marks an object for deletion: an update (of the object or
+// of a Node's status) that sets the marks is 422, as kube-apiserver's
+// validation answers (immutable fields); apisim stored them.
+func TestUpdateCannotMarkForDeletion(t *testing.T) {
+	s := start(t)
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	nodes := apisim.Of[*corev1.Node](s, apisim.Nodes())
+	n, err := nodes.Create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	require.NoError(t, err)
+	n.DeletionTimestamp, n.DeletionGracePeriodSeconds = &now, new(int64(30))
+	for _, path := range []string{apisim.Nodes().ObjectPath("", "n1") + "/status", apisim.Nodes().ObjectPath("", "n1")} {
+		resp, body := do(t, s, http.MethodPut, path, jsonBody(t, n))
+		st := status(t, resp, body, http.StatusUnprocessableEntity)
+		assert.Equal(t, metav1.StatusReasonInvalid, st.Reason)
+		assert.Contains(t, st.Message, `Node "n1" is invalid`)
+		assert.Contains(t, st.Message, "metadata.deletionTimestamp")
+		assert.Contains(t, st.Message, "metadata.deletionGracePeriodSeconds")
+	}
+
+	// Marked by a test (the direct API sets them as it likes), the object
+	// keeps its marks whatever a PUT sends, but takes no other grace
+	// period and no new finalizer.
+	n.Finalizers = []string{"example.com/hold"}
+	n.ResourceVersion = ""
+	marked, err := nodes.Update(n)
+	require.NoError(t, err)
+	edit := marked.DeepCopy()
+	edit.DeletionTimestamp, edit.DeletionGracePeriodSeconds = nil, nil
+	edit.Labels = map[string]string{"x": "y"}
+	var got corev1.Node
+	put(t, s, apisim.Nodes().ObjectPath("", "n1"), edit, &got)
+	assert.Equal(t, marked.DeletionTimestamp.Unix(), got.DeletionTimestamp.Unix())
+	assert.Equal(t, marked.DeletionGracePeriodSeconds, got.DeletionGracePeriodSeconds)
+	edit = got.DeepCopy()
+	edit.DeletionGracePeriodSeconds = new(int64(5))
+	edit.Finalizers = append(edit.Finalizers, "example.com/more")
+	resp, body := do(t, s, http.MethodPut, apisim.Nodes().ObjectPath("", "n1"), jsonBody(t, edit))
+	st := status(t, resp, body, http.StatusUnprocessableEntity)
+	assert.Contains(t, st.Message, "metadata.deletionGracePeriodSeconds")
+	assert.Contains(t, st.Message, "metadata.finalizers")
+}
+
+// A PUT keeps what the kind's strategy keeps beside the status: a
+// Namespace's spec.finalizers, written only through /finalize.
+func TestPutKeepsNamespaceFinalizers(t *testing.T) {
+	s := start(t, apisim.WithResources(apisim.Namespaces()))
+	ns, err := apisim.Of[*corev1.Namespace](s, apisim.Namespaces()).Create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}})
+	require.NoError(t, err)
+	ns.Spec.Finalizers = nil
+	ns.Labels = map[string]string{"x": "y"}
+	var got corev1.Namespace
+	put(t, s, apisim.Namespaces().ObjectPath("", "team"), ns, &got)
+	assert.Equal(t, []corev1.FinalizerName{corev1.FinalizerKubernetes}, got.Spec.Finalizers)
+	assert.Equal(t, "y", got.Labels["x"])
+}
+
+// resourceVersion "0" is none, as the storage's versioner parses it: an
+// unconditional PUT of a pod, a 422 of a custom resource; apisim answered
+// 409. One that is not a number is the versioner's parse error, a 500.
+func TestPutResourceVersionZeroOrGarbage(t *testing.T) {
+	s := start(t)
+	pod, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Create(apisim.MakePod("default", "p"))
+	require.NoError(t, err)
+	pod.ResourceVersion = "0"
+	pod.Labels["x"] = "y"
+	var got corev1.Pod
+	put(t, s, apisim.Pods().ObjectPath("default", "p"), pod, &got)
+	assert.Equal(t, "y", got.Labels["x"])
+
+	w, err := apisim.Of[*unstructured.Unstructured](s, widgets).Create(newWidget("default", "w"))
+	require.NoError(t, err)
+	w.SetResourceVersion("0")
+	resp, body := do(t, s, http.MethodPut, widgets.ObjectPath("default", "w"), jsonBody(t, w))
+	status(t, resp, body, http.StatusUnprocessableEntity)
+
+	pod.ResourceVersion = "abc"
+	resp, body = do(t, s, http.MethodPut, apisim.Pods().ObjectPath("default", "p"), jsonBody(t, pod))
+	st := status(t, resp, body, http.StatusInternalServerError)
+	assert.Equal(t, `strconv.ParseUint: parsing "abc": invalid syntax`, st.Message)
+	assert.Empty(t, st.Reason)
+}
+
+// Faults and request counts tell a resource from its status subresource,
+// as RBAC does: "pods" and "pods/status". A fault for updates of pods hit
+// a kubelet's status writes too.
+func TestStatusRequestsAreApart(t *testing.T) {
+	s := start(t)
+	pod, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Create(apisim.MakePod("default", "p"))
+	require.NoError(t, err)
+	onPods := s.Inject(apisim.Match{Verb: apisim.VerbUpdate, Resource: "pods"}, apisim.ServerError(http.StatusInternalServerError), 0)
+	pod.Status.Phase = corev1.PodFailed
+	var got corev1.Pod
+	put(t, s, apisim.Pods().ObjectPath("default", "p")+"/status", pod, &got)
+	assert.Equal(t, 0, onPods.Hits())
+	assert.Equal(t, 0, s.Requests(apisim.VerbUpdate, apisim.Pods()))
+	assert.Equal(t, 1, s.StatusRequests(apisim.VerbUpdate, apisim.Pods()))
+	onPods.Remove()
+
+	onStatus := s.Inject(apisim.Match{Verb: apisim.VerbUpdate, Resource: "pods/status"}, apisim.ServerError(http.StatusInternalServerError), 1)
+	resp, body := do(t, s, http.MethodPut, apisim.Pods().ObjectPath("default", "p")+"/status", jsonBody(t, &got))
+	status(t, resp, body, http.StatusInternalServerError)
+	assert.Equal(t, 1, onStatus.Hits())
+}
+
+// A built-in kind the scheme does not know (an autoscaling/v2
+// HorizontalPodAutoscaler, served as JSON) is no custom resource: a
+// change to its status alone never moves its generation.
+func TestBuiltInKindOutsideTheScheme(t *testing.T) {
+	hpa := apisim.Resource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers",
+		Kind: "HorizontalPodAutoscaler", ListKind: "HorizontalPodAutoscalerList", Namespaced: true}
+	s := start(t, apisim.WithResources(hpa))
+	u, err := apisim.Of[*unstructured.Unstructured](s, hpa).Create(&unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+		"metadata": map[string]any{"namespace": "default", "name": "h"},
+		"spec":     map[string]any{"maxReplicas": int64(3)},
+		"status":   map[string]any{"currentReplicas": int64(1)},
+	}})
+	require.NoError(t, err)
+	u.Object["status"] = map[string]any{"currentReplicas": int64(2)}
+	var got unstructured.Unstructured
+	put(t, s, hpa.ObjectPath("default", "h"), u, &got)
+	assert.Equal(t, int64(1), got.GetGeneration())
+}

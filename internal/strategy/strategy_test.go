@@ -1,0 +1,49 @@
+package strategy
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The n-th condition of a type the request sends without an
+// observedGeneration takes the n-th stored one's; conditions with one, or
+// of a type the stored status lacks, keep theirs.
+func TestPodConditionsKeepTheirObservedGeneration(t *testing.T) {
+	old := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+		{Type: corev1.PodReady, ObservedGeneration: 3},
+		{Type: corev1.PodScheduled, ObservedGeneration: 1},
+		{Type: corev1.PodReady, ObservedGeneration: 4},
+	}}}
+	obj := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+		{Type: corev1.PodReady},
+		{Type: corev1.PodReady, ObservedGeneration: 7},
+		{Type: corev1.PodReady},
+		{Type: corev1.ContainersReady},
+	}}}
+	KeepOnStatusUpdate(obj, old)
+	var gens []int64
+	for _, c := range obj.Status.Conditions {
+		gens = append(gens, c.ObservedGeneration)
+	}
+	assert.Equal(t, []int64{3, 7, 0, 0}, gens)
+}
+
+// A v1beta1 CertificateSigningRequest keeps its spec as a v1 one does;
+// objects of other kinds are left alone.
+func TestKeepOnUpdate(t *testing.T) {
+	old := &certificatesv1beta1.CertificateSigningRequest{Spec: certificatesv1beta1.CertificateSigningRequestSpec{Username: "alice"}}
+	obj := &certificatesv1beta1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"x": "y"}},
+		Spec: certificatesv1beta1.CertificateSigningRequestSpec{Username: "mallory"}}
+	KeepOnUpdate(obj, old)
+	assert.Equal(t, "alice", obj.Spec.Username)
+	assert.Equal(t, "y", obj.Labels["x"])
+
+	cm := &corev1.ConfigMap{Data: map[string]string{"a": "1"}}
+	KeepOnUpdate(cm, &corev1.ConfigMap{})
+	KeepOnStatusUpdate(cm, &corev1.ConfigMap{})
+	assert.Equal(t, map[string]string{"a": "1"}, cm.Data)
+}
