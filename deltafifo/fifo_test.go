@@ -296,3 +296,25 @@ func TestZeroFIFOIsUsable(t *testing.T) {
 	assert.ErrorIs(t, f.Add(pod("c", "3")), deltafifo.ErrClosed)
 	assert.ErrorIs(t, f.Pop(t.Context(), func(string, []deltafifo.Delta[*corev1.Pod], bool) error { return nil }), deltafifo.ErrClosed)
 }
+
+// wrappedPod embeds its Pod, and so its metadata, through a pointer.
+type wrappedPod struct{ *corev1.Pod }
+
+// An object that embeds its metadata through a nil pointer is refused as a
+// nil one is, also from a transform; its GetName panicked.
+func TestObjectEmbeddingANilPod(t *testing.T) {
+	f := deltafifo.New[*wrappedPod]()
+	for name, call := range map[string]func() error{
+		"Add":     func() error { return f.Add(&wrappedPod{}) },
+		"Update":  func() error { return f.Update(&wrappedPod{}) },
+		"Delete":  func() error { return f.Delete(&wrappedPod{}) },
+		"Replace": func() error { return f.Replace([]*wrappedPod{{}}, "1") },
+	} {
+		assert.ErrorIs(t, call(), deltafifo.ErrInvalidObject, name)
+	}
+	assert.Zero(t, f.Len())
+
+	lossy := deltafifo.New(deltafifo.WithTransform(func(*wrappedPod) (*wrappedPod, error) { return &wrappedPod{}, nil }))
+	assert.Error(t, lossy.Add(&wrappedPod{pod("a", "1")}))
+	assert.Zero(t, lossy.Len())
+}

@@ -77,9 +77,9 @@ func WithTransform[T metav1.Object](f func(T) (T, error)) Option[T] {
 
 func defaultKey[T metav1.Object](obj T) string { return objkey.Key(obj) }
 
-// isNil reports whether obj is nil or a nil pointer (or other nil-able kind),
-// which would panic on its first method call.
-func isNil[T metav1.Object](obj T) bool { return isNilValue(any(obj)) }
+// isNil reports whether obj would panic on its first method call: see
+// objkey.IsNil.
+func isNil[T metav1.Object](obj T) bool { return objkey.IsNil(obj) }
 
 // isNilValue is isNil for any value, such as an interface's.
 func isNilValue(v any) bool {

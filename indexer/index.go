@@ -3,7 +3,6 @@ package indexer
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +36,7 @@ const NamespaceIndex = "namespace"
 // NamespaceIndexFunc indexes an object by its namespace; a cluster-scoped
 // object has the value "".
 func NamespaceIndexFunc[T metav1.Object](obj T) ([]string, error) {
-	if isNil(obj) {
+	if objkey.IsNil(obj) {
 		return nil, errors.New("namespace index: object is nil")
 	}
 	return []string{obj.GetNamespace()}, nil
@@ -46,7 +45,7 @@ func NamespaceIndexFunc[T metav1.Object](obj T) ([]string, error) {
 // MetaNamespaceKey returns the key the indexer stores obj under by default:
 // "namespace/name", or "name" for a cluster-scoped object; "" for nil.
 func MetaNamespaceKey(obj metav1.Object) string {
-	if isNil(obj) {
+	if objkey.IsNil(obj) {
 		return ""
 	}
 	return objkey.Key(obj)
@@ -66,17 +65,4 @@ func SplitMetaNamespaceKey(key string) (namespace, name string, err error) {
 		return "", "", fmt.Errorf("%q is not a namespace/name or name key", key)
 	}
 	return namespace, name, nil
-}
-
-// isNil reports whether obj is nil or a nil pointer (or other nil-able kind),
-// which would panic on its first method call.
-func isNil(obj any) bool {
-	if obj == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(obj); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
 }

@@ -377,7 +377,7 @@ func (x *Indexer[T]) Len() int {
 // particular order.
 func (x *Indexer[T]) Index(name string, obj T) ([]T, error) {
 	x.ready()
-	if isNil(obj) {
+	if objkey.IsNil(obj) {
 		return nil, fmt.Errorf("indexer: Index: %w: object is nil", ErrInvalidObject)
 	}
 	indexes := x.installed()
@@ -461,7 +461,7 @@ func (x *Indexer[T]) prepSet() (_ *indexSet[T], installed int) {
 
 // keyOf validates obj and computes its key.
 func (x *Indexer[T]) keyOf(obj T) (string, error) {
-	if isNil(obj) {
+	if objkey.IsNil(obj) {
 		return "", fmt.Errorf("%w: object is nil", ErrInvalidObject)
 	}
 	if obj.GetName() == "" {

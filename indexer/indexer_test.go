@@ -359,3 +359,25 @@ func TestIndexerPrepareCommit(t *testing.T) {
 	_, err = indexer.New(indexer.Indexers[*corev1.Pod]{"failing": failing}).Prepare(pod("a", "p1", "1", "", "fail=true"))
 	assert.ErrorIs(t, err, errIndex)
 }
+
+// wrappedPod embeds its Pod, and so its metadata, through a pointer.
+type wrappedPod struct{ *corev1.Pod }
+
+// An object that embeds its metadata through a nil pointer is refused as a
+// nil one is; its GetName panicked inside the indexer.
+func TestObjectEmbeddingANilPod(t *testing.T) {
+	x := indexer.New(indexer.Indexers[*wrappedPod]{indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*wrappedPod]})
+	require.NoError(t, x.Add(&wrappedPod{pod("ns", "a", "1", "")}))
+	for name, call := range map[string]func() error{
+		"Add":     func() error { return x.Add(&wrappedPod{}) },
+		"Update":  func() error { return x.Update(&wrappedPod{}) },
+		"Delete":  func() error { return x.Delete(&wrappedPod{}) },
+		"Replace": func() error { return x.Replace([]*wrappedPod{{}}, "2") },
+	} {
+		assert.ErrorIs(t, call(), indexer.ErrInvalidObject, name)
+	}
+	assert.Equal(t, 1, x.Len())
+	_, err := x.Index(indexer.NamespaceIndex, &wrappedPod{})
+	assert.ErrorIs(t, err, indexer.ErrInvalidObject)
+	assert.Empty(t, indexer.MetaNamespaceKey(&wrappedPod{}))
+}

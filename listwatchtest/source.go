@@ -646,40 +646,7 @@ func copyIn[T reflector.Object](obj T) (c T, err error) {
 // isNil reports a nil obj, a nil pointer in it, or a struct embedding its
 // metadata through a nil pointer (a struct{ *corev1.Pod } without its Pod),
 // whose GetName would panic.
-func isNil(obj any) bool {
-	if obj == nil {
-		return true
-	}
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer {
-		return false
-	}
-	return v.IsNil() || v.Elem().Kind() == reflect.Struct && nilEmbeddedMeta(v.Elem())
-}
-
-// nilEmbeddedMeta reports whether the struct v embeds, itself or through
-// embedded structs, a nil pointer to a metav1.Object.
-func nilEmbeddedMeta(v reflect.Value) bool {
-	for i := range v.NumField() {
-		f, fv := v.Type().Field(i), v.Field(i)
-		switch {
-		case !f.Anonymous:
-		case f.Type.Kind() == reflect.Struct:
-			if nilEmbeddedMeta(fv) {
-				return true
-			}
-		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
-			if fv.IsNil() {
-				if f.Type.Implements(reflect.TypeFor[metav1.Object]()) {
-					return true
-				}
-			} else if nilEmbeddedMeta(fv.Elem()) {
-				return true
-			}
-		}
-	}
-	return false
-}
+func isNil(obj any) bool { return objkey.IsNil(obj) }
 
 // Option configures a Source.
 type Option func(*options)

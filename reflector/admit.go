@@ -23,7 +23,7 @@ import (
 // transform keeps, also when the transform fails (ErrSkipped).
 func (r *Reflector[T]) admit(obj T, unversioned bool) (_ T, rv string, _ error) {
 	var zero T
-	if any(obj) == nil || isNilPointer(obj) {
+	if objkey.IsNil(obj) {
 		return zero, "", fmt.Errorf("%w: no object", ErrRejected)
 	}
 	if obj.GetName() == "" {
@@ -83,7 +83,7 @@ func (id identity) String() string {
 // id.
 func (id identity) keptBy(out metav1.Object) error {
 	switch {
-	case out == nil || isNilPointer(out):
+	case objkey.IsNil(out):
 		return errors.New("the transform returned no object")
 	case out.GetNamespace() != id.namespace || out.GetName() != id.name:
 		return fmt.Errorf("the transform changed the object's key to %s", objkey.Key(out))

@@ -214,7 +214,7 @@ func (p *listPage[T]) add(obj T) error {
 		r.report(err)
 		return err
 	}
-	valid := any(obj) != nil && !isNilPointer(obj)
+	valid := !objkey.IsNil(obj)
 	if p.first == "" && valid && obj.GetName() != "" {
 		p.first = objkey.Of(obj.GetNamespace(), obj.GetName())
 	}
@@ -347,7 +347,7 @@ const maxPageRetries = 5
 // is all the Store uses.
 func (r *Reflector[T]) admitListed(obj T, unversioned bool) (_ T, kept bool, _ error) {
 	var namespace, name string
-	if any(obj) != nil && !isNilPointer(obj) {
+	if !objkey.IsNil(obj) {
 		namespace, name = obj.GetNamespace(), obj.GetName()
 	}
 	out, _, err := r.admit(obj, unversioned)

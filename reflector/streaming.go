@@ -9,6 +9,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listwatch/listwatch/internal/objkey"
 )
 
 // The streaming list, the other way to refill the Store (refill.go has
@@ -101,7 +103,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			}
 			initial.add(obj)
 		case Bookmark:
-			if any(ev.Object) == nil || isNilPointer(ev.Object) || ev.Object.GetAnnotations()[InitialEventsEndAnnotation] != "true" {
+			if objkey.IsNil(ev.Object) || ev.Object.GetAnnotations()[InitialEventsEndAnnotation] != "true" {
 				return r.streamingFailed(&streamingUnsupportedError{reason: "a BOOKMARK came before the initial-events-end bookmark"})
 			}
 			rv := ev.Object.GetResourceVersion()

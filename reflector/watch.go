@@ -147,7 +147,7 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 	case Error:
 		return statusError(ev.Status)
 	case Bookmark:
-		if any(ev.Object) == nil || isNilPointer(ev.Object) {
+		if objkey.IsNil(ev.Object) {
 			r.report(fmt.Errorf("watching %s: %w: BOOKMARK without an object", r.opt.name, ErrSkipped))
 			return nil
 		}
@@ -163,7 +163,7 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 	}
 
 	var id identity // which a transform may change in place
-	if ev.Type == Deleted && any(ev.Object) != nil && !isNilPointer(ev.Object) {
+	if ev.Type == Deleted && !objkey.IsNil(ev.Object) {
 		id = identityOf(ev.Object)
 	}
 	obj, rv, err := r.admit(ev.Object, false)
@@ -227,7 +227,7 @@ func (r *Reflector[T]) apply(ev Event[T]) error {
 // isZeroEvent reports whether ev is the zero Event: no type, no object and
 // no status.
 func isZeroEvent[T metav1.Object](ev Event[T]) bool {
-	return ev.Type == "" && ev.Status == nil && (any(ev.Object) == nil || isNilPointer(ev.Object))
+	return ev.Type == "" && ev.Status == nil && (objkey.IsNil(ev.Object))
 }
 
 // statusError turns the Status of an ERROR event into an error that the

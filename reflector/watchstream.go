@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/listwatch/listwatch/internal/objkey"
 	"github.com/listwatch/listwatch/internal/wire"
 )
 
@@ -55,7 +56,7 @@ func (w *httpWatcher[T]) Next() (Event[T], error) {
 // object would stay cached. An object without a namespace is taken as it
 // comes, as in a list.
 func (w *httpWatcher[T]) ofAnotherNamespace(ev wire.Event[T]) bool {
-	if w.namespace == "" || ev.Type == wire.Bookmark || ev.Type == wire.Error || any(ev.Object) == nil || isNilPointer(ev.Object) {
+	if w.namespace == "" || ev.Type == wire.Bookmark || ev.Type == wire.Error || objkey.IsNil(ev.Object) {
 		return false
 	}
 	ns := ev.Object.GetNamespace()
