@@ -72,7 +72,12 @@ func (s *Source[T]) UpdateStatus(obj T) (T, error) {
 	}
 	if _, custom := any(obj).(*unstructured.Unstructured); !custom || kinds.BuiltIn(s.resource.Group) {
 		// A built-in kind's status strategy takes the request's metadata,
-		// which the server then validates; a custom resource's takes none.
+		// but what strategy.StatusMeta keeps, and the server then
+		// validates it; a custom resource's takes none. (obj is a copy,
+		// and only its status is written.)
+		if keep := strategy.StatusMeta(s.kind); keep != nil {
+			keep(obj, deepCopy(old))
+		}
 		if errs := checkUpdate(old, obj); len(errs) > 0 {
 			return zero, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
 		}

@@ -9,6 +9,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -225,6 +226,29 @@ func TestDeletionMarksAreChecked(t *testing.T) {
 	require.NoError(t, err, "marks left out are kept")
 	assert.Equal(t, marked.DeletionGracePeriodSeconds, got.DeletionGracePeriodSeconds)
 	assert.Equal(t, corev1.PodSucceeded, got.Status.Phase)
+
+	// pods/status drops the request's deletionTimestamp before the
+	// server validates: no error, and nothing marked.
+	live, err := src.Create(pod("ns", "live"))
+	require.NoError(t, err)
+	now := metav1.Now()
+	live.DeletionTimestamp = &now
+	live.Status.Phase = corev1.PodRunning
+	live, err = src.UpdateStatus(live)
+	require.NoError(t, err)
+	assert.Nil(t, live.DeletionTimestamp)
+
+	// A kind whose status strategy resets the metadata (ResourceClaims:
+	// metav1.ResetObjectMetaForStatus) takes no finalizer from it either.
+	claims := listwatchtest.NewSource[*resourcev1.ResourceClaim]()
+	c := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Finalizers: []string{"example.com/hold"}}}
+	_, err = claims.Create(c)
+	require.NoError(t, err)
+	require.NoError(t, claims.Delete("ns", "c"))
+	mc, _ := claims.Get("ns", "c")
+	mc.Finalizers = append(mc.Finalizers, "example.com/more")
+	_, err = claims.UpdateStatus(mc)
+	require.NoError(t, err, "its status strategy keeps the stored finalizers")
 
 	gadgets := listwatchtest.NewSource[*unstructured.Unstructured](listwatchtest.WithResource(
 		schema.GroupResource{Group: "example.com", Resource: "gadgets"}, "Gadget"),

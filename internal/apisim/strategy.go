@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/internal/strategy"
@@ -61,38 +60,10 @@ func newStatusStrategy(res Resource, scheme *runtime.Scheme) statusStrategy {
 	}
 	obj, err := scheme.New(res.GroupVersionKind())
 	if err != nil {
-		return statusStrategy{has: res.StatusSubresource, keepMeta: statusKeepsMeta[gk]}
+		return statusStrategy{has: res.StatusSubresource, keepMeta: strategy.StatusMeta(gk)}
 	}
 	f, ok := reflect.TypeOf(obj).Elem().FieldByName("Status")
-	return statusStrategy{has: ok && f.Type.Kind() == reflect.Struct, keepMeta: statusKeepsMeta[gk], typed: reflect.TypeOf(obj)}
-}
-
-// statusKeepsMeta holds the built-in kinds whose status strategy takes some
-// metadata from the stored object (k8s.io/kubernetes v1.37
-// pkg/registry/*/strategy.go); the others take the request's.
-var statusKeepsMeta = map[schema.GroupKind]func(obj, old metav1.Object){
-	{Kind: "Pod"}: func(obj, old metav1.Object) {
-		// Old kubelets corrupted them in ways that broke garbage collection.
-		obj.SetOwnerReferences(old.GetOwnerReferences())
-		obj.SetDeletionTimestamp(nil) // and the update then keeps old's
-	},
-	{Group: "apps", Kind: "Deployment"}: func(obj, old metav1.Object) {
-		obj.SetLabels(old.GetLabels())
-	},
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}: metav1.ResetObjectMetaForStatus,
-	{Group: "certificates.k8s.io", Kind: "PodCertificateRequest"}:              metav1.ResetObjectMetaForStatus,
-	{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}:               metav1.ResetObjectMetaForStatus,
-	{Group: "lifecycle.k8s.io", Kind: "Eviction"}:                              metav1.ResetObjectMetaForStatus,
-	{Group: "lifecycle.k8s.io", Kind: "EvictionRequest"}:                       metav1.ResetObjectMetaForStatus,
-	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:                          metav1.ResetObjectMetaForStatus,
-	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:                        metav1.ResetObjectMetaForStatus,
-	{Group: "resource.k8s.io", Kind: "ResourceClaim"}:                          metav1.ResetObjectMetaForStatus,
-	{Group: "resource.k8s.io", Kind: "ResourcePoolStatusRequest"}:              metav1.ResetObjectMetaForStatus,
-	{Group: "scheduling.k8s.io", Kind: "CompositePodGroup"}:                    metav1.ResetObjectMetaForStatus,
-	{Group: "scheduling.k8s.io", Kind: "PodGroup"}:                             metav1.ResetObjectMetaForStatus,
-	{Group: "storage.k8s.io", Kind: "CSINode"}:                                 metav1.ResetObjectMetaForStatus,
-	{Group: "storage.k8s.io", Kind: "VolumeAttachment"}:                        metav1.ResetObjectMetaForStatus,
-	{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}:        metav1.ResetObjectMetaForStatus,
+	return statusStrategy{has: ok && f.Type.Kind() == reflect.Struct, keepMeta: strategy.StatusMeta(gk), typed: reflect.TypeOf(obj)}
 }
 
 // prepare applies the strategy to obj, the request's object (a private

@@ -1,16 +1,20 @@
 // Package strategy holds the parts of kube-apiserver's update strategies
 // (their PrepareForUpdate, k8s.io/kubernetes v1.37 pkg/registry) that take
-// more from the stored object than the status subresource explains, for
-// the typed objects of k8s.io/api. internal/apisim and listwatchtest keep
-// the status apart themselves (a PUT to an object keeps the stored status,
-// one to its status the stored spec) and call this package for the rest.
+// more from the stored object than the status subresource explains: for
+// the typed objects of k8s.io/api, parts of the spec and of the status;
+// for the built-in kinds, the metadata a status write keeps (StatusMeta).
+// internal/apisim and listwatchtest keep the status apart themselves (a
+// PUT to an object keeps the stored status, one to its status the stored
+// spec) and call this package for the rest.
 package strategy
 
 import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // KeepOnUpdate sets in obj, the object a PUT to the object carries (a
@@ -75,4 +79,42 @@ func KeepOnStatusUpdate(obj, old runtime.Object) {
 			c.ObservedGeneration = gens[0]
 		}
 	}
+}
+
+// StatusMeta returns what the status strategy of the built-in kind gk
+// takes from the stored object's metadata, old, into obj's, the metadata
+// a PUT to its status carries: a Pod's ownerReferences (and its
+// deletionTimestamp, which the update then keeps), a Deployment's labels,
+// all that metav1.ResetObjectMetaForStatus resets for the kinds that call
+// it. nil for the kinds whose status strategy takes the request's.
+func StatusMeta(gk schema.GroupKind) func(obj, old metav1.Object) {
+	return statusMeta[gk]
+}
+
+// statusMeta holds the built-in kinds whose status strategy takes some
+// metadata from the stored object (k8s.io/kubernetes v1.37
+// pkg/registry/*/strategy.go); the others take the request's.
+var statusMeta = map[schema.GroupKind]func(obj, old metav1.Object){
+	{Kind: "Pod"}: func(obj, old metav1.Object) {
+		// Old kubelets corrupted them in ways that broke garbage collection.
+		obj.SetOwnerReferences(old.GetOwnerReferences())
+		obj.SetDeletionTimestamp(nil) // and the update then keeps old's
+	},
+	{Group: "apps", Kind: "Deployment"}: func(obj, old metav1.Object) {
+		obj.SetLabels(old.GetLabels())
+	},
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}: metav1.ResetObjectMetaForStatus,
+	{Group: "certificates.k8s.io", Kind: "PodCertificateRequest"}:              metav1.ResetObjectMetaForStatus,
+	{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}:               metav1.ResetObjectMetaForStatus,
+	{Group: "lifecycle.k8s.io", Kind: "Eviction"}:                              metav1.ResetObjectMetaForStatus,
+	{Group: "lifecycle.k8s.io", Kind: "EvictionRequest"}:                       metav1.ResetObjectMetaForStatus,
+	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:                          metav1.ResetObjectMetaForStatus,
+	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:                        metav1.ResetObjectMetaForStatus,
+	{Group: "resource.k8s.io", Kind: "ResourceClaim"}:                          metav1.ResetObjectMetaForStatus,
+	{Group: "resource.k8s.io", Kind: "ResourcePoolStatusRequest"}:              metav1.ResetObjectMetaForStatus,
+	{Group: "scheduling.k8s.io", Kind: "CompositePodGroup"}:                    metav1.ResetObjectMetaForStatus,
+	{Group: "scheduling.k8s.io", Kind: "PodGroup"}:                             metav1.ResetObjectMetaForStatus,
+	{Group: "storage.k8s.io", Kind: "CSINode"}:                                 metav1.ResetObjectMetaForStatus,
+	{Group: "storage.k8s.io", Kind: "VolumeAttachment"}:                        metav1.ResetObjectMetaForStatus,
+	{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}:        metav1.ResetObjectMetaForStatus,
 }
