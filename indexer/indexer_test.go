@@ -380,4 +380,16 @@ func TestObjectEmbeddingANilPod(t *testing.T) {
 	_, err := x.Index(indexer.NamespaceIndex, &wrappedPod{})
 	assert.ErrorIs(t, err, indexer.ErrInvalidObject)
 	assert.Empty(t, indexer.MetaNamespaceKey(&wrappedPod{}))
+
+	// One whose metadata comes from its own ObjectMeta, embedded less
+	// deeply than the nil Pod, works, and is stored.
+	y := indexer.New(indexer.Indexers[*shadowedPod]{indexer.NamespaceIndex: indexer.NamespaceIndexFunc[*shadowedPod]})
+	require.NoError(t, y.Add(&shadowedPod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}))
+	assert.Equal(t, []string{"ns/a"}, y.ListKeys())
+}
+
+// shadowedPod takes its metadata methods from its own ObjectMeta.
+type shadowedPod struct {
+	metav1.ObjectMeta
+	*corev1.Pod
 }
