@@ -72,8 +72,9 @@ type Source[T reflector.Object] struct {
 // where kube-apiserver's create of most such kinds clears it: a test sets
 // the status an object starts with there. Other types (*corev1.ConfigMap,
 // *metav1.PartialObjectMetadata) have no status subresource. Update keeps
-// a Namespace's spec.finalizers, as the server does (they are written
-// through /finalize), but a Source does not hold a Namespace in
+// a *corev1.Namespace's spec.finalizers, as the server does (they are
+// written through /finalize; an *unstructured.Unstructured Namespace's it
+// writes), but a Source does not hold a Namespace in
 // Terminating until they are emptied: one without metadata.finalizers
 // goes at once.
 func NewSource[T reflector.Object](opts ...Option) *Source[T] {
@@ -201,8 +202,9 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // them), and the apiVersion and kind of a typed object (its TypeMeta, as
 // the server stores its own). Of a resource with a status subresource
 // (see NewSource), the status is the stored one, whatever obj's is, as
-// kube-apiserver's strategies keep it: UpdateStatus writes it; so are a
-// Namespace's spec.finalizers and a CertificateSigningRequest's spec. The
+// kube-apiserver's strategies keep it: UpdateStatus writes it; so are the
+// spec.finalizers of a *corev1.Namespace and the spec of a
+// *certificatesv1.CertificateSigningRequest (of the typed objects). The
 // metadata.generation is the stored one,
 // plus 1 if anything but metadata and status changed, or a Deployment's
 // annotations, or the status of a custom resource without a status

@@ -41,9 +41,10 @@ func (o Objects[T]) Create(obj T) (T, error) {
 // stands for every writer of the cluster at once (a PUT over HTTP keeps the
 // stored status of a kind with a status subresource, as kube-apiserver's
 // does, and writes it only through .../status). When obj carries a
-// resourceVersion it must be the current one, else a Conflict status error
-// (apierrors.IsConflict); without one it replaces whatever is stored, even
-// for the resources whose PUT must name one (custom resources, leases).
+// resourceVersion other than "0" it must be the current one, else a
+// Conflict status error (apierrors.IsConflict); without one it replaces
+// whatever is stored, even for the resources whose PUT must name one
+// (custom resources, leases).
 // NotFound when the object does not exist.
 func (o Objects[T]) Update(obj T) (T, error) {
 	return o.write(func(c *collection) (*version, error) { return o.s.update(c, obj, "", writeWhole) })

@@ -92,8 +92,12 @@ func (c codec) canonical(obj runtime.Object) (runtime.Object, error) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, out); err != nil {
 			return nil, fmt.Errorf("apisim: convert %T to %s: %w", obj, c.res.Kind, err)
 		}
-	default:
-		out = obj.DeepCopyObject()
+	default: // unstructured, whatever Go type obj has: one form in the store
+		u, err := toUnstructured(obj)
+		if err != nil {
+			return nil, err
+		}
+		out = &unstructured.Unstructured{Object: u}
 	}
 	if _, err := meta.Accessor(out); err != nil {
 		return nil, fmt.Errorf("apisim: %T has no object metadata: %w", obj, err)

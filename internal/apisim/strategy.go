@@ -86,14 +86,14 @@ func (st statusStrategy) prepare(kind writeKind, obj, old runtime.Object) runtim
 		if st.has {
 			copyField(obj, old, "status")
 		}
-		st.applyTyped(obj, old, strategy.KeepOnUpdate)
+		st.applyTyped(obj, old, "spec", strategy.KeepOnUpdate)
 	case kind == writePutStatus && st.custom:
 		out := old.DeepCopyObject()
 		copyField(out, obj, "status")
 		return out
 	case kind == writePutStatus:
 		copyField(obj, old, "spec")
-		st.applyTyped(obj, old, strategy.KeepOnStatusUpdate)
+		st.applyTyped(obj, old, "status", strategy.KeepOnStatusUpdate)
 		if st.keepMeta != nil {
 			st.keepMeta(obj.(metav1.Object), old.DeepCopyObject().(metav1.Object))
 		}
@@ -101,10 +101,12 @@ func (st statusStrategy) prepare(kind writeKind, obj, old runtime.Object) runtim
 	return obj
 }
 
-// applyTyped applies rule, a rule of package strategy, to obj given old:
-// directly to typed objects; to the typed form of unstructured ones of a
-// kind the scheme knows, writing obj back only if the rule changed it.
-func (st statusStrategy) applyTyped(obj, old runtime.Object, rule func(obj, old runtime.Object)) {
+// applyTyped applies rule, a rule of package strategy that changes only
+// the top-level field ("spec", "status"), to obj given old: directly to
+// typed objects; to the typed form of unstructured ones of a kind the
+// scheme knows, writing that field back only if the rule changed it (in
+// the typed form's shape: the fields it always has, and none it lacks).
+func (st statusStrategy) applyTyped(obj, old runtime.Object, field string, rule func(obj, old runtime.Object)) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		rule(obj, old)
@@ -123,11 +125,14 @@ func (st statusStrategy) applyTyped(obj, old runtime.Object, rule func(obj, old 
 	if equality.Semantic.DeepEqual(before, typedObj) {
 		return
 	}
-	if m, err := conv.ToUnstructured(typedObj); err == nil {
-		apiVersion, kind := u.GetAPIVersion(), u.GetKind()
-		u.Object = m
-		u.SetAPIVersion(apiVersion)
-		u.SetKind(kind)
+	m, err := conv.ToUnstructured(typedObj)
+	if err != nil {
+		return
+	}
+	if v, ok := m[field]; ok {
+		u.Object[field] = v
+	} else {
+		delete(u.Object, field)
 	}
 }
 

@@ -3,6 +3,7 @@ package apisim_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,7 +58,9 @@ func TestPodStatusStrategy(t *testing.T) {
 	jsonPods := apisim.Pods()
 	jsonPods.Protobuf = false
 	for _, res := range []apisim.Resource{apisim.Pods(), jsonPods} {
-		s := start(t, apisim.WithResources(res))
+		s := apisim.New(apisim.WithResources(res))
+		require.NoError(t, s.Start())
+		t.Cleanup(s.Close)
 		p := apisim.MakePod("default", "p")
 		p.Status.QOSClass = corev1.PodQOSBurstable
 		p.Status.ObservedGeneration = 1
@@ -211,4 +214,67 @@ func TestBuiltInKindOutsideTheScheme(t *testing.T) {
 	var got unstructured.Unstructured
 	put(t, s, hpa.ObjectPath("default", "h"), u, &got)
 	assert.Equal(t, int64(1), got.GetGeneration())
+}
+
+// Pods served as JSON only are stored unstructured; a status write that
+// leaves out what the strategy keeps, and changes nothing else, writes
+// nothing, as on kube-apiserver (the rule's result is written back into
+// the status only). A ConfigMap created through the typed Go API and
+// updated over HTTP is stored in one form: the PUT panicked.
+func TestJSONOnlyBuiltInKinds(t *testing.T) {
+	jsonPods, jsonConfigMaps := apisim.Pods(), apisim.ConfigMaps()
+	jsonPods.Protobuf, jsonConfigMaps.Protobuf = false, false
+	s := apisim.New(apisim.WithResources(jsonPods, jsonConfigMaps))
+	require.NoError(t, s.Start())
+	t.Cleanup(s.Close)
+
+	resp, body := do(t, s, http.MethodPost, "/api/v1/namespaces/default/pods", strings.NewReader(
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]},"status":{"qosClass":"BestEffort"}}`))
+	require.Equal(t, http.StatusCreated, resp.StatusCode, string(body))
+	var stored map[string]any
+	require.NoError(t, json.Unmarshal(body, &stored))
+	delete(stored["status"].(map[string]any), "qosClass")
+	var got map[string]any
+	put(t, s, jsonPods.ObjectPath("default", "p")+"/status", stored, &got)
+	md := got["metadata"].(map[string]any)
+	assert.Equal(t, stored["metadata"].(map[string]any)["resourceVersion"], md["resourceVersion"], "nothing written")
+	assert.Equal(t, "BestEffort", got["status"].(map[string]any)["qosClass"])
+
+	cm, err := apisim.Of[*corev1.ConfigMap](s, jsonConfigMaps).Create(apisim.MakeConfigMap("default", "c", 1))
+	require.NoError(t, err)
+	cm.Data = map[string]string{"k": "v"}
+	var gotCM corev1.ConfigMap
+	put(t, s, jsonConfigMaps.ObjectPath("default", "c"), cm, &gotCM)
+	assert.Equal(t, map[string]string{"k": "v"}, gotCM.Data)
+}
+
+// A FlowSchema's status strategy takes all of the stored metadata: a
+// status write carrying deletion marks or other labels is no error, and
+// changes only the status.
+func TestFlowSchemaStatusTakesTheStoredMetadata(t *testing.T) {
+	flowSchemas := apisim.Resource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas",
+		Kind: "FlowSchema", ListKind: "FlowSchemaList", StatusSubresource: true}
+	s := apisim.New(apisim.WithResources(flowSchemas))
+	require.NoError(t, s.Start())
+	t.Cleanup(s.Close)
+	_, err := apisim.Of[*unstructured.Unstructured](s, flowSchemas).Create(&unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+		"metadata": map[string]any{"name": "f", "labels": map[string]any{"a": "b"}},
+		"spec":     map[string]any{"priorityLevelConfiguration": map[string]any{"name": "global-default"}},
+	}})
+	require.NoError(t, err)
+	resp, body := get(t, s, flowSchemas.ObjectPath("", "f"))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var f map[string]any
+	require.NoError(t, json.Unmarshal(body, &f))
+	md := f["metadata"].(map[string]any)
+	md["labels"] = map[string]any{"a": "changed"}
+	md["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+	f["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Dangling", "status": "False"}}}
+	var got unstructured.Unstructured
+	put(t, s, flowSchemas.ObjectPath("", "f")+"/status", f, &got)
+	assert.Equal(t, map[string]string{"a": "b"}, got.GetLabels())
+	assert.Nil(t, got.GetDeletionTimestamp())
+	conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+	assert.Len(t, conds, 1)
 }

@@ -103,18 +103,31 @@ var statusMeta = map[schema.GroupKind]func(obj, old metav1.Object){
 	{Group: "apps", Kind: "Deployment"}: func(obj, old metav1.Object) {
 		obj.SetLabels(old.GetLabels())
 	},
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}: metav1.ResetObjectMetaForStatus,
-	{Group: "certificates.k8s.io", Kind: "PodCertificateRequest"}:              metav1.ResetObjectMetaForStatus,
-	{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}:               metav1.ResetObjectMetaForStatus,
-	{Group: "lifecycle.k8s.io", Kind: "Eviction"}:                              metav1.ResetObjectMetaForStatus,
-	{Group: "lifecycle.k8s.io", Kind: "EvictionRequest"}:                       metav1.ResetObjectMetaForStatus,
-	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:                          metav1.ResetObjectMetaForStatus,
-	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:                        metav1.ResetObjectMetaForStatus,
-	{Group: "resource.k8s.io", Kind: "ResourceClaim"}:                          metav1.ResetObjectMetaForStatus,
-	{Group: "resource.k8s.io", Kind: "ResourcePoolStatusRequest"}:              metav1.ResetObjectMetaForStatus,
-	{Group: "scheduling.k8s.io", Kind: "CompositePodGroup"}:                    metav1.ResetObjectMetaForStatus,
-	{Group: "scheduling.k8s.io", Kind: "PodGroup"}:                             metav1.ResetObjectMetaForStatus,
-	{Group: "storage.k8s.io", Kind: "CSINode"}:                                 metav1.ResetObjectMetaForStatus,
-	{Group: "storage.k8s.io", Kind: "VolumeAttachment"}:                        metav1.ResetObjectMetaForStatus,
-	{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}:        metav1.ResetObjectMetaForStatus,
+	{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}:                 storedMeta,
+	{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}: storedMeta,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:  metav1.ResetObjectMetaForStatus,
+	{Group: "certificates.k8s.io", Kind: "PodCertificateRequest"}:               metav1.ResetObjectMetaForStatus,
+	{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}:                metav1.ResetObjectMetaForStatus,
+	{Group: "lifecycle.k8s.io", Kind: "Eviction"}:                               metav1.ResetObjectMetaForStatus,
+	{Group: "lifecycle.k8s.io", Kind: "EvictionRequest"}:                        metav1.ResetObjectMetaForStatus,
+	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:                           metav1.ResetObjectMetaForStatus,
+	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:                         metav1.ResetObjectMetaForStatus,
+	{Group: "resource.k8s.io", Kind: "ResourceClaim"}:                           metav1.ResetObjectMetaForStatus,
+	{Group: "resource.k8s.io", Kind: "ResourcePoolStatusRequest"}:               metav1.ResetObjectMetaForStatus,
+	{Group: "scheduling.k8s.io", Kind: "CompositePodGroup"}:                     metav1.ResetObjectMetaForStatus,
+	{Group: "scheduling.k8s.io", Kind: "PodGroup"}:                              metav1.ResetObjectMetaForStatus,
+	{Group: "storage.k8s.io", Kind: "CSINode"}:                                  metav1.ResetObjectMetaForStatus,
+	{Group: "storage.k8s.io", Kind: "VolumeAttachment"}:                         metav1.ResetObjectMetaForStatus,
+	{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}:         metav1.ResetObjectMetaForStatus,
+}
+
+// storedMeta makes obj's metadata old's but its managedFields, as the
+// status strategies of FlowSchemas and PriorityLevelConfigurations do.
+func storedMeta(obj, old metav1.Object) {
+	metav1.ResetObjectMetaForStatus(obj, old)
+	obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	obj.SetGenerateName(old.GetGenerateName())
+	obj.SetUID(old.GetUID())
+	obj.SetCreationTimestamp(old.GetCreationTimestamp())
+	obj.SetResourceVersion(old.GetResourceVersion())
 }
