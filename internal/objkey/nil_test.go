@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 )
 
@@ -74,11 +75,28 @@ func TestIsNil(t *testing.T) {
 	}
 }
 
+// IsNil calls no getter of a type that embeds no pointer or interface:
+// those of an Unstructured copy its labels and parse its times.
+func TestIsNilOfUnstructuredCallsNoGetter(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{
+		"name": "a", "labels": map[string]any{"a": "b"}, "deletionTimestamp": "2026-01-01T00:00:00Z"}}}
+	assert.False(t, IsNil(u))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { IsNil(u) }))
+	assert.False(t, IsNil(&metav1.PartialObjectMetadata{}))
+}
+
 func BenchmarkIsNil(b *testing.B) {
-	p := &corev1.Pod{}
-	for b.Loop() {
-		if IsNil(p) {
-			b.Fatal("nil")
-		}
+	for name, obj := range map[string]any{
+		"pod":          &corev1.Pod{},
+		"unstructured": &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "a", "labels": map[string]any{"a": "b"}}}},
+		"wrapped":      &wrapped{Pod: &corev1.Pod{}},
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if IsNil(obj) {
+					b.Fatal("nil")
+				}
+			}
+		})
 	}
 }
