@@ -59,13 +59,14 @@ var noSpec = map[reflect.Type]struct{}{
 // a panic. Objects of different Go types, or of a type that is neither a
 // pointer to a struct nor an *unstructured.Unstructured, differ.
 func SpecChanged(old, cur runtime.Object) bool {
-	if isDeployment(old) && annotationsChanged(old, cur) {
-		return true
-	}
-	switch old.(type) {
-	case *schedulingv1.PriorityClass:
+	switch kindOf(old) {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
+		if annotationsChanged(old, cur) {
+			return true
+		}
+	case schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:
 		return false // its strategy's PrepareForUpdate does nothing
-	case *discoveryv1.EndpointSlice:
+	case schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:
 		if labelsChanged(old, cur) {
 			return true
 		}
@@ -129,13 +130,20 @@ func specDiffers(a, b reflect.Value) bool {
 	return false
 }
 
-// isDeployment reports whether obj is an apps Deployment, typed or not.
-func isDeployment(obj runtime.Object) bool {
-	if _, ok := obj.(*appsv1.Deployment); ok {
-		return true
+// kindOf returns the group and kind of the k8s.io/api kinds with rules of
+// their own, typed or not; the zero GroupKind for others.
+func kindOf(obj runtime.Object) schema.GroupKind {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	case *schedulingv1.PriorityClass:
+		return schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}
+	case *discoveryv1.EndpointSlice:
+		return schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}
+	case *unstructured.Unstructured:
+		return o.GroupVersionKind().GroupKind()
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	return ok && u.GroupVersionKind().GroupKind() == schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	return schema.GroupKind{}
 }
 
 func annotationsChanged(old, cur runtime.Object) bool {
