@@ -27,8 +27,10 @@ import (
 // the stored one or another UID, apierrors.IsInvalid for no
 // resourceVersion where the resource requires one, and for the deletion
 // marks and finalizers Update refuses (of a built-in kind: the server
-// validates the metadata the request sends, even where the strategy then
-// keeps the stored), and apierrors.IsBadRequest if obj cannot be copied. A status write that
+// validates the metadata the request sends, after the kind's status
+// strategy has put back what it keeps of the stored: a Pod's
+// deletionTimestamp, a ResourceClaim's finalizers), and
+// apierrors.IsBadRequest if obj cannot be copied. A status write that
 // changes nothing writes nothing, as Update's: it returns a copy of the
 // stored object and watchers get no event; one that does gives the object
 // a new resourceVersion, which watchers get as MODIFIED.

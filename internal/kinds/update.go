@@ -23,8 +23,11 @@ func ConditionalUpdateOnly(gvr schema.GroupVersionResource) bool {
 
 // conditionalOnly are the built-in resources whose strategy refuses an
 // update without a resourceVersion in every version (k8s.io/kubernetes
-// v1.37 pkg/registry/*/strategy.go).
+// v1.37 pkg/registry/*/strategy.go, and those of apiextensions-apiserver
+// and kube-aggregator).
 var conditionalOnly = map[schema.GroupResource]bool{
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}:                 true,
+	{Group: "apiregistration.k8s.io", Resource: "apiservices"}:                             true,
 	{Group: "coordination.k8s.io", Resource: "leases"}:                                     true,
 	{Group: "coordination.k8s.io", Resource: "leasecandidates"}:                            true,
 	{Group: "policy", Resource: "poddisruptionbudgets"}:                                    true,

@@ -103,6 +103,12 @@ var statusMeta = map[schema.GroupKind]func(obj, old metav1.Object){
 	{Group: "apps", Kind: "Deployment"}: func(obj, old metav1.Object) {
 		obj.SetLabels(old.GetLabels())
 	},
+	{Group: "apiregistration.k8s.io", Kind: "APIService"}: func(obj, old metav1.Object) {
+		obj.SetLabels(old.GetLabels())
+		obj.SetAnnotations(old.GetAnnotations())
+		obj.SetFinalizers(old.GetFinalizers())
+		obj.SetOwnerReferences(old.GetOwnerReferences())
+	},
 	{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}:                 storedMeta,
 	{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}: storedMeta,
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:  metav1.ResetObjectMetaForStatus,

@@ -7,6 +7,7 @@ import (
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The n-th condition of a type the request sends without an
@@ -46,4 +47,19 @@ func TestKeepOnUpdate(t *testing.T) {
 	KeepOnUpdate(cm, &corev1.ConfigMap{})
 	KeepOnStatusUpdate(cm, &corev1.ConfigMap{})
 	assert.Equal(t, map[string]string{"a": "1"}, cm.Data)
+}
+
+// An APIService's status strategy (kube-aggregator's) keeps the stored
+// labels, annotations, finalizers and ownerReferences.
+func TestStatusMetaOfAnAPIService(t *testing.T) {
+	keep := StatusMeta(schema.GroupKind{Group: "apiregistration.k8s.io", Kind: "APIService"})
+	if !assert.NotNil(t, keep) {
+		return
+	}
+	old := &metav1.ObjectMeta{Labels: map[string]string{"a": "b"}, Finalizers: []string{"f"}}
+	obj := &metav1.ObjectMeta{Labels: map[string]string{"a": "c"}, Annotations: map[string]string{"x": "y"}}
+	keep(obj, old)
+	assert.Equal(t, map[string]string{"a": "b"}, obj.Labels)
+	assert.Nil(t, obj.Annotations)
+	assert.Equal(t, []string{"f"}, obj.Finalizers)
 }
