@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -286,17 +288,51 @@ func (c *Cluster) waitReady(ctx context.Context, p *process, url, token string) 
 	}
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1. They are free
-// when returned; another program could take one before we bind it.
+// freePorts returns n distinct free TCP ports on 127.0.0.1, below the
+// kernel's ephemeral range, and never one it returned before in this
+// process. The kernel takes the local ports of outgoing connections and of
+// listeners on port 0 (other tests' servers) from that range, so a port
+// found free there could be taken before the server binds it: a
+// kube-apiserver once failed with "address already in use". Below the
+// range only an explicit bind can take it.
 func freePorts(n int) ([]int, error) {
+	low := ephemeralLow()
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("finding %d free ports in 10000-%d: none free after 1000 tries", n, low-1)
 		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		p := 10000 + rand.IntN(low-10000)
+		if handedOut[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		handedOut[p] = true
+		ports = append(ports, p)
 	}
 	return ports, nil
+}
+
+var (
+	portsMu   sync.Mutex
+	handedOut = map[int]bool{} // the ports freePorts returned
+)
+
+// ephemeralLow returns the first port of the kernel's ephemeral range
+// (Linux's default, 32768, if it cannot be read).
+func ephemeralLow() int {
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 11000 {
+				return v
+			}
+		}
+	}
+	return 32768
 }

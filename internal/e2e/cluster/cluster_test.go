@@ -99,3 +99,25 @@ func TestWriteKubeconfig(t *testing.T) {
 	require.Contains(t, string(b), `"token": "a"`)
 	require.ErrorContains(t, c.WriteKubeconfig(path, "root", ""), "unknown user")
 }
+
+// freePorts hands out distinct ports below the ephemeral range, which
+// nothing binds on its own, and never one twice.
+func TestFreePorts(t *testing.T) {
+	low := ephemeralLow()
+	seen := map[int]bool{}
+	for range 3 {
+		ports, err := freePorts(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ports {
+			if p < 10000 || p >= low {
+				t.Errorf("port %d outside 10000-%d", p, low-1)
+			}
+			if seen[p] {
+				t.Errorf("port %d handed out twice", p)
+			}
+			seen[p] = true
+		}
+	}
+}
