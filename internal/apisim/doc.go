@@ -34,6 +34,10 @@
 // could show are dropped too: the history is the window within which
 // watches, exact-RV lists and continue tokens are served, and older ones get
 // 410 Expired. Compact closes that window at the current resourceVersion.
+// Objects of a resource without protobuf are held unstructured, those of
+// a kind the scheme knows in the shape its Go type encodes to, as
+// kube-apiserver decodes every write into its type and stores that (a
+// container gains "resources": {}); the others as given.
 // A GET of one object reads as a list without limit does: "" and "0" the
 // newest state, N the newest once the server has reached N (a
 // resourceVersion ahead of it waits, then gets 504 Timeout, cause

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/listwatch/listwatch/internal/kinds"
+	"github.com/listwatch/listwatch/internal/objkey"
 )
 
 // codec turns Go objects of one resource into stored versions: it picks
@@ -22,6 +23,10 @@ type codec struct {
 	res    Resource
 	scheme *runtime.Scheme
 	typed  reflect.Type // canonical type for Protobuf resources (a pointer type); nil otherwise
+	// known is the Go type of a JSON-only resource's kind when the scheme
+	// knows it: its objects are stored unstructured in the shape that
+	// type encodes to, as kube-apiserver stores them.
+	known reflect.Type
 	// field numbers of ListMeta and Items in the protobuf list message
 	listMetaField, listItemsField int
 }
@@ -37,6 +42,9 @@ func newCodec(res Resource, scheme *runtime.Scheme) (codec, error) {
 		return c, fmt.Errorf("apisim: resource %+v needs Version, Resource, Kind and ListKind", res)
 	}
 	if !res.Protobuf {
+		if obj, err := scheme.New(res.GroupVersionKind()); err == nil {
+			c.known = reflect.TypeOf(obj)
+		}
 		return c, nil
 	}
 	obj, err := scheme.New(res.GroupVersionKind())
@@ -76,7 +84,7 @@ func protoFieldNumber(obj runtime.Object, field string) int {
 // canonical returns a private copy of obj in the resource's canonical Go
 // form, with apiVersion and kind set.
 func (c codec) canonical(obj runtime.Object) (runtime.Object, error) {
-	if obj == nil || reflect.ValueOf(obj).IsNil() {
+	if objkey.IsNil(obj) {
 		return nil, fmt.Errorf("apisim: nil object for %s", c.res.GroupResource())
 	}
 	var out runtime.Object
@@ -97,6 +105,11 @@ func (c codec) canonical(obj runtime.Object) (runtime.Object, error) {
 		if err != nil {
 			return nil, err
 		}
+		if c.known != nil {
+			if u, err = c.knownShape(u); err != nil {
+				return nil, err
+			}
+		}
 		out = &unstructured.Unstructured{Object: u}
 	}
 	if _, err := meta.Accessor(out); err != nil {
@@ -104,6 +117,18 @@ func (c codec) canonical(obj runtime.Object) (runtime.Object, error) {
 	}
 	out.GetObjectKind().SetGroupVersionKind(c.res.GroupVersionKind())
 	return c.asStored(out)
+}
+
+// knownShape returns u in the shape its kind's Go type gives it, as
+// kube-apiserver decodes an object into its type and stores that: the
+// fields the type always has ("resources": {} in a container), none it
+// lacks. A u that does not fit the type is an error.
+func (c codec) knownShape(u map[string]any) (map[string]any, error) {
+	typed := reflect.New(c.known.Elem()).Interface().(runtime.Object)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, typed); err != nil {
+		return nil, fmt.Errorf("apisim: convert to %s: %w", c.res.Kind, err)
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 }
 
 // asStored returns obj as kube-apiserver holds it: what its encoding keeps
