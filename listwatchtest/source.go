@@ -339,7 +339,7 @@ func (s *Source[T]) nextGeneration(old, obj T) int64 {
 	switch {
 	case !s.generations:
 		return 0
-	case generation.SpecChanged(old, obj),
+	case generation.SpecChanged(s.kind, old, obj),
 		!s.status && !kinds.BuiltIn(s.resource.Group) && generation.CustomStatusChanged(old, obj):
 		return old.GetGeneration() + 1
 	}

@@ -42,7 +42,10 @@ func newCodec(res Resource, scheme *runtime.Scheme) (codec, error) {
 		return c, fmt.Errorf("apisim: resource %+v needs Version, Resource, Kind and ListKind", res)
 	}
 	if !res.Protobuf {
-		if obj, err := scheme.New(res.GroupVersionKind()); err == nil {
+		// Recognizes, not New: New also makes metav1's kinds (Status,
+		// APIGroup, ...) of any group, which a custom resource may be named.
+		if scheme.Recognizes(res.GroupVersionKind()) {
+			obj, _ := scheme.New(res.GroupVersionKind())
 			c.known = reflect.TypeOf(obj)
 		}
 		return c, nil
@@ -122,11 +125,17 @@ func (c codec) canonical(obj runtime.Object) (runtime.Object, error) {
 // knownShape returns u in the shape its kind's Go type gives it, as
 // kube-apiserver decodes an object into its type and stores that: the
 // fields the type always has ("resources": {} in a container), none it
-// lacks. A u that does not fit the type is an error.
+// lacks. A u that does not fit the type is an error, by JSON's rules, as
+// the server decodes it (a number too large for its field is one; the
+// unstructured converter would cut it).
 func (c codec) knownShape(u map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(u)
+	if err != nil {
+		return nil, fmt.Errorf("apisim: encode %s: %w", c.res.Kind, err)
+	}
 	typed := reflect.New(c.known.Elem()).Interface().(runtime.Object)
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, typed); err != nil {
-		return nil, fmt.Errorf("apisim: convert to %s: %w", c.res.Kind, err)
+	if err := json.Unmarshal(b, typed); err != nil {
+		return nil, fmt.Errorf("apisim: decode %s: %w", c.res.Kind, err)
 	}
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 }

@@ -326,3 +326,30 @@ func TestObjectsOfAStructType(t *testing.T) {
 
 // podValue is a Pod by value, embedded through a pointer.
 type podValue struct{ *corev1.Pod }
+
+// A JSON-only resource of a known kind takes a write by JSON's rules, as
+// kube-apiserver decodes it into the kind's type: a number too large for
+// its field is a 400 (it was cut to fit: 4294967297 replicas became 1). A
+// custom resource whose kind is named as one of metav1's (Status) is no
+// known kind: it is stored as sent (it was made a metav1.Status).
+func TestJSONOnlyWritesDecodeAsTheServerDoes(t *testing.T) {
+	jsonDeployments := apisim.Deployments()
+	jsonDeployments.Protobuf = false
+	statuses := apisim.CustomResource("example.com", "v1", "statuses", "Status", true)
+	s := apisim.New(apisim.WithResources(jsonDeployments, statuses))
+	require.NoError(t, s.Start())
+	t.Cleanup(s.Close)
+
+	resp, body := do(t, s, http.MethodPost, "/apis/apps/v1/namespaces/default/deployments", strings.NewReader(
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":4294967297,"selector":{"matchLabels":{"a":"b"}},`+
+			`"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`))
+	status(t, resp, body, http.StatusBadRequest)
+
+	resp, body = do(t, s, http.MethodPost, "/apis/example.com/v1/namespaces/default/statuses", strings.NewReader(
+		`{"apiVersion":"example.com/v1","kind":"Status","metadata":{"name":"a"},"spec":{"x":1}}`))
+	require.Equal(t, http.StatusCreated, resp.StatusCode, string(body))
+	var got unstructured.Unstructured
+	require.NoError(t, json.Unmarshal(body, &got))
+	assert.Equal(t, "a", got.GetName())
+	assert.Equal(t, map[string]any{"x": int64(1)}, got.Object["spec"])
+}

@@ -58,8 +58,17 @@ var noSpec = map[reflect.Type]struct{}{
 // are compared with semantic.Equal, so that any Go type compares without
 // a panic. Objects of different Go types, or of a type that is neither a
 // pointer to a struct nor an *unstructured.Unstructured, differ.
-func SpecChanged(old, cur runtime.Object) bool {
-	switch kindOf(old) {
+//
+// The kinds with rules of their own are told by the Go type of old (a
+// k8s.io/api type) or its apiVersion and kind (an Unstructured), else by
+// gk, the kind of the resource the objects are of (a type of one's own
+// that embeds a Deployment).
+func SpecChanged(gk schema.GroupKind, old, cur runtime.Object) bool {
+	k := kindOf(old)
+	if k.Empty() {
+		k = gk
+	}
+	switch k {
 	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
 		if annotationsChanged(old, cur) {
 			return true

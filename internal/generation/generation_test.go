@@ -4,7 +4,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The kinds with rules of their own follow them unstructured as typed: a
@@ -40,6 +44,24 @@ func TestKindRulesOfUnstructuredObjects(t *testing.T) {
 			obj("v1", "ConfigMap", map[string]any{"data": map[string]any{"a": "b"}}, nil, nil),
 			obj("v1", "ConfigMap", map[string]any{"data": map[string]any{"a": "c"}}, nil, nil), true},
 	} {
-		assert.Equal(t, tc.want, SpecChanged(tc.old, tc.cur), name)
+		assert.Equal(t, tc.want, SpecChanged(schema.GroupKind{}, tc.old, tc.cur), name)
 	}
+}
+
+// myDeployment is a type of one's own embedding a Deployment.
+type myDeployment struct{ appsv1.Deployment }
+
+func (d *myDeployment) DeepCopyObject() runtime.Object {
+	return &myDeployment{Deployment: *d.Deployment.DeepCopy()}
+}
+
+// A type of one's own that embeds a Deployment follows the Deployment's
+// rule when the resource is named deployments: its annotations move the
+// generation. Before, only the Go type told the kind.
+func TestKindRulesOfAResource(t *testing.T) {
+	old := &myDeployment{Deployment: appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"a": "b"}}}}
+	cur := old.DeepCopyObject().(*myDeployment)
+	cur.Annotations["a"] = "c"
+	assert.True(t, SpecChanged(schema.GroupKind{Group: "apps", Kind: "Deployment"}, old, cur))
+	assert.False(t, SpecChanged(schema.GroupKind{Kind: "myDeployment"}, old, cur))
 }

@@ -324,8 +324,9 @@ var (
 	handedOut = map[int]bool{} // the ports freePorts returned
 )
 
-// ephemeralLow returns the first port of the kernel's ephemeral range
-// (Linux's default, 32768, if it cannot be read).
+// ephemeralLow returns the first port of the kernel's ephemeral range, or
+// Linux's default, 32768, if it cannot be read or starts too low to leave
+// room below it (ports may then fall inside the range, as before).
 func ephemeralLow() int {
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
