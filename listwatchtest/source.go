@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listwatch/listwatch/internal/fakelw"
@@ -238,7 +237,9 @@ func (s *Source[T]) Update(obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	if errs := checkUpdate(old, obj); len(errs) > 0 {
+	// Once set, an update keeps the marks when it sends none, or another
+	// deletionTimestamp (rest.BeforeUpdate), below.
+	if errs := strategy.DeletionMarkErrors(obj, old); len(errs) > 0 {
 		return zero, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
 	}
 	obj.SetUID(old.GetUID())
@@ -296,28 +297,6 @@ func (s *Source[T]) replaced(obj T) (T, error) {
 			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, old.GetUID()))
 	}
 	return old, nil
-}
-
-// checkUpdate returns what kube-apiserver's validation finds wrong with
-// replacing old by obj: finalizers added to an object being deleted,
-// deletion marks on one that is not (only a delete sets them), or another
-// grace period on one that is. Once set, an update keeps the marks when it
-// sends none, or another deletionTimestamp (rest.BeforeUpdate).
-func checkUpdate[T reflector.Object](old, obj T) field.ErrorList {
-	var errs field.ErrorList
-	if old.GetDeletionTimestamp() != nil {
-		if added := sets.New(obj.GetFinalizers()...).Difference(sets.New(old.GetFinalizers()...)); added.Len() > 0 {
-			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
-				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", sets.List(added))))
-		}
-	}
-	if ts := obj.GetDeletionTimestamp(); ts != nil && old.GetDeletionTimestamp() == nil {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionTimestamp"), ts, "field is immutable"))
-	}
-	if g, was := obj.GetDeletionGracePeriodSeconds(), old.GetDeletionGracePeriodSeconds(); g != nil && (was == nil || *g != *was) {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionGracePeriodSeconds"), *g, "field is immutable"))
-	}
-	return errs
 }
 
 // copyOf returns a pointer to a copy of *p, or nil: a stored object's

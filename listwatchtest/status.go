@@ -80,7 +80,7 @@ func (s *Source[T]) UpdateStatus(obj T) (T, error) {
 		if keep := strategy.StatusMeta(s.kind); keep != nil {
 			keep(obj, deepCopy(old))
 		}
-		if errs := checkUpdate(old, obj); len(errs) > 0 {
+		if errs := strategy.DeletionMarkErrors(obj, old); len(errs) > 0 {
 			return zero, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
 		}
 	}

@@ -16,11 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listwatch/listwatch/internal/generation"
 	"github.com/listwatch/listwatch/internal/kinds"
+	"github.com/listwatch/listwatch/internal/strategy"
 )
 
 // collection is the server-side state of one resource: its objects, its
@@ -186,9 +186,8 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 
 // deletionMarks keeps old's deletion marks in m, as rest.BeforeUpdate
 // does (a deletionTimestamp whatever m has, a grace period when m has
-// none), and returns what kube-apiserver's validation then finds wrong:
-// marks m sets on an object not being deleted (only a delete sets them),
-// another grace period, or finalizers added to an object being deleted.
+// none), and returns what kube-apiserver's validation then finds wrong
+// (strategy.DeletionMarkErrors).
 // The direct Go API (Objects.Update) sets them as it likes.
 func deletionMarks(m, old metav1.Object) field.ErrorList {
 	if old.GetDeletionTimestamp() != nil {
@@ -197,20 +196,7 @@ func deletionMarks(m, old metav1.Object) field.ErrorList {
 	if g := old.GetDeletionGracePeriodSeconds(); g != nil && m.GetDeletionGracePeriodSeconds() == nil {
 		m.SetDeletionGracePeriodSeconds(new(*g))
 	}
-	var errs field.ErrorList
-	if ts := m.GetDeletionTimestamp(); ts != nil && old.GetDeletionTimestamp() == nil {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionTimestamp"), ts, "field is immutable"))
-	}
-	if g, was := m.GetDeletionGracePeriodSeconds(), old.GetDeletionGracePeriodSeconds(); g != nil && (was == nil || *g != *was) {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionGracePeriodSeconds"), *g, "field is immutable"))
-	}
-	if old.GetDeletionTimestamp() != nil {
-		if added := sets.New(m.GetFinalizers()...).Difference(sets.New(old.GetFinalizers()...)); added.Len() > 0 {
-			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
-				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", sets.List(added))))
-		}
-	}
-	return errs
+	return strategy.DeletionMarkErrors(m, old)
 }
 
 // remove deletes an object and returns its tombstone: the last state

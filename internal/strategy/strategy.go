@@ -9,12 +9,16 @@
 package strategy
 
 import (
+	"fmt"
+
 	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // KeepOnUpdate sets in obj, the object a PUT to the object carries (a
@@ -136,4 +140,26 @@ func storedMeta(obj, old metav1.Object) {
 	obj.SetUID(old.GetUID())
 	obj.SetCreationTimestamp(old.GetCreationTimestamp())
 	obj.SetResourceVersion(old.GetResourceVersion())
+}
+
+// DeletionMarkErrors returns what kube-apiserver's validation
+// (ValidateObjectMetaAccessorUpdate) finds wrong with obj, an update's
+// metadata after rest.BeforeUpdate has put back old's deletion marks:
+// finalizers added to an object being deleted, deletion marks on one that
+// is not (only a delete sets them), or another grace period on one that is.
+func DeletionMarkErrors(obj, old metav1.Object) field.ErrorList {
+	var errs field.ErrorList
+	if old.GetDeletionTimestamp() != nil {
+		if added := sets.New(obj.GetFinalizers()...).Difference(sets.New(old.GetFinalizers()...)); added.Len() > 0 {
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
+				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", sets.List(added))))
+		}
+	}
+	if ts := obj.GetDeletionTimestamp(); ts != nil && old.GetDeletionTimestamp() == nil {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionTimestamp"), ts, "field is immutable"))
+	}
+	if g, was := obj.GetDeletionGracePeriodSeconds(), old.GetDeletionGracePeriodSeconds(); g != nil && (was == nil || *g != *was) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionGracePeriodSeconds"), *g, "field is immutable"))
+	}
+	return errs
 }
