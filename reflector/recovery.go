@@ -100,8 +100,14 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	case err == nil:
 		// A watch stream that ended cleanly after doing some work:
 		// resume at once from the last resourceVersion. Failures before it
-		// are no longer "in a row".
+		// are no longer "in a row", and if it moved the cache forward
+		// (a proxy that cuts long streams cleanly), the next failure is
+		// retried at the initial delay, as after one that cut it with an
+		// error (below).
 		s.stuck, s.stuckAt, s.probed = 0, "", false
+		if s.progressed {
+			s.backoff.reset()
+		}
 		return 0
 	case errors.Is(err, errRelistDue):
 		s.needList = true

@@ -2220,6 +2220,71 @@ func TestWatchesCutAfterProgressAreResumedPromptly(t *testing.T) {
 	})
 }
 
+// After a run of refused watches, one that moves the cache forward puts the
+// backoff back to its initial delay, however it ends: the next outage is
+// retried at once, not at the delay the last one had reached. A stream that
+// ended cleanly (a proxy's cut, the watchdog on a quiet stream) kept it.
+func TestWatchThatMovedForwardResetsTheBackoff(t *testing.T) {
+	internal := fakelw.Status(http.StatusInternalServerError, metav1.StatusReasonInternalError, "boom")
+	for name, end := range map[string]func(*fakelw.Source[*corev1.Pod]){
+		"ended cleanly":  func(src *fakelw.Source[*corev1.Pod]) { src.CloseWatches() },
+		"ended in error": func(src *fakelw.Source[*corev1.Pod]) { src.BreakWatches(internal) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				lw := &timedWatches{Source: src}
+				src.FailWatch(internal, internal, internal, internal, internal, internal)
+				r := reflector.New[*corev1.Pod](lw, store,
+					reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+					reflector.WithBackoff[*corev1.Pod](time.Second, 5*time.Minute))
+				defer run(t, r)()
+				time.Sleep(3 * time.Minute) // six refusals: at most 1+2+4+8+16+32 s
+				synctest.Wait()
+				require.Len(t, lw.times(), 7)
+
+				p, _ := src.Get("ns/a")
+				p = p.DeepCopy()
+				p.Labels = map[string]string{"x": "y"}
+				src.Update(p) // the seventh watch moves the cache forward
+				synctest.Wait()
+				time.Sleep(10 * time.Second)
+				src.FailWatch(internal) // the next outage
+				ended := time.Now()
+				end(src)
+				time.Sleep(5 * time.Minute)
+				synctest.Wait()
+				asked := lw.times()
+				require.GreaterOrEqual(t, len(asked), 9)
+				// At most the first two delays after a reset, 1 s and 2 s (the
+				// delays the refusals had reached were 32 s and 64 s).
+				assert.LessOrEqual(t, asked[8].Sub(ended), 3*time.Second, "the watch after the refused one")
+			})
+		})
+	}
+}
+
+// timedWatches serves the Source and records when each watch was asked for.
+type timedWatches struct {
+	*fakelw.Source[*corev1.Pod]
+	mu      sync.Mutex
+	watches []time.Time
+}
+
+func (l *timedWatches) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	l.mu.Lock()
+	l.watches = append(l.watches, time.Now())
+	l.mu.Unlock()
+	return l.Source.Watch(ctx, opts)
+}
+
+func (l *timedWatches) times() []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]time.Time(nil), l.watches...)
+}
+
 // A server whose every watch sends a bookmark of where it started and ends:
 // nothing moves forward, so it counts as a failure and is backed off, not
 // asked again at once for ever.
