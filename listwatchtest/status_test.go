@@ -380,7 +380,9 @@ func TestStatusOfACustomResourceWithoutASubresourceMovesItsGeneration(t *testing
 // Namespace's spec.finalizers (written through /finalize), a
 // CertificateSigningRequest's spec (immutable). UpdateStatus keeps what a
 // Pod's status strategy keeps of its status when the request leaves it
-// out: the qosClass and the observedGeneration. A Source wrote them all.
+// out: the qosClass, the observedGeneration and the claim statuses (a
+// nil list; an empty one clears them, as a JSON [] does on
+// kube-apiserver). A Source wrote them all.
 func TestUpdateKeepsWhatTheStrategyKeeps(t *testing.T) {
 	namespaces := listwatchtest.NewSource[*corev1.Namespace]()
 	ns, err := namespaces.Create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"},
@@ -409,6 +411,8 @@ func TestUpdateKeepsWhatTheStrategyKeeps(t *testing.T) {
 	pods := listwatchtest.NewSource[*corev1.Pod]()
 	p := pod("ns", "a")
 	p.Status.QOSClass, p.Status.ObservedGeneration = corev1.PodQOSBestEffort, 1
+	claims := []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: new("gpu-1")}}
+	p.Status.ResourceClaimStatuses = claims
 	p, err = pods.Create(p)
 	require.NoError(t, err)
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning}
@@ -417,4 +421,9 @@ func TestUpdateKeepsWhatTheStrategyKeeps(t *testing.T) {
 	assert.Equal(t, corev1.PodRunning, p.Status.Phase)
 	assert.Equal(t, corev1.PodQOSBestEffort, p.Status.QOSClass)
 	assert.Equal(t, int64(1), p.Status.ObservedGeneration)
+	assert.Equal(t, claims, p.Status.ResourceClaimStatuses)
+	p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{}
+	p, err = pods.UpdateStatus(p)
+	require.NoError(t, err)
+	assert.Empty(t, p.Status.ResourceClaimStatuses)
 }

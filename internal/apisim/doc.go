@@ -66,7 +66,8 @@
 // deletionTimestamp, a Deployment's labels, what
 // metav1.ResetObjectMetaForStatus resets for the kinds that call it) and
 // what a Pod's keeps of its status when the request leaves it out
-// (qosClass, observedGeneration, claim statuses); of a custom resource
+// (qosClass, observedGeneration, claim statuses: an empty list sent in
+// JSON clears them; protobuf cannot send one); of a custom resource
 // everything but the status. A status write never moves the generation.
 // Objects.Update writes the object whole, status and deletion marks
 // included, with or without a resourceVersion.

@@ -85,8 +85,23 @@ func protoFieldNumber(obj runtime.Object, field string) int {
 }
 
 // canonical returns a private copy of obj in the resource's canonical Go
-// form, with apiVersion and kind set.
+// form, with apiVersion and kind set, as it would be stored: sent, then
+// stored.
 func (c codec) canonical(obj runtime.Object) (runtime.Object, error) {
+	out, err := c.sent(obj)
+	if err != nil {
+		return nil, err
+	}
+	return c.stored(out)
+}
+
+// sent returns a private copy of obj in the resource's canonical Go form,
+// with apiVersion and kind set, holding what the request holds: as
+// kube-apiserver's strategies see a request decoded into its type, an
+// empty list is not an absent one (on a JSON-only resource of a known
+// kind, one the type would refuse is an error). stored makes it what the
+// server keeps.
+func (c codec) sent(obj runtime.Object) (runtime.Object, error) {
 	if objkey.IsNil(obj) {
 		return nil, fmt.Errorf("apisim: nil object for %s", c.res.GroupResource())
 	}
@@ -109,7 +124,7 @@ func (c codec) canonical(obj runtime.Object) (runtime.Object, error) {
 			return nil, err
 		}
 		if c.known != nil {
-			if u, err = c.knownShape(u); err != nil {
+			if _, err := c.knownShape(u); err != nil {
 				return nil, err
 			}
 		}
@@ -119,7 +134,24 @@ func (c codec) canonical(obj runtime.Object) (runtime.Object, error) {
 		return nil, fmt.Errorf("apisim: %T has no object metadata: %w", obj, err)
 	}
 	out.GetObjectKind().SetGroupVersionKind(c.res.GroupVersionKind())
-	return c.asStored(out)
+	return out, nil
+}
+
+// stored returns obj, of the form sent returns, as the server stores it:
+// a JSON-only resource's object of a known kind in its type's shape
+// (knownShape), a typed one as its encoding keeps it (asStored); in both
+// an empty list is none, as it is omitted.
+func (c codec) stored(obj runtime.Object) (runtime.Object, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && c.known != nil {
+		shaped, err := c.knownShape(u.Object)
+		if err != nil {
+			return nil, err
+		}
+		u.Object = shaped
+		u.SetGroupVersionKind(c.res.GroupVersionKind())
+		return u, nil
+	}
+	return c.asStored(obj)
 }
 
 // knownShape returns u in the shape its kind's Go type gives it, as

@@ -1,6 +1,7 @@
 package apisim_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/listwatch/listwatch/internal/apisim"
 )
@@ -52,9 +54,7 @@ func TestStatusOfNoName(t *testing.T) {
 // A PUT to pods/status follows podStatusStrategy: it cannot mark the pod
 // for deletion, and keeps the qosClass, the observedGeneration (the
 // status's and each condition's) and the claim statuses that the request
-// leaves out. Of a pod stored as unstructured (no protobuf) too. (An
-// empty list of claim statuses clears them on kube-apiserver; apisim reads
-// the request as it would store it, where an empty list is none.)
+// leaves out. Of a pod stored as unstructured (no protobuf) too.
 func TestPodStatusStrategy(t *testing.T) {
 	jsonPods := apisim.Pods()
 	jsonPods.Protobuf = false
@@ -90,6 +90,72 @@ func TestPodStatusStrategy(t *testing.T) {
 		assert.Equal(t, p.Status.ResourceClaimStatuses, got.Status.ResourceClaimStatuses)
 
 	}
+}
+
+// An explicit empty list of claim statuses (resourceClaimStatuses,
+// nodeAllocatableResourceClaimStatuses) in a JSON PUT to pods/status
+// clears the stored one, as podStatusStrategy.PrepareForUpdate keeps only
+// a nil list; apisim read the request as it stores it, where an empty list
+// is none, and kept them. Protobuf has no empty list (a repeated field
+// without elements is not in the bytes), so there the request leaves them
+// out and they are kept, as on kube-apiserver given the same bytes.
+func TestPodStatusEmptyClaimListsClear(t *testing.T) {
+	jsonPods := apisim.Pods()
+	jsonPods.Protobuf = false
+	for _, res := range []apisim.Resource{apisim.Pods(), jsonPods} {
+		s := apisim.New(apisim.WithResources(res))
+		require.NoError(t, s.Start())
+		t.Cleanup(s.Close)
+		pods := apisim.Of[*corev1.Pod](s, res)
+		p := apisim.MakePod("default", "p")
+		p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: new("gpu-1")}}
+		p.Status.NodeAllocatableResourceClaimStatuses = []corev1.NodeAllocatableResourceClaimStatus{{ResourceClaimName: "cpu-1"}}
+		stored, err := pods.Create(p)
+		require.NoError(t, err)
+
+		if res.Protobuf {
+			change := stored.DeepCopy()
+			change.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{}
+			change.Status.NodeAllocatableResourceClaimStatuses = []corev1.NodeAllocatableResourceClaimStatus{}
+			change.Status.Phase = corev1.PodFailed
+			got := putProtobuf(t, s, res.ObjectPath("default", "p")+"/status", change)
+			assert.Equal(t, corev1.PodFailed, got.Status.Phase)
+			assert.Equal(t, p.Status.ResourceClaimStatuses, got.Status.ResourceClaimStatuses, "protobuf: none sent, kept")
+			assert.Equal(t, p.Status.NodeAllocatableResourceClaimStatuses, got.Status.NodeAllocatableResourceClaimStatuses)
+			stored = got
+		}
+
+		var change map[string]any
+		b, err := json.Marshal(stored)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &change))
+		st := change["status"].(map[string]any)
+		st["resourceClaimStatuses"], st["nodeAllocatableResourceClaimStatuses"] = []any{}, []any{}
+		var got corev1.Pod
+		put(t, s, res.ObjectPath("default", "p")+"/status", change, &got)
+		assert.Empty(t, got.Status.ResourceClaimStatuses, "JSON-only: %t", !res.Protobuf)
+		assert.Empty(t, got.Status.NodeAllocatableResourceClaimStatuses, "JSON-only: %t", !res.Protobuf)
+		after, err := pods.Get("default", "p")
+		require.NoError(t, err)
+		assert.Empty(t, after.Status.ResourceClaimStatuses)
+		assert.Equal(t, got.ResourceVersion, after.ResourceVersion)
+	}
+}
+
+// putProtobuf PUTs obj encoded as protobuf and decodes the answer.
+func putProtobuf(t *testing.T, s *apisim.Server, path string, obj *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	raw, err := obj.Marshal()
+	require.NoError(t, err)
+	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Pod"}, Raw: raw}
+	body, err := unk.Marshal()
+	require.NoError(t, err)
+	resp, got := do(t, s, http.MethodPut, path, bytes.NewReader(append([]byte("k8s\x00"), body...)),
+		"Content-Type", protobufMedia, "Accept", protobufMedia)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(got))
+	pod, ok := decode(t, got).(*corev1.Pod)
+	require.True(t, ok)
+	return pod
 }
 
 // Only a delete marks an object for deletion: an update (of the object or

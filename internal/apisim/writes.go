@@ -121,7 +121,9 @@ func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*versi
 // nothing writes nothing and returns the current version, as
 // kube-apiserver does; one of the status alone never moves the generation.
 func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind writeKind) (*version, error) {
-	obj, err := c.canonical(in)
+	// The strategy sees the request as sent (an empty list is not an
+	// absent one), the rest of the update the object as stored.
+	obj, err := c.sent(in)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
@@ -156,7 +158,9 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 		return nil, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 	}
-	obj = c.status.prepare(kind, obj, cur.obj)
+	if obj, err = c.stored(c.status.prepare(kind, obj, cur.obj)); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
 	m, _ = meta.Accessor(obj)
 	old, _ := meta.Accessor(cur.obj)
 	if kind != writeWhole {

@@ -42,8 +42,10 @@ func KeepOnUpdate(obj, old runtime.Object) {
 // status strategy keeps of old's status: of a Pod, the qosClass (set at
 // creation, which old kubelets dropped), the observedGeneration of the
 // status and of each condition, and the claim statuses of dynamic
-// resource allocation, each when obj leaves it out. obj and old are of
-// one Go type; other types are left alone.
+// resource allocation, each when obj leaves it out: a nil list, not an
+// empty one, which clears them (obj must hold the request as decoded, as
+// kube-apiserver's strategy reads it, not as stored, where the two are
+// one). obj and old are of one Go type; other types are left alone.
 func KeepOnStatusUpdate(obj, old runtime.Object) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
