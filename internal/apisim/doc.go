@@ -37,7 +37,12 @@
 // Objects of a resource without protobuf are held unstructured, those of
 // a kind the scheme knows in the shape its Go type encodes to, as
 // kube-apiserver decodes every write into its type and stores that (a
-// container gains "resources": {}); the others as given.
+// container gains "resources": {}); the others as given. A write body
+// that the type of its kind (built-in, or a JSON-only resource's known
+// kind) refuses, by the server's JSON rules (a float or a number too
+// large for an integer field; field names are case-sensitive), is 400
+// BadRequest in its words ("Deployment in version "v1" cannot be handled
+// as a Deployment: ...").
 // A GET of one object reads as a list without limit does: "" and "0" the
 // newest state, N the newest once the server has reached N (a
 // resourceVersion ahead of it waits, then gets 504 Timeout, cause

@@ -1,16 +1,20 @@
 package apisim
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/internal/objkey"
@@ -157,16 +161,17 @@ func (c codec) stored(obj runtime.Object) (runtime.Object, error) {
 // knownShape returns u in the shape its kind's Go type gives it, as
 // kube-apiserver decodes an object into its type and stores that: the
 // fields the type always has ("resources": {} in a container), none it
-// lacks. A u that does not fit the type is an error, by JSON's rules, as
-// the server decodes it (a number too large for its field is one; the
-// unstructured converter would cut it).
+// lacks (a field name in another case is none of its fields). A u that
+// does not fit the type is an error, by the rules the server decodes by
+// (a number too large for its field is one; the unstructured converter
+// would cut it).
 func (c codec) knownShape(u map[string]any) (map[string]any, error) {
 	b, err := json.Marshal(u)
 	if err != nil {
 		return nil, fmt.Errorf("apisim: encode %s: %w", c.res.Kind, err)
 	}
 	typed := reflect.New(c.known.Elem()).Interface().(runtime.Object)
-	if err := json.Unmarshal(b, typed); err != nil {
+	if err := utiljson.Unmarshal(b, typed); err != nil {
 		return nil, fmt.Errorf("apisim: decode %s: %w", c.res.Kind, err)
 	}
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
@@ -194,20 +199,30 @@ func (c codec) asStored(obj runtime.Object) (runtime.Object, error) {
 	return stored, nil
 }
 
-// decode parses a request body (JSON) into the canonical form.
+// decode parses a request body (JSON) into the canonical form. A body
+// of a kind's type (a built-in type's, or a JSON-only resource's known
+// kind) is decoded into that type as kube-apiserver's JSON serializer
+// decodes it (case-sensitive field names, no float for an integer field,
+// no number too large for one); one the type refuses is a
+// *apierrors.StatusError, 400 BadRequest in the server's words. Other
+// errors are the body's: the caller words them.
 func (c codec) decode(body []byte) (runtime.Object, error) {
 	var obj runtime.Object
-	if c.typed != nil {
-		obj = reflect.New(c.typed.Elem()).Interface().(runtime.Object)
-		if err := json.Unmarshal(body, obj); err != nil {
-			return nil, err
-		}
-	} else {
-		u := &unstructured.Unstructured{}
+	u := &unstructured.Unstructured{}
+	if c.typed == nil {
 		if err := u.UnmarshalJSON(body); err != nil {
 			return nil, err
 		}
 		obj = u
+	}
+	if t := cmp.Or(c.typed, c.known); t != nil {
+		typed := reflect.New(t.Elem()).Interface().(runtime.Object)
+		if err := utiljson.Unmarshal(body, typed); err != nil {
+			return nil, c.refused(body, err)
+		}
+		if c.typed != nil {
+			obj = typed
+		}
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if (gvk.Kind != "" && gvk.Kind != c.res.Kind) || (gvk.Version != "" && gvk.GroupVersion() != c.res.GroupVersion()) {
@@ -215,6 +230,26 @@ func (c codec) decode(body []byte) (runtime.Object, error) {
 	}
 	obj.GetObjectKind().SetGroupVersionKind(c.res.GroupVersionKind())
 	return obj, nil
+}
+
+// refused is kube-apiserver's answer to a body that its kind's type
+// refuses, err (transformDecodeError in k8s.io/apiserver's
+// pkg/endpoints/handlers/rest.go): the kind and version named are the
+// body's, or the resource's where the body names none, as the handler
+// decodes with the resource's as defaults.
+func (c codec) refused(body []byte, err error) error {
+	var tm metav1.TypeMeta
+	if json.Unmarshal(body, &tm) != nil {
+		return err
+	}
+	gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
+	if gvk.Kind == "" {
+		gvk.Kind = c.res.Kind
+	}
+	if gvk.Group == "" && gvk.Version == "" {
+		gvk.Version = c.res.Version
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, c.res.Kind, err))
 }
 
 // newVersion encodes a canonical object that the caller has finished

@@ -346,6 +346,9 @@ func readBody(r *http.Request, c *collection) (runtime.Object, error) {
 		return obj, nil
 	}
 	obj, err := c.decode(body)
+	if _, refused := err.(*apierrors.StatusError); refused {
+		return nil, err
+	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format: %v", err))
 	}

@@ -419,3 +419,48 @@ func TestJSONOnlyWritesDecodeAsTheServerDoes(t *testing.T) {
 	assert.Equal(t, "a", got.GetName())
 	assert.Equal(t, map[string]any{"x": int64(1)}, got.Object["spec"])
 }
+
+// A write whose body the kind's type refuses (a float for an int32, a
+// number too large for one) is 400 BadRequest in the words of
+// kube-apiserver's update and create handlers (transformDecodeError over
+// the JSON serializer's error). A JSON-only resource of a known kind took
+// "replicas": 2.0 as 2, since it decoded the body unstructured and then
+// into the type from the re-encoded map; both resources worded it as
+// apisim's own, and took a field name in another case as the field.
+func TestWritesTheTypeRefusesAreBadRequest(t *testing.T) {
+	jsonDeployments := apisim.Deployments()
+	jsonDeployments.Protobuf = false
+	deployment := func(replicas string) *strings.Reader {
+		return strings.NewReader(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"default"},"spec":{"replicas":` + replicas +
+			`,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`)
+	}
+	for _, res := range []apisim.Resource{apisim.Deployments(), jsonDeployments} {
+		s := apisim.New(apisim.WithResources(res))
+		require.NoError(t, s.Start())
+		t.Cleanup(s.Close)
+		collection, object := "/apis/apps/v1/namespaces/default/deployments", res.ObjectPath("default", "d")
+		resp, body := do(t, s, http.MethodPost, collection, deployment("1"))
+		require.Equal(t, http.StatusCreated, resp.StatusCode, string(body))
+		for _, c := range []struct{ method, path, replicas, value string }{
+			{http.MethodPost, collection, "2.0", "2.0"},
+			{http.MethodPut, object, "2.0", "2.0"},
+			{http.MethodPut, object, "2.5", "2.5"},
+			{http.MethodPut, object + "/status", "2.0", "2.0"},
+			{http.MethodPut, object, "4294967297", "4294967297"},
+		} {
+			resp, body := do(t, s, c.method, c.path, deployment(c.replicas))
+			st := status(t, resp, body, http.StatusBadRequest)
+			assert.Equal(t, metav1.StatusReasonBadRequest, st.Reason)
+			assert.Equal(t, `Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal number `+c.value+
+				` into Go struct field DeploymentSpec.spec.replicas of type int32`, st.Message, "%s %s, JSON-only: %t", c.method, c.path, !res.Protobuf)
+		}
+		// Field names are case-sensitive, as in the server's decoding:
+		// "Paused" is no field of a Deployment's spec (it was taken).
+		resp, body = do(t, s, http.MethodPut, object, deployment(`1,"Paused":true`))
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		d, err := apisim.Of[*appsv1.Deployment](s, res).Get("default", "d")
+		require.NoError(t, err)
+		assert.Equal(t, int32(1), *d.Spec.Replicas)
+		assert.False(t, d.Spec.Paused, "JSON-only: %t", !res.Protobuf)
+	}
+}
