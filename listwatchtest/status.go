@@ -51,8 +51,10 @@ import (
 // ownerReferences, a Deployment its labels). A Source does not: change
 // metadata with Update, as controllers do. Of the stored status, it keeps
 // what a Pod's status strategy keeps when obj leaves it out (qosClass,
-// observedGeneration, the claim statuses), but not the Approved and Denied
-// conditions of a CertificateSigningRequest.
+// observedGeneration, the claim statuses: a nil list, not an empty one),
+// and a CertificateSigningRequest's Approved and Denied conditions where
+// obj has as many of each as stored (kube-apiserver refuses one with
+// more or fewer; a Source writes obj's).
 func (s *Source[T]) UpdateStatus(obj T) (T, error) {
 	var zero T
 	if isNil(obj) {

@@ -382,7 +382,8 @@ func TestStatusOfACustomResourceWithoutASubresourceMovesItsGeneration(t *testing
 // Pod's status strategy keeps of its status when the request leaves it
 // out: the qosClass, the observedGeneration and the claim statuses (a
 // nil list; an empty one clears them, as a JSON [] does on
-// kube-apiserver). A Source wrote them all.
+// kube-apiserver), and what a CertificateSigningRequest's keeps: its
+// Approved and Denied conditions. A Source wrote them all.
 func TestUpdateKeepsWhatTheStrategyKeeps(t *testing.T) {
 	namespaces := listwatchtest.NewSource[*corev1.Namespace]()
 	ns, err := namespaces.Create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"},
@@ -426,4 +427,18 @@ func TestUpdateKeepsWhatTheStrategyKeeps(t *testing.T) {
 	p, err = pods.UpdateStatus(p)
 	require.NoError(t, err)
 	assert.Empty(t, p.Status.ResourceClaimStatuses)
+
+	// A CertificateSigningRequest's status write keeps its Approved and
+	// Denied conditions (only /approval changes them); a Source wrote
+	// the request's.
+	approved := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Admin"}
+	csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{approved}
+	csr, err = csrs.UpdateStatus(csr)
+	require.NoError(t, err)
+	csr.Status.Conditions[0].Reason = "Changed"
+	csr.Status.Certificate = []byte("cert")
+	csr, err = csrs.UpdateStatus(csr)
+	require.NoError(t, err)
+	assert.Equal(t, []certificatesv1.CertificateSigningRequestCondition{approved}, csr.Status.Conditions)
+	assert.Equal(t, []byte("cert"), csr.Status.Certificate)
 }

@@ -72,7 +72,9 @@
 // metav1.ResetObjectMetaForStatus resets for the kinds that call it) and
 // what a Pod's keeps of its status when the request leaves it out
 // (qosClass, observedGeneration, claim statuses: an empty list sent in
-// JSON clears them; protobuf cannot send one); of a custom resource
+// JSON clears them; protobuf cannot send one) and a
+// CertificateSigningRequest's stored Approved and Denied conditions
+// (where the request has as many of each); of a custom resource
 // everything but the status. A status write never moves the generation.
 // Objects.Update writes the object whole, status and deletion marks
 // included, with or without a resourceVersion.

@@ -8,9 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/internal/apisim"
 )
@@ -216,4 +219,49 @@ func TestCustomResourceStatusAndGeneration(t *testing.T) {
 		assert.Equal(t, "Moved", phase, tc.res.Resource)
 		assert.Equal(t, tc.want, direct.GetGeneration(), "%s: the status moved already, or never moves it", tc.res.Resource)
 	}
+}
+
+// csrs is certificates.k8s.io/v1 certificatesigningrequests, with protobuf.
+var csrs = apisim.Resource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests",
+	Kind: "CertificateSigningRequest", ListKind: "CertificateSigningRequestList", Protobuf: true}
+
+// A PUT to a CertificateSigningRequest's status keeps its stored Approved
+// and Denied conditions, as csrStatusStrategy.PrepareForUpdate does
+// (preserveConditionInstances): only /approval changes them. The other
+// conditions and the certificate are the request's. apisim wrote the
+// request's. Of a resource without protobuf too.
+func TestCSRStatusKeepsApprovalConditions(t *testing.T) {
+	jsonCSRs := csrs
+	jsonCSRs.Protobuf = false
+	for _, res := range []apisim.Resource{csrs, jsonCSRs} {
+		s := apisim.New(apisim.WithScheme(csrScheme()), apisim.WithResources(res))
+		require.NoError(t, s.Start())
+		t.Cleanup(s.Close)
+		approved := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved,
+			Status: corev1.ConditionTrue, Reason: "AdminApproved", LastUpdateTime: metav1.Unix(1000, 0)}
+		csr, err := apisim.Of[*certificatesv1.CertificateSigningRequest](s, res).Create(&certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: "c"},
+			Spec:       certificatesv1.CertificateSigningRequestSpec{SignerName: "example.com/signer", Request: []byte("pem")},
+			Status:     certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{approved}}})
+		require.NoError(t, err)
+		change := csr.DeepCopy()
+		change.Status.Certificate = []byte("cert")
+		change.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{
+			{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionFalse, Reason: "Undone"},
+			{Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue, Reason: "Broken", LastUpdateTime: metav1.Unix(2000, 0)},
+		}
+		var got certificatesv1.CertificateSigningRequest
+		put(t, s, res.ObjectPath("", "c")+"/status", change, &got)
+		assert.Equal(t, []byte("cert"), got.Status.Certificate, "JSON-only: %t", !res.Protobuf)
+		assert.Equal(t, []certificatesv1.CertificateSigningRequestCondition{approved, change.Status.Conditions[1]},
+			got.Status.Conditions, "JSON-only: %t", !res.Protobuf)
+	}
+}
+
+// csrScheme is a scheme that knows certificates.k8s.io/v1.
+func csrScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	_ = certificatesv1.AddToScheme(scheme) // registration of static types cannot fail
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	return scheme
 }

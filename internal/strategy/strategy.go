@@ -39,19 +39,65 @@ func KeepOnUpdate(obj, old runtime.Object) {
 
 // KeepOnStatusUpdate sets in obj, the object a PUT to the status
 // subresource carries with the stored spec already in it, what its kind's
-// status strategy keeps of old's status: of a Pod, the qosClass (set at
-// creation, which old kubelets dropped), the observedGeneration of the
-// status and of each condition, and the claim statuses of dynamic
-// resource allocation, each when obj leaves it out: a nil list, not an
-// empty one, which clears them (obj must hold the request as decoded, as
-// kube-apiserver's strategy reads it, not as stored, where the two are
-// one). obj and old are of one Go type; other types are left alone.
+// status strategy keeps of old's status:
+//
+//   - of a Pod, the qosClass (set at creation, which old kubelets
+//     dropped), the observedGeneration of the status and of each
+//     condition, and the claim statuses of dynamic resource allocation,
+//     each when obj leaves it out: a nil list, not an empty one, which
+//     clears them (obj must hold the request as decoded, as
+//     kube-apiserver's strategy reads it, not as stored, where the two are
+//     one);
+//   - of a CertificateSigningRequest, the Approved and Denied conditions:
+//     the n-th of a type in obj becomes the n-th stored one when obj has
+//     as many (only /approval changes them; with more or fewer,
+//     kube-apiserver's validation refuses the write, which this leaves
+//     to the caller).
+//
+// obj and old are of one Go type; other types are left alone.
 func KeepOnStatusUpdate(obj, old runtime.Object) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		keepPodStatus(o, old.(*corev1.Pod))
+	case *certificatesv1.CertificateSigningRequest:
+		was := old.(*certificatesv1.CertificateSigningRequest).Status.DeepCopy()
+		for _, t := range []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied} {
+			keepConditions(o.Status.Conditions, was.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool { return c.Type == t })
+		}
+	case *certificatesv1beta1.CertificateSigningRequest:
+		was := old.(*certificatesv1beta1.CertificateSigningRequest).Status.DeepCopy()
+		for _, t := range []certificatesv1beta1.RequestConditionType{certificatesv1beta1.CertificateApproved, certificatesv1beta1.CertificateDenied} {
+			keepConditions(o.Status.Conditions, was.Conditions, func(c certificatesv1beta1.CertificateSigningRequestCondition) bool { return c.Type == t })
+		}
+	}
+}
+
+// keepConditions makes the conditions of conds that is selects old's, the
+// n-th the n-th, when conds has as many of them as old; otherwise it
+// leaves conds alone (csrStatusStrategy's preserveConditionInstances).
+func keepConditions[C any](conds, old []C, is func(C) bool) {
+	var at, was []int
+	for i, c := range conds {
+		if is(c) {
+			at = append(at, i)
+		}
+	}
+	for i, c := range old {
+		if is(c) {
+			was = append(was, i)
+		}
+	}
+	if len(at) != len(was) {
 		return
 	}
-	was := old.(*corev1.Pod).Status.DeepCopy()
+	for n, i := range at {
+		conds[i] = old[was[n]]
+	}
+}
+
+// keepPodStatus is podStatusStrategy's part of KeepOnStatusUpdate.
+func keepPodStatus(p, oldPod *corev1.Pod) {
+	was := oldPod.Status.DeepCopy()
 	st := &p.Status
 	if st.QOSClass == "" {
 		st.QOSClass = was.QOSClass

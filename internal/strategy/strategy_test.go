@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,4 +63,37 @@ func TestStatusMetaOfAnAPIService(t *testing.T) {
 	assert.Equal(t, map[string]string{"a": "b"}, obj.Labels)
 	assert.Nil(t, obj.Annotations)
 	assert.Equal(t, []string{"f"}, obj.Finalizers)
+}
+
+// A CertificateSigningRequest's status write keeps the stored Approved and
+// Denied conditions, instance by instance, where the request has as many
+// of the type (csrStatusStrategy's preserveConditionInstances); where it
+// has more or fewer, it keeps the request's (kube-apiserver's validation
+// then refuses it). Other conditions are the request's. v1beta1 alike.
+func TestCSRStatusKeepsApprovalConditions(t *testing.T) {
+	approved := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Admin"}
+	old := &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{
+		Conditions: []certificatesv1.CertificateSigningRequestCondition{approved}}}
+	obj := &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{
+		Certificate: []byte("cert"),
+		Conditions: []certificatesv1.CertificateSigningRequestCondition{
+			{Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue},
+			{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionFalse, Reason: "Changed"},
+		}}}
+	KeepOnStatusUpdate(obj, old)
+	assert.Equal(t, []certificatesv1.CertificateSigningRequestCondition{
+		{Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue}, approved}, obj.Status.Conditions)
+	assert.Equal(t, []byte("cert"), obj.Status.Certificate)
+
+	added := &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{
+		Conditions: []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue}}}}
+	KeepOnStatusUpdate(added, &certificatesv1.CertificateSigningRequest{})
+	assert.Equal(t, certificatesv1.CertificateDenied, added.Status.Conditions[0].Type, "more than stored: the request's")
+
+	oldBeta := &certificatesv1beta1.CertificateSigningRequest{Status: certificatesv1beta1.CertificateSigningRequestStatus{
+		Conditions: []certificatesv1beta1.CertificateSigningRequestCondition{{Type: certificatesv1beta1.CertificateDenied, Reason: "No"}}}}
+	objBeta := &certificatesv1beta1.CertificateSigningRequest{Status: certificatesv1beta1.CertificateSigningRequestStatus{
+		Conditions: []certificatesv1beta1.CertificateSigningRequestCondition{{Type: certificatesv1beta1.CertificateDenied, Reason: "Yes"}}}}
+	KeepOnStatusUpdate(objBeta, oldBeta)
+	assert.Equal(t, "No", objBeta.Status.Conditions[0].Reason)
 }
