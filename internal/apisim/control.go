@@ -62,7 +62,7 @@ func (s *Server) Watchers(res Resource) int {
 type countKey struct {
 	verb     Verb
 	group    string
-	resource string // as Match.Resource: "pods", or "pods/status"
+	resource string // as Match.Resource: "pods", "pods/status", "namespaces/finalize"
 }
 
 func (s *Server) countRequest(v Verb, group, resource string) {
@@ -73,20 +73,29 @@ func (s *Server) countRequest(v Verb, group, resource string) {
 
 // Requests returns how many requests with verb on res reached the server
 // (faulted ones included), e.g. to assert that a client did not relist.
-// Those to the status subresource are counted apart: StatusRequests.
+// Those to a subresource are counted apart: SubresourceRequests.
 func (s *Server) Requests(verb Verb, res Resource) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return int(s.counts[countKey{verb, res.Group, res.Resource}])
 }
 
-// StatusRequests returns how many requests with verb (VerbGet,
-// VerbUpdate) on the status subresource of res's objects reached the
-// server, faulted ones included.
-func (s *Server) StatusRequests(verb Verb, res Resource) int {
+// SubresourceRequests returns how many requests with verb on the
+// subresource sub of res's objects ("status"; "finalize" of Namespaces,
+// VerbUpdate only) reached the server, faulted ones included. Each request
+// counts once, under the one path it took: a write to a subresource is
+// not also a write to the resource.
+func (s *Server) SubresourceRequests(verb Verb, res Resource, sub string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return int(s.counts[countKey{verb, res.Group, res.Resource + "/status"}])
+	return int(s.counts[countKey{verb, res.Group, res.Resource + "/" + sub}])
+}
+
+// StatusRequests is SubresourceRequests(verb, res, "status"): how many
+// requests with verb (VerbGet, VerbUpdate) on the status subresource of
+// res's objects reached the server, faulted ones included.
+func (s *Server) StatusRequests(verb Verb, res Resource) int {
+	return s.SubresourceRequests(verb, res, "status")
 }
 
 // Len returns the number of objects of res that exist now.

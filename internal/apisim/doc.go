@@ -76,8 +76,11 @@
 // CertificateSigningRequest's stored Approved and Denied conditions
 // (where the request has as many of each); of a custom resource
 // everything but the status. A status write never moves the generation.
-// Objects.Update writes the object whole, status and deletion marks
-// included, with or without a resourceVersion.
+// PUT /api/v1/namespaces/{name}/finalize writes a Namespace's
+// spec.finalizers (and metadata) and keeps its status, as kube-apiserver's
+// finalize REST; only PUT is served there. Objects.Update writes the
+// object whole, status and deletion marks included, with or without a
+// resourceVersion.
 //
 // # Wire
 //
@@ -130,18 +133,23 @@
 // beyond one bearer token, authorization (403), namespace lifecycle
 // (creating in a missing namespace succeeds), finalizers and graceful
 // deletion (a delete removes the object at once), the status a create
-// resets (a created Pod keeps the status it was given), subresources other
-// than status, PATCH, deletecollection, Table output, YAML and CBOR,
-// response compression, and an etcd compaction that the watch cache
-// outlives (Compact drops both).
+// resets (a created Pod keeps the status it was given), validation beyond
+// the rules above (a CertificateSigningRequest's status write that adds or
+// removes an Approved or Denied condition is taken), the times a strategy
+// stamps (a CertificateSigningRequest's condition lastUpdateTime),
+// subresources other than status and a Namespace's finalize (a
+// CertificateSigningRequest's /approval is 404), PATCH, deletecollection,
+// Table output, YAML and CBOR, response compression, and an etcd
+// compaction that the watch cache outlives (Compact drops both).
 //
 // # Faults
 //
 // Server.Inject schedules a Fault for the requests a Match selects, a given
 // number of times. Server.Restart, Compact and DropEvents act on the whole
 // server; Requests counts requests per verb and resource so that tests can
-// assert the absence of relist storms (StatusRequests those to the status
-// subresource, which a Match names "pods/status"). See Fault for the list.
+// assert the absence of relist storms (SubresourceRequests those to a
+// subresource, which a Match names as RBAC does: "pods/status",
+// "namespaces/finalize"). See Fault for the list.
 //
 // Everything exported is safe for concurrent use.
 package apisim

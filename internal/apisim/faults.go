@@ -309,8 +309,9 @@ func (g *Gate) Release() {
 type Match struct {
 	Verb Verb // "" for any verb
 	// Resource is the plural, e.g. "pods", for requests to the resource
-	// and its objects, or with "/status" for those to their status
-	// subresource ("pods/status"), as RBAC names them; "" for any.
+	// and its objects, or with a subresource for those to it
+	// ("pods/status", "namespaces/finalize"), as RBAC names them; "" for
+	// any.
 	Resource string
 	Request  func(*http.Request) bool // nil for any request
 }

@@ -42,8 +42,10 @@ type request struct {
 	c         *collection
 	namespace string // from the path; "" when none
 	name      string // from the path; "" for collections
-	status    bool   // the path names the object's status subresource
-	watchPath bool   // the legacy /watch/ path prefix
+	// subresource is the object's subresource the path names: "status",
+	// or "finalize" (a Namespace's); "" for none.
+	subresource string
+	watchPath   bool // the legacy /watch/ path prefix
 }
 
 // route dispatches a request by path and method.
@@ -147,13 +149,14 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 	if rest[0] == "watch" {
 		req.watchPath, rest = true, rest[1:]
 	}
-	// namespaces/{ns}/{resource}..., but namespaces/{name}/status is a
-	// Namespace's own status, as kube-apiserver's RequestInfo reads it.
-	if len(rest) >= 3 && rest[0] == "namespaces" && !(len(rest) == 3 && rest[2] == "status") {
+	// namespaces/{ns}/{resource}..., but namespaces/{name}/status and
+	// namespaces/{name}/finalize are a Namespace's own subresources, as
+	// kube-apiserver's RequestInfo reads them.
+	if len(rest) >= 3 && rest[0] == "namespaces" && !(len(rest) == 3 && (rest[2] == "status" || rest[2] == "finalize")) {
 		req.namespace, rest = rest[1], rest[2:]
 	}
-	if len(rest) == 0 || len(rest) > 3 || (len(rest) == 3 && (rest[2] != "status" || req.watchPath)) {
-		return req, errNoSuchPath() // of the subresources, only status is simulated
+	if len(rest) == 0 || len(rest) > 3 || (len(rest) == 3 && (rest[2] != "status" && rest[2] != "finalize" || req.watchPath)) {
+		return req, errNoSuchPath() // of the subresources, only status and finalize are simulated
 	}
 	if len(rest) >= 2 {
 		req.name = rest[1]
@@ -161,12 +164,15 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 			return req, apierrors.NewBadRequest("name must be provided")
 		}
 	}
-	req.status = len(rest) == 3
+	if len(rest) == 3 {
+		req.subresource = rest[2]
+	}
 	s.mu.Lock()
 	c, ok := s.collections[gv.WithResource(rest[0])]
 	s.mu.Unlock()
 	if !ok || (req.namespace != "" && !c.res.Namespaced) || (req.name != "" && c.res.Namespaced && req.namespace == "") ||
-		(req.status && !c.status.has) {
+		(req.subresource == "status" && !c.status.has) ||
+		(req.subresource == "finalize" && c.res.GroupResource() != schema.GroupResource{Resource: "namespaces"}) {
 		return req, errNoSuchPath()
 	}
 	req.c = c
@@ -174,6 +180,9 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 	// only collections turn a GET into a watch that way.
 	watch := req.watchPath || (req.name == "" && isTrue(r.URL.Query().Get("watch")))
 	switch {
+	case req.subresource == "finalize" && r.Method != http.MethodPut:
+		// A Namespace's finalize REST serves only updates.
+		return req, errMethodNotAllowed(c, strings.ToLower(r.Method))
 	case r.Method == http.MethodGet && watch:
 		req.verb = VerbWatch
 	case r.Method == http.MethodGet && req.name == "":
@@ -184,7 +193,7 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 		req.verb = VerbCreate
 	case r.Method == http.MethodPut && req.name != "":
 		req.verb = VerbUpdate
-	case r.Method == http.MethodDelete && req.name != "" && !req.status:
+	case r.Method == http.MethodDelete && req.name != "" && req.subresource == "":
 		req.verb = VerbDelete
 	default:
 		return req, errMethodNotAllowed(c, strings.ToLower(r.Method))
@@ -193,10 +202,11 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 }
 
 // resource names what a request is made to, as RBAC names it: the
-// resource ("pods"), or its status subresource ("pods/status").
+// resource ("pods"), or its subresource ("pods/status",
+// "namespaces/finalize").
 func (req request) resource() string {
-	if req.status {
-		return req.c.res.Resource + "/status"
+	if req.subresource != "" {
+		return req.c.res.Resource + "/" + req.subresource
 	}
 	return req.c.res.Resource
 }
@@ -242,7 +252,8 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req request) {
 	writeObject(w, req.c.encodedVersion(v, f), f, http.StatusOK)
 }
 
-// serveWrite creates (POST) or replaces (PUT) an object, or its status.
+// serveWrite creates (POST) or replaces (PUT) an object, or its status, or
+// a Namespace's finalizers (PUT .../finalize).
 func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request) {
 	f, err := negotiate(r, req.c, kindObject)
 	if err != nil {
@@ -272,8 +283,11 @@ func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request)
 			return
 		}
 		kind := writePut
-		if req.status {
+		switch req.subresource {
+		case "status":
 			kind = writePutStatus
+		case "finalize":
+			kind = writePutFinalize
 		}
 		v, err = s.update(req.c, obj, req.namespace, kind)
 	}

@@ -28,6 +28,10 @@ const (
 	// the request's, the rest mostly the stored object's (see
 	// statusStrategy.prepare).
 	writePutStatus
+	// writePutFinalize is a PUT to a Namespace's finalize subresource:
+	// the request's spec (its finalizers) and metadata, the stored status
+	// (namespaceFinalizeStrategy).
+	writePutFinalize
 )
 
 // statusStrategy is the part of a kind's update strategy in kube-apiserver
@@ -76,7 +80,8 @@ func newStatusStrategy(res Resource, scheme *runtime.Scheme) statusStrategy {
 //   - a PUT to /status of a built-in kind keeps old's spec, what
 //     strategy.KeepOnStatusUpdate keeps of its status, and the metadata
 //     keepMeta names;
-//   - a PUT to /status of a custom resource keeps all of old but its status.
+//   - a PUT to /status of a custom resource keeps all of old but its status;
+//   - a PUT to a Namespace's /finalize keeps old's status alone.
 //
 // The caller then applies what every update shares (uid, creationTimestamp,
 // generation, resourceVersion, the deletion marks).
@@ -87,6 +92,8 @@ func (st statusStrategy) prepare(kind writeKind, obj, old runtime.Object) runtim
 			copyField(obj, old, "status")
 		}
 		st.applyTyped(obj, old, "spec", strategy.KeepOnUpdate)
+	case kind == writePutFinalize:
+		copyField(obj, old, "status")
 	case kind == writePutStatus && st.custom:
 		out := old.DeepCopyObject()
 		copyField(out, obj, "status")

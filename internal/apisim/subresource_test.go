@@ -3,6 +3,7 @@ package apisim_test
 import (
 	"encoding/json"
 	"net/http"
+	"path"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -264,4 +265,61 @@ func csrScheme() *runtime.Scheme {
 	_ = certificatesv1.AddToScheme(scheme) // registration of static types cannot fail
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	return scheme
+}
+
+// PUT /api/v1/namespaces/{name}/finalize writes a Namespace's
+// spec.finalizers, which a PUT to the Namespace keeps, as kube-apiserver's
+// finalize REST does (namespaceFinalizeStrategy: the stored status, the
+// rest the request's): a write at a new resourceVersion, MODIFIED to
+// watchers, counted as "namespaces/finalize" (SubresourceRequests), where
+// a Match of that name selects it. It has the status subresource's errors
+// (404 of another resource or a missing Namespace, 400 for no name, 405
+// for another method); apisim answered 404 to all.
+func TestNamespaceFinalize(t *testing.T) {
+	s := start(t, apisim.WithResources(apisim.Namespaces()))
+	namespaces := apisim.Of[*corev1.Namespace](s, apisim.Namespaces())
+	ns, err := namespaces.Create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"},
+		Spec:   corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}})
+	require.NoError(t, err)
+	w := watch(t, s, "/api/v1/namespaces?watch=1&resourceVersion="+ns.ResourceVersion)
+	defer w.close()
+	finalize := apisim.Namespaces().ObjectPath("", "team") + "/finalize"
+
+	change := ns.DeepCopy()
+	change.Spec.Finalizers = nil
+	change.Status.Phase = corev1.NamespaceTerminating
+	change.Labels = map[string]string{"x": "y"}
+	var got corev1.Namespace
+	put(t, s, finalize, change, &got)
+	assert.Empty(t, got.Spec.Finalizers)
+	assert.Equal(t, corev1.NamespaceActive, got.Status.Phase, "the stored status")
+	assert.Equal(t, "y", got.Labels["x"], "the request's metadata")
+	assert.NotEqual(t, ns.ResourceVersion, got.ResourceVersion)
+	e := w.next(t)
+	assert.Equal(t, "MODIFIED", e.Type)
+	assert.Equal(t, got.ResourceVersion, e.rv(t))
+	assert.Equal(t, 1, s.SubresourceRequests(apisim.VerbUpdate, apisim.Namespaces(), "finalize"))
+	assert.Equal(t, 0, s.Requests(apisim.VerbUpdate, apisim.Namespaces()))
+
+	s.Inject(apisim.Match{Resource: "namespaces/finalize"}, apisim.ServerError(http.StatusServiceUnavailable), 1)
+	resp, body := do(t, s, http.MethodPut, finalize, jsonBody(t, &got))
+	status(t, resp, body, http.StatusServiceUnavailable)
+
+	for _, c := range []struct {
+		method, path string
+		code         int
+	}{
+		{http.MethodPut, apisim.Pods().ObjectPath("default", "p") + "/finalize", http.StatusNotFound},
+		{http.MethodPut, "/api/v1/watch/namespaces/team/finalize", http.StatusNotFound},
+		{http.MethodPut, apisim.Namespaces().ObjectPath("", "gone") + "/finalize", http.StatusNotFound},
+		{http.MethodPut, "/api/v1/namespaces//finalize", http.StatusBadRequest},
+		{http.MethodGet, finalize, http.StatusMethodNotAllowed},
+		{http.MethodDelete, finalize, http.StatusMethodNotAllowed},
+	} {
+		other := got.DeepCopy()
+		other.Name = path.Base(path.Dir(c.path))
+		resp, body := do(t, s, c.method, c.path, jsonBody(t, other))
+		status(t, resp, body, c.code)
+	}
 }

@@ -113,8 +113,8 @@ func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*versi
 	return v, nil
 }
 
-// update replaces an object, or its status (kind says which, see
-// statusStrategy.prepare). A non-empty metadata.resourceVersion must be
+// update replaces an object, or its status, or a Namespace's finalizers
+// (kind says which, see statusStrategy.prepare). A non-empty metadata.resourceVersion must be
 // the current one (optimistic concurrency); an empty one updates
 // unconditionally, except in a PUT to a resource that refuses that
 // (collection.conditionalOnly): 422 Invalid. An update that changes
