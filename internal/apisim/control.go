@@ -82,7 +82,8 @@ func (s *Server) Requests(verb Verb, res Resource) int {
 
 // SubresourceRequests returns how many requests with verb on the
 // subresource sub of res's objects ("status"; "finalize" of Namespaces,
-// VerbUpdate only) reached the server, faulted ones included. Each request
+// VerbUpdate only; "approval" of CertificateSigningRequests) reached the
+// server, faulted ones included. Each request
 // counts once, under the one path it took: a write to a subresource is
 // not also a write to the resource.
 func (s *Server) SubresourceRequests(verb Verb, res Resource, sub string) int {

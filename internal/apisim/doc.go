@@ -76,11 +76,12 @@
 // CertificateSigningRequest's stored Approved and Denied conditions
 // (where the request has as many of each); of a custom resource
 // everything but the status. A status write never moves the generation.
-// PUT /api/v1/namespaces/{name}/finalize writes a Namespace's
-// spec.finalizers (and metadata) and keeps its status, as kube-apiserver's
-// finalize REST; only PUT is served there. Objects.Update writes the
-// object whole, status and deletion marks included, with or without a
-// resourceVersion.
+// Two more subresources write one part, as kube-apiserver's do: PUT
+// /api/v1/namespaces/{name}/finalize a Namespace's spec.finalizers (only
+// PUT is served there), PUT .../certificatesigningrequests/{name}/approval
+// a CertificateSigningRequest's conditions; each takes the request's
+// metadata and keeps the rest. Objects.Update writes the object whole,
+// status and deletion marks included, with or without a resourceVersion.
 //
 // # Wire
 //
@@ -137,8 +138,8 @@
 // the rules above (a CertificateSigningRequest's status write that adds or
 // removes an Approved or Denied condition is taken), the times a strategy
 // stamps (a CertificateSigningRequest's condition lastUpdateTime),
-// subresources other than status and a Namespace's finalize (a
-// CertificateSigningRequest's /approval is 404), PATCH, deletecollection,
+// subresources other than status, a Namespace's finalize and a
+// CertificateSigningRequest's approval, PATCH, deletecollection,
 // Table output, YAML and CBOR, response compression, and an etcd
 // compaction that the watch cache outlives (Compact drops both).
 //
@@ -149,7 +150,8 @@
 // server; Requests counts requests per verb and resource so that tests can
 // assert the absence of relist storms (SubresourceRequests those to a
 // subresource, which a Match names as RBAC does: "pods/status",
-// "namespaces/finalize"). See Fault for the list.
+// "namespaces/finalize", "certificatesigningrequests/approval"). See Fault
+// for the list.
 //
 // Everything exported is safe for concurrent use.
 package apisim

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +37,14 @@ const (
 // of large objects may go beyond).
 const maxBodyBytes = 64 << 20
 
+// subresources are the subresources simulated: of every kind with a
+// status, "status"; of Namespaces, "finalize"; of
+// CertificateSigningRequests, "approval".
+var subresources = []string{"status", "finalize", "approval"}
+
+// csrResource is the resource whose objects have an approval subresource.
+var csrResource = schema.GroupResource{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}
+
 // request is a routed API request.
 type request struct {
 	verb      Verb
@@ -43,7 +52,8 @@ type request struct {
 	namespace string // from the path; "" when none
 	name      string // from the path; "" for collections
 	// subresource is the object's subresource the path names: "status",
-	// or "finalize" (a Namespace's); "" for none.
+	// "finalize" (a Namespace's) or "approval" (a
+	// CertificateSigningRequest's); "" for none.
 	subresource string
 	watchPath   bool // the legacy /watch/ path prefix
 }
@@ -155,8 +165,8 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 	if len(rest) >= 3 && rest[0] == "namespaces" && !(len(rest) == 3 && (rest[2] == "status" || rest[2] == "finalize")) {
 		req.namespace, rest = rest[1], rest[2:]
 	}
-	if len(rest) == 0 || len(rest) > 3 || (len(rest) == 3 && (rest[2] != "status" && rest[2] != "finalize" || req.watchPath)) {
-		return req, errNoSuchPath() // of the subresources, only status and finalize are simulated
+	if len(rest) == 0 || len(rest) > 3 || (len(rest) == 3 && (!slices.Contains(subresources, rest[2]) || req.watchPath)) {
+		return req, errNoSuchPath()
 	}
 	if len(rest) >= 2 {
 		req.name = rest[1]
@@ -172,7 +182,8 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 	s.mu.Unlock()
 	if !ok || (req.namespace != "" && !c.res.Namespaced) || (req.name != "" && c.res.Namespaced && req.namespace == "") ||
 		(req.subresource == "status" && !c.status.has) ||
-		(req.subresource == "finalize" && c.res.GroupResource() != schema.GroupResource{Resource: "namespaces"}) {
+		(req.subresource == "finalize" && c.res.GroupResource() != schema.GroupResource{Resource: "namespaces"}) ||
+		(req.subresource == "approval" && c.res.GroupResource() != csrResource) {
 		return req, errNoSuchPath()
 	}
 	req.c = c
@@ -203,7 +214,7 @@ func (s *Server) resolve(r *http.Request, gv schema.GroupVersion, rest []string)
 
 // resource names what a request is made to, as RBAC names it: the
 // resource ("pods"), or its subresource ("pods/status",
-// "namespaces/finalize").
+// "namespaces/finalize", "certificatesigningrequests/approval").
 func (req request) resource() string {
 	if req.subresource != "" {
 		return req.c.res.Resource + "/" + req.subresource
@@ -252,8 +263,9 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req request) {
 	writeObject(w, req.c.encodedVersion(v, f), f, http.StatusOK)
 }
 
-// serveWrite creates (POST) or replaces (PUT) an object, or its status, or
-// a Namespace's finalizers (PUT .../finalize).
+// serveWrite creates (POST) or replaces (PUT) an object, or its status, a
+// Namespace's finalizers (PUT .../finalize) or a
+// CertificateSigningRequest's conditions (PUT .../approval).
 func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request) {
 	f, err := negotiate(r, req.c, kindObject)
 	if err != nil {
@@ -288,6 +300,8 @@ func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request)
 			kind = writePutStatus
 		case "finalize":
 			kind = writePutFinalize
+		case "approval":
+			kind = writePutApproval
 		}
 		v, err = s.update(req.c, obj, req.namespace, kind)
 	}

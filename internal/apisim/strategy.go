@@ -32,6 +32,10 @@ const (
 	// the request's spec (its finalizers) and metadata, the stored status
 	// (namespaceFinalizeStrategy).
 	writePutFinalize
+	// writePutApproval is a PUT to a CertificateSigningRequest's approval
+	// subresource: the request's conditions and metadata, the rest the
+	// stored object's (csrApprovalStrategy).
+	writePutApproval
 )
 
 // statusStrategy is the part of a kind's update strategy in kube-apiserver
@@ -81,7 +85,9 @@ func newStatusStrategy(res Resource, scheme *runtime.Scheme) statusStrategy {
 //     strategy.KeepOnStatusUpdate keeps of its status, and the metadata
 //     keepMeta names;
 //   - a PUT to /status of a custom resource keeps all of old but its status;
-//   - a PUT to a Namespace's /finalize keeps old's status alone.
+//   - a PUT to a Namespace's /finalize keeps old's status alone;
+//   - a PUT to a CertificateSigningRequest's /approval keeps old's spec
+//     and all of its status but the conditions (strategy.KeepOnApproval).
 //
 // The caller then applies what every update shares (uid, creationTimestamp,
 // generation, resourceVersion, the deletion marks).
@@ -94,6 +100,9 @@ func (st statusStrategy) prepare(kind writeKind, obj, old runtime.Object) runtim
 		st.applyTyped(obj, old, "spec", strategy.KeepOnUpdate)
 	case kind == writePutFinalize:
 		copyField(obj, old, "status")
+	case kind == writePutApproval:
+		copyField(obj, old, "spec")
+		st.applyTyped(obj, old, "status", strategy.KeepOnApproval)
 	case kind == writePutStatus && st.custom:
 		out := old.DeepCopyObject()
 		copyField(out, obj, "status")

@@ -259,10 +259,11 @@ func TestCSRStatusKeepsApprovalConditions(t *testing.T) {
 	}
 }
 
-// csrScheme is a scheme that knows certificates.k8s.io/v1.
+// csrScheme is a scheme that knows core/v1 and certificates.k8s.io/v1.
 func csrScheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
-	_ = certificatesv1.AddToScheme(scheme) // registration of static types cannot fail
+	_ = corev1.AddToScheme(scheme) // registration of static types cannot fail
+	_ = certificatesv1.AddToScheme(scheme)
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	return scheme
 }
@@ -321,5 +322,43 @@ func TestNamespaceFinalize(t *testing.T) {
 		other.Name = path.Base(path.Dir(c.path))
 		resp, body := do(t, s, c.method, c.path, jsonBody(t, other))
 		status(t, resp, body, c.code)
+	}
+}
+
+// PUT .../certificatesigningrequests/{name}/approval writes the
+// conditions alone, as kube-apiserver's approval REST does
+// (csrApprovalStrategy: the stored spec and status but the conditions);
+// GET there answers the object; only CertificateSigningRequests have it.
+// It is counted as "certificatesigningrequests/approval". apisim answered
+// 404.
+func TestCSRApproval(t *testing.T) {
+	jsonCSRs := csrs
+	jsonCSRs.Protobuf = false
+	for _, res := range []apisim.Resource{csrs, jsonCSRs} {
+		s := apisim.New(apisim.WithScheme(csrScheme()), apisim.WithResources(res, apisim.Namespaces()))
+		require.NoError(t, s.Start())
+		t.Cleanup(s.Close)
+		csr, err := apisim.Of[*certificatesv1.CertificateSigningRequest](s, res).Create(&certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: "c"},
+			Spec:       certificatesv1.CertificateSigningRequestSpec{SignerName: "example.com/signer", Request: []byte("pem")}})
+		require.NoError(t, err)
+		approval := res.ObjectPath("", "c") + "/approval"
+		change := csr.DeepCopy()
+		change.Spec.SignerName = "example.com/other"
+		change.Status.Certificate = []byte("cert")
+		change.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{
+			{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Admin"}}
+		var got certificatesv1.CertificateSigningRequest
+		put(t, s, approval, change, &got)
+		assert.Equal(t, change.Status.Conditions, got.Status.Conditions, "JSON-only: %t", !res.Protobuf)
+		assert.Empty(t, got.Status.Certificate)
+		assert.Equal(t, "example.com/signer", got.Spec.SignerName)
+		assert.NotEqual(t, csr.ResourceVersion, got.ResourceVersion)
+		assert.Equal(t, 1, s.SubresourceRequests(apisim.VerbUpdate, res, "approval"))
+
+		resp, body := get(t, s, approval)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		resp, body = do(t, s, http.MethodPut, apisim.Namespaces().ObjectPath("", "c")+"/approval", jsonBody(t, change))
+		status(t, resp, body, http.StatusNotFound)
 	}
 }

@@ -72,6 +72,25 @@ func KeepOnStatusUpdate(obj, old runtime.Object) {
 	}
 }
 
+// KeepOnApproval sets in obj, the object a PUT to a
+// CertificateSigningRequest's approval subresource carries with the stored
+// spec already in it, the stored status but its conditions, which are
+// obj's (csrApprovalStrategy.PrepareForUpdate: only the Approved and
+// Denied conditions are meant to change there). obj and old are of one Go
+// type; other types are left alone.
+func KeepOnApproval(obj, old runtime.Object) {
+	switch o := obj.(type) {
+	case *certificatesv1.CertificateSigningRequest:
+		conds := o.Status.Conditions
+		o.Status = *old.(*certificatesv1.CertificateSigningRequest).Status.DeepCopy()
+		o.Status.Conditions = conds
+	case *certificatesv1beta1.CertificateSigningRequest:
+		conds := o.Status.Conditions
+		o.Status = *old.(*certificatesv1beta1.CertificateSigningRequest).Status.DeepCopy()
+		o.Status.Conditions = conds
+	}
+}
+
 // keepConditions makes the conditions of conds that is selects old's, the
 // n-th the n-th, when conds has as many of them as old; otherwise it
 // leaves conds alone (csrStatusStrategy's preserveConditionInstances).

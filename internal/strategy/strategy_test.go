@@ -97,3 +97,13 @@ func TestCSRStatusKeepsApprovalConditions(t *testing.T) {
 	KeepOnStatusUpdate(objBeta, oldBeta)
 	assert.Equal(t, "No", objBeta.Status.Conditions[0].Reason)
 }
+
+// A write to a CertificateSigningRequest's approval keeps the stored
+// status but the conditions, which are the request's.
+func TestKeepOnApproval(t *testing.T) {
+	old := &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{Certificate: []byte("cert")}}
+	denied := []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue}}
+	obj := &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{Conditions: denied}}
+	KeepOnApproval(obj, old)
+	assert.Equal(t, certificatesv1.CertificateSigningRequestStatus{Certificate: []byte("cert"), Conditions: denied}, obj.Status)
+}
