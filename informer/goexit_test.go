@@ -2,6 +2,7 @@ package informer_test
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/listwatchtest"
+	"github.com/listwatch/listwatch/processor"
 )
 
 // User code that ends the reflector's goroutine with runtime.Goexit (a
@@ -57,3 +59,42 @@ func TestGoexitOnTheReflectorsGoroutineStopsTheInformer(t *testing.T) {
 		})
 	}
 }
+
+// A logger that ends the processor's goroutine with runtime.Goexit (as it
+// logs that the processor runs) stops the informer too, and Run says why:
+// its handlers would get nothing more. The processor's listeners ran on
+// after Run had returned, and their registrations never stopped.
+func TestGoexitOnTheProcessorsGoroutineStopsTheInformer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		_, err := src.Create(pod("ns", "a"))
+		require.NoError(t, err)
+		logger := slog.New(goexitLog{on: "processor: running"})
+		inf := informer.New[*corev1.Pod](src, informer.WithLogger[*corev1.Pod](logger))
+		reg := inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{})
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(t.Context()) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			assert.ErrorContains(t, err, "informer: the processor stopped: runtime.Goexit was called on its goroutine")
+		default:
+			t.Fatal("Run has not returned")
+		}
+		<-reg.Stopped() // in the bubble, a hang fails the test
+	})
+}
+
+// goexitLog is a slog.Handler that ends its caller's goroutine with
+// runtime.Goexit on the record whose message is on.
+type goexitLog struct{ on string }
+
+func (h goexitLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h goexitLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.on {
+		runtime.Goexit()
+	}
+	return nil
+}
+func (h goexitLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h goexitLog) WithGroup(string) slog.Handler      { return h }

@@ -131,7 +131,8 @@ func checkSetup[T metav1.Object](lw reflector.ListerWatcher[T], ix indexer.Index
 // one whose reflector refuses to run (WithReflectorOptions with a Mode
 // that is none of reflector's), once it has stopped, and one whose
 // reflector or resync goroutine a transform, the ListerWatcher or an error
-// handler ended with runtime.Goexit (as t.FailNow does).
+// handler ended with runtime.Goexit (as t.FailNow does), or whose
+// processor's goroutine the logger ended so.
 func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 	switch {
 	case ctx == nil:
@@ -195,7 +196,16 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 	defer wg.Wait()
 	defer cancel()
 
-	wg.Go(func() { s.processor.Run(ctx) })
+	wg.Go(func() {
+		returned := false
+		defer func() {
+			if !returned && ctx.Err() == nil {
+				refuse(goexited("the processor", "the logger"))
+			}
+		}()
+		s.processor.Run(ctx)
+		returned = true
+	})
 	wg.Go(func() {
 		returned := false
 		defer func() {

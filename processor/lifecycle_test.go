@@ -743,6 +743,64 @@ func TestUpstreamEndingTheGoroutineInStop(t *testing.T) {
 	})
 }
 
+// A logger that ends the goroutine (runtime.Goexit, as t.FailNow does) as
+// Run starts its listeners leaves none of them running once Run's
+// goroutine has ended: they stop, and their handlers get nothing more.
+// The log call came before Run deferred their stop, and they ran on.
+func TestLoggerEndingRunsGoroutineStopsTheListeners(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod](processor.WithLogger(slog.New(blockingLog{block: func(msg string) {
+			if msg == "processor: running" {
+				runtime.Goexit()
+			}
+		}})))
+		r := &recorder{}
+		l := p.AddListener(r, processor.ListenerOptions{})
+		exited := make(chan struct{})
+		go func() {
+			defer close(exited)
+			p.Run(t.Context())
+		}()
+		<-exited
+		synctest.Wait()
+		if !closed(l.Stopped()) {
+			t.Fatal("Run's goroutine has ended, and its listener is not stopped")
+		}
+		p.Distribute(addOf("a", "1", false), false)
+		synctest.Wait()
+		if got := r.lines(); len(got) != 0 {
+			t.Errorf("after Run's goroutine ended, the handler got %q", got)
+		}
+	})
+}
+
+// A logger that ends the goroutine of a listener's handler as it logs
+// that the listener started does not silence the listener: another
+// goroutine takes over, as for a handler's Goexit. The log call came
+// before the goroutine that takes over was arranged, and the listener
+// never delivered anything, nor closed Stopped.
+func TestLoggerEndingAListenersGoroutineAsItStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := processor.New[*corev1.Pod](processor.WithLogger(slog.New(blockingLog{block: func(msg string) {
+			if msg == "processor: listener started" {
+				runtime.Goexit()
+			}
+		}})))
+		r := &recorder{}
+		l := p.AddListener(r, processor.ListenerOptions{})
+		stop := run(p)
+		p.Distribute(addOf("a", "1", false), false)
+		synctest.Wait()
+		if got := r.lines(); len(got) != 1 {
+			t.Errorf("the handler got %q, want the Add of ns/a", got)
+		}
+		stop()
+		if !closed(l.Stopped()) {
+			t.Error("Stopped not closed after Run returned")
+		}
+	})
+}
+
 // An upstream that panics when the listener's own goroutine asks it (an
 // initial notification handled) is logged; the listener goes on.
 func TestUpstreamPanickingOnTheListenersGoroutine(t *testing.T) {

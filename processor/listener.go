@@ -350,18 +350,13 @@ func (l *Listener[T]) pop(b *backlog[T]) {
 }
 
 // goRun starts the goroutine that runs the handler, counted in the
-// Processor's wait group. The first one logs that the listener started:
-// there, a logger that blocks (its handler is user code) holds up this
-// listener's handler alone, where under the locks start is called with (the
-// Processor's, an informer's) it would hold up every listener.
+// Processor's wait group. The first one logs that the listener started
+// (see run).
 func (l *Listener[T]) goRun(first bool) {
 	l.runWG.Add(1)
 	go func() {
 		defer l.runWG.Done()
-		if first {
-			l.cfg.log().Debug("processor: listener started", "listener", l.name)
-		}
-		l.run()
+		l.run(first)
 	}()
 }
 
@@ -371,15 +366,22 @@ func (l *Listener[T]) goRun(first bool) {
 // The goroutine that sees nextCh closed closes stopped: pop has returned,
 // and no handler call is left. (A goroutine ended by the handler's
 // runtime.Goexit never gets there; the one that takes over does.)
-func (l *Listener[T]) run() {
+func (l *Listener[T]) run(first bool) {
 	ended := false
 	defer func() {
 		if !ended {
-			// runtime.Goexit in the handler or in the error handler is
-			// ending this goroutine: another takes over.
+			// runtime.Goexit in the handler, the error handler or the
+			// logger is ending this goroutine: another takes over.
 			l.goRun(false)
 		}
 	}()
+	if first {
+		// Here, a logger that blocks (its handler is user code) holds
+		// up this listener's handler alone, where under the locks start
+		// is called with (the Processor's, an informer's) it would hold
+		// up every listener.
+		l.cfg.log().Debug("processor: listener started", "listener", l.name)
+	}
 	for n := range l.nextCh {
 		if runState(l.state.Load()) != stopped {
 			l.handle(n)

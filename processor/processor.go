@@ -131,6 +131,23 @@ func (p *Processor[T]) Run(ctx context.Context) {
 		p.mu.Unlock()
 		return
 	}
+	up := false
+	// Deferred before any user code runs (the logger, the upstream), so
+	// that one that ends the goroutine (runtime.Goexit) leaves no
+	// listener running: they stop, not synced.
+	defer func() {
+		p.mu.Lock()
+		p.state = stopped
+		ls := p.listeners
+		for _, l := range ls {
+			l.beginStop() // those added meanwhile
+		}
+		p.mu.Unlock()
+		stopAll(ls, up)
+		// Listeners removed meanwhile are counted in wg too: none escapes.
+		p.wg.Wait()
+		p.cfg.log().Debug("processor: stopped")
+	}()
 	if ctx.Err() == nil {
 		p.state = running
 		for _, l := range p.listeners {
@@ -149,22 +166,6 @@ func (p *Processor[T]) Run(ctx context.Context) {
 		l.beginStop()
 	}
 	p.mu.Unlock()
-	up := false
-	// Deferred, so that an upstream that ends the goroutine
-	// (runtime.Goexit) leaves no listener running: they stop, not synced.
-	defer func() {
-		p.mu.Lock()
-		p.state = stopped
-		ls := p.listeners
-		for _, l := range ls {
-			l.beginStop() // those added meanwhile
-		}
-		p.mu.Unlock()
-		stopAll(ls, up)
-		// Listeners removed meanwhile are counted in wg too: none escapes.
-		p.wg.Wait()
-		p.cfg.log().Debug("processor: stopped")
-	}()
 	up = p.cfg.syncedFor("processor") // unlocked: user code
 }
 
