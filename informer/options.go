@@ -78,8 +78,9 @@ func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
 // the failures have lasted 5 minutes, and their end as info; a 410 or a
 // cut stream that the reflector recovers from at once, at debug only; an
 // object skipped or not applied, a warning each), a handler's panic with
-// no WithHandlerErrorHandler (errors, with the stack at most once a minute
-// per handler), a change of list mode (info: a server without streaming
+// no WithHandlerErrorHandler (an error with its stack at most once a
+// minute per handler, the others of that minute at debug, counted in the
+// next error), a change of list mode (info: a server without streaming
 // lists), and what it does (debug).
 // The default is slog.Default().
 func WithLogger[T metav1.Object](l *slog.Logger) Option[T] {

@@ -45,8 +45,10 @@ func WithName(name string) Option {
 // *HandlerPanicError. It is called on the panicking listener's goroutine, so
 // that listener waits for it, and calls for different listeners may run at
 // once. A panic in it is logged, with the panic it was told of. Without it
-// (or with nil), panics are logged at level Error through the logger of
-// WithLogger.
+// (or with nil), panics are logged through the logger of WithLogger: a
+// listener's first panic in a minute at level Error with its stack, the
+// others of that minute at level Debug, and counted in the next Error
+// record (panicsNotLoggedSince).
 func WithErrorHandler(f func(error)) Option {
 	return func(c *config) { c.errorHandler = f }
 }

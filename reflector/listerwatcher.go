@@ -52,9 +52,13 @@ type ListerWatcher[T metav1.Object] interface {
 	// returns: the Reflector waits for an add under way when List returns,
 	// and refuses one made after that, with an error it also reports. An
 	// error from add stops the list and is returned. List should return
-	// when ctx ends. The first page's ListMeta must carry a
-	// resourceVersion, and a Continue token must not repeat the one
-	// asked with: both fail the list.
+	// when ctx ends. The first page's ListMeta should carry a
+	// resourceVersion: a list without one is stored, and the resource
+	// listed again (every 30 s by default) instead of watched, as
+	// kube-apiserver's componentstatuses are (see the package doc);
+	// where the Store has a resourceVersion, a relist without one is
+	// refused for two minutes. A Continue token that repeats the one
+	// asked with fails the list.
 	List(ctx context.Context, opts ListOptions, add func(T) error) (ListMeta, error)
 	// Watch opens a watch stream, returning a Watcher or an error (both
 	// nil fails the watch). Closing the Watcher, or ending ctx, ends it;
