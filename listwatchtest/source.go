@@ -99,13 +99,15 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 	_, unstructuredT := any(*new(T)).(*unstructured.Unstructured)
 	s.conditional = kinds.ConditionalUpdateOnly(s.resource.WithVersion(version)) ||
 		(unstructuredT && !kinds.BuiltIn(s.resource.Group))
-	if typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Struct {
+	if typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Struct &&
+		!objkey.IsNil(newEmpty(typ.Elem()).Interface()) {
 		elem := typ.Elem()
-		s.src = fakelw.New(func() T { return reflect.New(elem).Interface().(T) })
+		s.src = fakelw.New(func() T { return newEmpty(elem).Interface().(T) })
 	} else {
 		// A streaming list ends with a bookmark, an empty T, which only a
-		// pointer to a struct can be made into. The reflector lists
-		// instead.
+		// pointer to a struct can be made into, and only one whose
+		// metadata is then there to set (not behind an embedded
+		// interface). The reflector lists instead.
 		s.src = fakelw.New(func() T { var zero T; return zero })
 		s.src.RefuseStreaming()
 	}
@@ -663,4 +665,34 @@ func WithResource(resource schema.GroupResource, kind string) Option {
 // with a Status field always has the subresource (see NewSource).
 func WithStatusSubresource() Option {
 	return func(o *options) { o.statusSubresource = true }
+}
+
+// newEmpty returns a pointer to a new elem whose exported embedded structs
+// held through pointers (a struct{ *corev1.Pod }) are allocated, so that
+// its metadata can be set: a bookmark is made of one.
+func newEmpty(elem reflect.Type) reflect.Value {
+	v := reflect.New(elem)
+	fillEmbedded(v.Elem(), 0)
+	return v
+}
+
+// fillEmbedded allocates the exported embedded struct pointers of the
+// struct v, and theirs, down to ten levels (a type may embed a pointer to
+// itself).
+func fillEmbedded(v reflect.Value, depth int) {
+	if depth > 10 {
+		return
+	}
+	for i := range v.NumField() {
+		f, fv := v.Type().Field(i), v.Field(i)
+		switch {
+		case !f.Anonymous || !fv.CanSet():
+		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+			p := reflect.New(f.Type.Elem())
+			fillEmbedded(p.Elem(), depth+1)
+			fv.Set(p)
+		case f.Type.Kind() == reflect.Struct:
+			fillEmbedded(fv, depth+1)
+		}
+	}
 }

@@ -707,6 +707,35 @@ func TestGenerationOfATypeEmbeddingAPodPointer(t *testing.T) {
 	assert.Equal(t, int64(2), p.Generation, "a change to the spec")
 }
 
+// An informer follows a Source of a type that embeds its object through a
+// pointer, in every mode: the bookmarks a Source sends (at the end of a
+// streaming list, and before a watch it ends) are empty objects of the
+// type, whose embedded Pod is now made too. Setting their resourceVersion
+// dereferenced a nil *Pod, and the panic ended the test binary.
+func TestInformerOfATypeEmbeddingAPodPointer(t *testing.T) {
+	for name, mode := range map[string]reflector.Mode{"Auto": reflector.Auto, "WatchList": reflector.WatchList, "ListWatch": reflector.ListWatch} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := listwatchtest.NewSource[*ptrPod]()
+				_, err := src.Create(&ptrPod{Pod: pod("ns", "a")})
+				require.NoError(t, err)
+				inf := informer.New[*ptrPod](src, informer.WithReflectorOptions(reflector.WithMode[*ptrPod](mode)))
+				done := make(chan error, 1)
+				go func() { done <- inf.Run(t.Context()) }()
+				synctest.Wait()
+				require.True(t, inf.HasSynced())
+				src.CloseWatches() // a bookmark, then the watch ends
+				_, err = src.Create(&ptrPod{Pod: pod("ns", "b")})
+				require.NoError(t, err)
+				time.Sleep(time.Minute) // fake time: past any backoff
+				synctest.Wait()
+				_, ok := inf.Lister().Get("ns", "b")
+				assert.True(t, ok, "the object created after the watch was ended")
+			})
+		})
+	}
+}
+
 // withExtra embeds a Pod, and a part of its own through a pointer.
 type withExtra struct {
 	corev1.Pod

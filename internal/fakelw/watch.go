@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/listwatch/listwatch/internal/objkey"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -120,7 +121,7 @@ func (s *Source[T]) timeOut(w *watcher[T]) {
 // watch without one.
 func (s *Source[T]) endLocked(w *watcher[T]) {
 	if w.bookmarks {
-		if bm := s.newObj(); any(bm) != nil {
+		if bm := s.newObj(); !objkey.IsNil(bm) {
 			bm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
 			w.push(reflector.Event[T]{Type: reflector.Bookmark, Object: bm})
 		}
