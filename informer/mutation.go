@@ -43,7 +43,8 @@ func (e *MutationError) Error() string {
 // string form is not a change, and neither is a nil map or slice made
 // empty, or a Quantity rewritten with the same value). Each change found
 // is passed to report as a *MutationError, once, and so is each object
-// that cannot be copied (so not checked); report runs on the detector's
+// that cannot be copied (so not checked; a change that leaves an object
+// so is reported, and it is not checked after); report runs on the detector's
 // goroutine, or on Run's for the last check, never two at once; in a test,
 // it may call t.Error. A nil report logs with the informer's logger
 // instead, as does a report that panics; a period ≤ 0 means one second,
@@ -242,6 +243,11 @@ func (d *mutationDetector[T]) check() {
 		err := &MutationError{Resource: d.resource, Key: c.key, Diff: diff.Diff(c.copy, c.obj)}
 		if fresh, cerr := d.deepCopy(c.obj); cerr == nil {
 			c.copy = fresh
+		} else {
+			// Changed into something that cannot be copied (an
+			// Unstructured holding a Go int): reported now, and not
+			// checked again, or it would be reported every period.
+			c.copyErr = cerr
 		}
 		d.safeReport(err)
 	}

@@ -15,12 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/listwatch/listwatch/indexer"
 	"github.com/listwatch/listwatch/informer"
 	"github.com/listwatch/listwatch/internal/apisim"
 	"github.com/listwatch/listwatch/internal/fakelw"
+	"github.com/listwatch/listwatch/listwatchtest"
 	"github.com/listwatch/listwatch/processor"
 	"github.com/listwatch/listwatch/reflector"
 )
@@ -88,6 +90,37 @@ func TestMutationDetectorReportsAChangedObjectOnce(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		assert.Len(t, got.keys(), 1, "a change is reported once")
+	})
+}
+
+// A change that leaves an object impossible to copy (a handler that puts
+// a Go int into an Unstructured, whose DeepCopy panics on it) is reported
+// once too. The detector kept its old copy and reported the same change at
+// every check.
+func TestMutationDetectorReportsAChangeItCannotCopyOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*unstructured.Unstructured]()
+		widget := func(name string) *unstructured.Unstructured {
+			return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+				"metadata": map[string]any{"namespace": "ns", "name": name}}}
+		}
+		_, err := src.Create(widget("a"))
+		require.NoError(t, err)
+		var got reports
+		inf := informer.New[*unstructured.Unstructured](src,
+			informer.WithMutationDetector[*unstructured.Unstructured](time.Second, got.add))
+		defer start(t, inf)()
+		synctest.Wait()
+		a, ok := inf.Lister().Get("ns", "a")
+		require.True(t, ok)
+		a.Object["spec"] = map[string]any{"size": 3} // a Go int
+		_, err = src.Create(widget("b"))
+		require.NoError(t, err)
+		synctest.Wait()
+
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []string{"ns/a"}, got.keys(), "a change is reported once")
 	})
 }
 
