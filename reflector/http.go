@@ -43,11 +43,11 @@ type Target struct {
 	// for types of your own.
 	Resource schema.GroupVersionResource
 	// Kind is the kind of the objects, such as "Widget". For unstructured
-	// objects it is optional: with it, objects of another kind are skipped,
-	// and list items get it filled in; without it, list items that carry
-	// no kind get their list's kind without "List". Either way, an object
-	// of another group or version is refused: a watch event is skipped, a
-	// list holding one fails. For k8s.io/api types it is found
+	// objects it is optional: with it, objects of another kind are
+	// refused (a watch event is skipped, a list holding one fails), and
+	// list items get it filled in; without it, list items that carry no
+	// kind get their list's kind without "List". Either way, an object of
+	// another group or version is refused the same way. For k8s.io/api types it is found
 	// from the type; for types of your own it is required.
 	Kind string
 	// Namespace limits the watch to one namespace; "" watches all.
