@@ -459,6 +459,31 @@ func TestEquivalentTargetsShareOneInformer(t *testing.T) {
 	}
 }
 
+// A Factory's informer is shared by everyone who asks for its Target, so a
+// second transform or watch error handler is refused rather than set: the
+// first caller's would have been dropped without a word, its Lister then
+// holding what its own transform removes. nil still clears either.
+func TestSharedInformerRefusesASecondTransformOrErrorHandler(t *testing.T) {
+	f, err := informer.NewFactory(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	a, err := informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	b, err := informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	require.Same(t, a, b)
+	keep := func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }
+
+	require.NoError(t, a.SetTransform(keep))
+	assert.ErrorContains(t, b.SetTransform(keep), "a transform is set already")
+	require.NoError(t, b.SetTransform(nil))
+	require.NoError(t, b.SetTransform(keep))
+
+	require.NoError(t, a.SetWatchErrorHandler(func(error) {}))
+	assert.ErrorContains(t, b.SetWatchErrorHandler(func(error) {}), "an error handler is set already")
+	require.NoError(t, b.SetWatchErrorHandler(nil))
+	require.NoError(t, b.SetWatchErrorHandler(func(error) {}))
+}
+
 // After Shutdown, For creates nothing (it would never run) and says so;
 // informers it made before are still returned.
 func TestForAfterShutdown(t *testing.T) {

@@ -446,12 +446,18 @@ func (s *SharedIndexInformer[T]) AddIndexers(ix indexer.Indexers[T]) error {
 // before it is cached or handed to a handler: dropping fields there keeps
 // them out of memory. It must keep the namespace, name and resourceVersion,
 // and should keep the UID (see reflector.WithTransform). It must be called
-// before Run.
+// before Run. A transform set already is not replaced: a second one is
+// refused with an error (a Factory's informer is shared by everyone who
+// asks for its Target, and one caller's transform would silently drop
+// another's); nil clears it.
 func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
 		return fmt.Errorf("informer: SetTransform: %w: set the transform before Run (or Factory.Start)", ErrStarted)
+	}
+	if s.transform != nil && f != nil {
+		return errors.New("informer: SetTransform: a transform is set already (a Factory's informer is shared by everyone who asks for its Target: set one transform that does what each needs)")
 	}
 	s.transform = f
 	return nil
@@ -467,12 +473,16 @@ func (s *SharedIndexInformer[T]) SetTransform(f func(T) (T, error)) error {
 // run of list/watch failures once per kind, a reminder every 5 minutes,
 // its end; an object skipped or not applied, a warning each). A panic
 // in f is logged as an error and goes no further. It must be called before
-// Run.
+// Run. A handler set already is not replaced: a second one is refused with
+// an error, as a second transform is (see SetTransform); nil clears it.
 func (s *SharedIndexInformer[T]) SetWatchErrorHandler(f func(error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
 		return fmt.Errorf("informer: SetWatchErrorHandler: %w: set the handler before Run (or Factory.Start)", ErrStarted)
+	}
+	if s.errorHandler != nil && f != nil {
+		return errors.New("informer: SetWatchErrorHandler: an error handler is set already (a Factory's informer is shared by everyone who asks for its Target: set one handler that tells each)")
 	}
 	s.errorHandler = f
 	return nil
