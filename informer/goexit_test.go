@@ -85,6 +85,54 @@ func TestGoexitOnTheProcessorsGoroutineStopsTheInformer(t *testing.T) {
 	})
 }
 
+// A logger that ends the processor's goroutine as it logs that a listener
+// stopped does not make Run return while a handler call it started is
+// still in progress: Run returned at once, as the processor skipped its
+// wait for the listeners' goroutines.
+func TestGoexitInTheLoggerAsAListenerStopsLetsRunWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		_, err := src.Create(pod("ns", "a"))
+		require.NoError(t, err)
+		inf := informer.New[*corev1.Pod](src,
+			informer.WithLogger[*corev1.Pod](slog.New(goexitLog{on: "processor: listener stopped"})))
+		entered, release := make(chan struct{}), make(chan struct{})
+		var returned atomic.Bool
+		inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(*corev1.Pod, bool) {
+			close(entered)
+			<-release
+			returned.Store(true)
+		}})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(ctx) }()
+		<-entered
+		cancel()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned (%v) while the handler call it started was in progress", err)
+		default:
+		}
+		close(release)
+		assert.NoError(t, <-done)
+		assert.True(t, returned.Load())
+	})
+}
+
+// An informer that cannot run (here, nothing to list and watch with)
+// closes Stopped even when the logger ends Run's goroutine as its
+// processor logs that it stopped: Stopped stayed open, and WaitForSync
+// waited for it until its context ended.
+func TestGoexitInTheLoggerOfAnInformerThatCannotRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inf := informer.New[*corev1.Pod](nil,
+			informer.WithLogger[*corev1.Pod](slog.New(goexitLog{on: "processor: stopped"})))
+		go inf.Run(t.Context())
+		<-inf.Stopped() // in the bubble, a hang fails the test
+	})
+}
+
 // goexitLog is a slog.Handler that ends its caller's goroutine with
 // runtime.Goexit on the record whose message is on.
 type goexitLog struct{ on string }

@@ -141,10 +141,11 @@ func (s *SharedIndexInformer[T]) Run(ctx context.Context) (err error) {
 		return errors.New("informer: Run: a SharedIndexInformer made without New")
 	case s.setupErr != nil:
 		// The registrations stop too, so that nothing waits for them.
+		// Deferred: the processor logs, and the logger is user code.
+		defer s.stop()
 		ended, cancel := context.WithCancel(ctx)
 		cancel()
 		s.processor.Run(ended)
-		s.stop()
 		return s.setupErr
 	}
 	s.mu.Lock()

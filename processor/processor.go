@@ -143,10 +143,15 @@ func (p *Processor[T]) Run(ctx context.Context) {
 			l.beginStop() // those added meanwhile
 		}
 		p.mu.Unlock()
+		// Waited for in a deferred call, so that a logger that ends the
+		// goroutine as a listener stops does not make Run return before
+		// a handler call in progress has. Listeners removed meanwhile are
+		// counted in wg too: none escapes.
+		defer func() {
+			p.wg.Wait()
+			p.cfg.log().Debug("processor: stopped")
+		}()
 		stopAll(ls, up)
-		// Listeners removed meanwhile are counted in wg too: none escapes.
-		p.wg.Wait()
-		p.cfg.log().Debug("processor: stopped")
 	}()
 	if ctx.Err() == nil {
 		p.state = running
