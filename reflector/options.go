@@ -140,7 +140,8 @@ func WithErrorHandler[T metav1.Object](f func(error)) Option[T] {
 // a resource that is listed but not watched, when a list is stored): the
 // cache is following the server again. With
 // WithErrorHandler it lets a caller log a run of failures once, and its
-// end. It must not block.
+// end. It must not block. A panic in f is logged, and the Reflector goes
+// on.
 func WithRecoveredHandler[T metav1.Object](f func()) Option[T] {
 	return func(o *options[T]) { o.recovered = f }
 }

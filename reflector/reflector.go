@@ -203,8 +203,19 @@ func (r *Reflector[T]) following() {
 	r.lastError, r.failedSinceWatch = nil, false
 	r.mu.Unlock()
 	if failed && r.opt.recovered != nil {
-		r.opt.recovered()
+		r.callRecovered()
 	}
+}
+
+// callRecovered calls the recovered handler; a panic in it is logged, as
+// the error handler's is (see report): the goroutine is the Reflector's.
+func (r *Reflector[T]) callRecovered() {
+	defer func() {
+		if p := recover(); p != nil {
+			r.opt.logger.Error("reflector: the recovered handler panicked", "resource", r.opt.name, "panic", fmt.Sprint(p))
+		}
+	}()
+	r.opt.recovered()
 }
 
 // streamAccepted records that the server accepted a streaming list. The

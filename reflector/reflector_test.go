@@ -2927,6 +2927,35 @@ func TestAcceptedStreamThatFailsIsNoRecovery(t *testing.T) {
 	})
 }
 
+// A recovered handler that panics is logged, and the Reflector goes on, as
+// after an error handler's panic. The panic ended the Reflector's
+// goroutine, and with it the process.
+func TestPanickingRecoveredHandlerIsLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := &brokenResource{}
+		lw.broken.Store(true)
+		var logs bytes.Buffer // written by the Reflector's goroutine, read after Run returned
+		r := reflector.New[*corev1.Pod](lw, newRecorder(),
+			reflector.WithLogger[*corev1.Pod](slog.New(slog.NewTextHandler(&logs, nil))),
+			reflector.WithErrorHandler[*corev1.Pod](func(error) {}),
+			reflector.WithRecoveredHandler[*corev1.Pod](func() { panic("recovered handler bug") }))
+		ctx, cancel := context.WithCancel(t.Context())
+		panicked := make(chan any, 1)
+		go func() {
+			defer func() { panicked <- recover() }()
+			r.Run(ctx)
+		}()
+		time.Sleep(time.Minute)
+		lw.broken.Store(false)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, "10", r.LastSyncResourceVersion())
+		cancel()
+		assert.Nil(t, <-panicked)
+		assert.Contains(t, logs.String(), "the recovered handler panicked")
+	})
+}
+
 // brokenResource fails every LIST with a 500 and every streaming list with
 // an ERROR event after the server accepted it, while broken; then it
 // serves an empty streaming list and a quiet watch.
