@@ -247,6 +247,9 @@ func (p *execPlugin) credential(ctx context.Context) (*execCredential, error) {
 // runFor runs the plugin for the run r it registered, and hands the result
 // to the callers waiting for it.
 func (p *execPlugin) runFor(ctx context.Context, r *execRun) {
+	// Deferred: the logger below is user code, which may end the
+	// goroutine (runtime.Goexit); the waiters must not wait for ever.
+	defer close(r.done)
 	c, err := p.run(ctx)
 	r.stop(nil)
 	p.mu.Lock()
@@ -273,15 +276,14 @@ func (p *execPlugin) runFor(ctx context.Context, r *execRun) {
 	if err != nil {
 		p.log.Debug("exec plugin failed", "command", p.cfg.Command, "error", err)
 	} else {
-		p.log.Debug("exec plugin returned credentials", "command", p.cfg.Command,
-			"token", c.token != "", "certificate", c.cert != nil, "expiry", c.expiry)
 		if rotated && p.onCertRotation != nil {
 			// Before the waiters go on: none of them may pick a
 			// connection made with the old certificate.
 			p.onCertRotation()
 		}
+		p.log.Debug("exec plugin returned credentials", "command", p.cfg.Command,
+			"token", c.token != "", "certificate", c.cert != nil, "expiry", c.expiry)
 	}
-	close(r.done)
 }
 
 // stop ends the run under way, if any, and waits until it has ended: the

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -93,6 +95,45 @@ func TestExecPluginToken(t *testing.T) {
 		})
 	}
 }
+
+// A logger that ends the goroutine of a plugin run (runtime.Goexit) as it
+// logs the run's result does not leave the requests waiting for that run
+// hanging: they waited until their own context ended, though the plugin
+// had returned a token.
+func TestExecPluginRunWhoseLoggerEndsItsGoroutine(t *testing.T) {
+	srv := newEchoServer(t, nil)
+	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)},
+		Exec: testPlugin(t, ExecAPIVersionV1, map[string]string{"LW_PLUGIN_TOKEN": "tok"})},
+		WithLogger(slog.New(goexitOn{on: "exec plugin returned credentials"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL("/api", nil).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET: %v (the plugin returned a token)", err)
+	}
+	resp.Body.Close()
+}
+
+// goexitOn is a slog.Handler that ends its caller's goroutine with
+// runtime.Goexit on the record whose message is on.
+type goexitOn struct{ on string }
+
+func (h goexitOn) Enabled(context.Context, slog.Level) bool { return true }
+func (h goexitOn) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.on {
+		runtime.Goexit()
+	}
+	return nil
+}
+func (h goexitOn) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h goexitOn) WithGroup(string) slog.Handler      { return h }
 
 // While the plugin runs for one request, another waits for that run, not
 // for a lock: it gives up when its own context ends, and one that waits to
