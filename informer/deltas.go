@@ -51,9 +51,7 @@ func (s *SharedIndexInformer[T]) applyDelta(key string, d deltafifo.Delta[T], is
 		if err != nil {
 			return err
 		}
-		s.blockDeltas.Lock()
-		stored, err := s.applyState(key, d, w, c, isInInitialList)
-		s.blockDeltas.Unlock()
+		stored, err := s.applyStateBlocking(key, d, w, c, isInInitialList)
 		if stored {
 			return err
 		}
@@ -87,6 +85,15 @@ func (s *SharedIndexInformer[T]) applyDelete(key string, d deltafifo.Delta[T]) e
 		Kind: processor.Delete, Key: key, Old: obj, FinalStateUnknown: d.FinalStateUnknown,
 	}, false)
 	return nil
+}
+
+// applyStateBlocking is applyState under blockDeltas, unlocked in a
+// deferred call: the objects' metadata getters run under it, and those of
+// a type of one's own may end the goroutine (runtime.Goexit).
+func (s *SharedIndexInformer[T]) applyStateBlocking(key string, d deltafifo.Delta[T], w indexer.Write[T], c *copied[T], isInInitialList bool) (stored bool, _ error) {
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	return s.applyState(key, d, w, c, isInInitialList)
 }
 
 // applyState stores a new state of an object, prepared as w (and copied as

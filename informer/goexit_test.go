@@ -12,8 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/listwatch/listwatch/informer"
+	"github.com/listwatch/listwatch/internal/fakelw"
 	"github.com/listwatch/listwatch/listwatchtest"
 	"github.com/listwatch/listwatch/processor"
 )
@@ -131,6 +134,56 @@ func TestGoexitInTheLoggerOfAnInformerThatCannotRun(t *testing.T) {
 		go inf.Run(t.Context())
 		<-inf.Stopped() // in the bubble, a hang fails the test
 	})
+}
+
+// A metadata getter of a type of one's own that ends Run's goroutine
+// (runtime.Goexit) while a change is stored leaves the informer usable for
+// what it still serves: a handler added after that is not blocked for
+// ever. The lock that makes a late handler wait for the change under way
+// was left locked.
+func TestGoexitInAGetterWhileAChangeIsStored(t *testing.T) {
+	// Not in a synctest bubble: a goroutine blocked on a mutex is not
+	// durably blocked there, so a hang would not be seen as one.
+	src := fakelw.New(func() *goexitUIDPod { return &goexitUIDPod{} })
+	src.Create(&goexitUIDPod{Pod: *pod("ns", "a")})
+	inf := informer.New[*goexitUIDPod](src)
+	go inf.Run(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	require.NoError(t, informer.WaitForSync(ctx, inf))
+	boom := &goexitUIDPod{Pod: *pod("ns", "a")}
+	boom.Labels = map[string]string{"goexit": "yes"}
+	src.Update(boom)
+	select {
+	case <-inf.Stopped():
+	case <-ctx.Done():
+		t.Fatal("the informer did not stop")
+	}
+	added := make(chan struct{})
+	go func() {
+		defer close(added)
+		inf.AddEventHandler(processor.HandlerFuncs[*goexitUIDPod]{})
+	}()
+	select {
+	case <-added:
+	case <-time.After(10 * time.Second):
+		t.Fatal("AddEventHandler blocked")
+	}
+}
+
+// goexitUIDPod is a Pod whose GetUID ends its caller's goroutine if the
+// Pod has the label goexit.
+type goexitUIDPod struct{ corev1.Pod }
+
+func (p *goexitUIDPod) GetUID() types.UID {
+	if p.Labels["goexit"] != "" {
+		runtime.Goexit()
+	}
+	return p.Pod.GetUID()
+}
+
+func (p *goexitUIDPod) DeepCopyObject() kruntime.Object {
+	return &goexitUIDPod{Pod: *p.Pod.DeepCopy()}
 }
 
 // goexitLog is a slog.Handler that ends its caller's goroutine with

@@ -45,7 +45,8 @@ type SharedIndexInformer[T metav1.Object] struct {
 	// blockDeltas is held while a delta is stored in the indexer and
 	// distributed, and while a late handler is given the cache: so the
 	// handler gets every cached object once and then every later change.
-	// No user code runs under it: index functions run before, through
+	// No user code runs under it but the objects' metadata getters (it is
+	// unlocked in deferred calls): index functions run before, through
 	// indexer.Prepare (those of an AddIndexers under way too).
 	blockDeltas sync.Mutex
 
