@@ -29,6 +29,7 @@ type runState struct {
 	relistDraw     float64   // in [0, 1), drawn at each refill: where in [d, 1.1d) the next timed relist falls
 	backoff        *backoff
 	progressed     bool   // the last attempt's watch moved the resourceVersion forward
+	movedOn        bool   // since the last failure, a watch moved the cache forward and ended cleanly
 	failedInStream bool   // the last attempt's watch failed after it was opened
 	stuck          int    // watches that failed in their stream at stuckAt
 	stuckAt        string // the resourceVersion they failed at
@@ -96,18 +97,17 @@ const maxStuckWatches = 2
 // next attempt is and how long to wait before it.
 func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	now := time.Now()
+	movedOn := s.movedOn || s.progressed
+	s.movedOn = false
 	switch {
 	case err == nil:
 		// A watch stream that ended cleanly after doing some work:
 		// resume at once from the last resourceVersion. Failures before it
 		// are no longer "in a row", and if it moved the cache forward
 		// (a proxy that cuts long streams cleanly), the next failure is
-		// retried at the initial delay, as after one that cut it with an
-		// error (below).
+		// treated as one that cut it with an error (below).
 		s.stuck, s.stuckAt, s.probed = 0, "", false
-		if s.progressed {
-			s.backoff.reset()
-		}
+		s.movedOn = movedOn
 		return 0
 	case errors.Is(err, errRelistDue):
 		s.needList = true
@@ -275,7 +275,7 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 			s.needList = true
 		}
 	}
-	if s.progressed && !s.needList {
+	if movedOn && !s.needList {
 		// The watch moved the cache forward before it failed (a proxy
 		// that cuts long streams does that) and is resumed: not one of
 		// a run of failures. (One that relists is: a server that sends

@@ -2394,6 +2394,28 @@ func TestGoneAfterProgressStillBacksOff(t *testing.T) {
 	})
 }
 
+// The same with the 410 one step later: a watch that delivers an event
+// and ends cleanly, then a resume refused with 410 Gone, every time. The
+// clean end that moved the cache forward reset the backoff at once, so
+// the relists came at the initial delay for ever.
+func TestGoneAfterACleanEndWithProgressStillBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		lw := &scriptedWatches{maxWatches: 30, watch: func(n int, _ string) reflector.Watcher[*corev1.Pod] {
+			time.Sleep(100 * time.Millisecond)
+			if n%2 == 1 {
+				return &eventsThen{
+					events: []reflector.Event[*corev1.Pod]{{Type: reflector.Added, Object: withRV(pod(fmt.Sprint("p", n)), fmt.Sprint(n+1))}},
+					err:    io.EOF,
+				}
+			}
+			return &eventsThen{err: fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version")}
+		}}
+		lw.run()
+		assert.Greater(t, time.Since(start), 2*time.Minute, "15 lists, each after a resume refused with 410")
+	})
+}
+
 // Two spoiled events at different resourceVersions, an hour apart, are two
 // resumed watches, not a relist: only twice at the same resourceVersion is.
 func TestSpoiledWatchesAtDifferentVersionsAreResumed(t *testing.T) {
