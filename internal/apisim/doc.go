@@ -80,7 +80,7 @@
 // /api/v1/namespaces/{name}/finalize a Namespace's spec.finalizers (only
 // PUT is served there), PUT .../certificatesigningrequests/{name}/approval
 // a CertificateSigningRequest's conditions; each takes the request's
-// metadata and keeps the rest. Objects.Update writes the object whole,
+// metadata and keeps the rest, and neither moves the generation. Objects.Update writes the object whole,
 // status and deletion marks included, with or without a resourceVersion.
 //
 // # Wire

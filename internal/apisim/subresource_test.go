@@ -297,6 +297,7 @@ func TestNamespaceFinalize(t *testing.T) {
 	assert.Equal(t, corev1.NamespaceActive, got.Status.Phase, "the stored status")
 	assert.Equal(t, "y", got.Labels["x"], "the request's metadata")
 	assert.NotEqual(t, ns.ResourceVersion, got.ResourceVersion)
+	assert.Equal(t, ns.Generation, got.Generation, "no strategy of a Namespace moves its generation")
 	e := w.next(t)
 	assert.Equal(t, "MODIFIED", e.Type)
 	assert.Equal(t, got.ResourceVersion, e.rv(t))

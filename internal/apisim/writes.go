@@ -172,7 +172,7 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 	m.SetCreationTimestamp(old.GetCreationTimestamp())
 	m.SetGeneration(old.GetGeneration())
 	m.SetResourceVersion(old.GetResourceVersion())
-	if kind != writePutStatus && (generation.SpecChanged(c.res.GroupVersionKind().GroupKind(), cur.obj, obj) ||
+	if kind != writePutStatus && kind != writePutFinalize && (generation.SpecChanged(c.res.GroupVersionKind().GroupKind(), cur.obj, obj) ||
 		(c.status.custom && !c.status.has && generation.CustomStatusChanged(cur.obj, obj))) {
 		m.SetGeneration(old.GetGeneration() + 1)
 	} else if equalObjects(cur.obj, obj) {
