@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -672,27 +673,28 @@ func WithStatusSubresource() Option {
 // its metadata can be set: a bookmark is made of one.
 func newEmpty(elem reflect.Type) reflect.Value {
 	v := reflect.New(elem)
-	fillEmbedded(v.Elem(), 0)
+	fillEmbedded(v.Elem(), nil)
 	return v
 }
 
 // fillEmbedded allocates the exported embedded struct pointers of the
-// struct v, and theirs, down to ten levels (a type may embed a pointer to
-// itself).
-func fillEmbedded(v reflect.Value, depth int) {
-	if depth > 10 {
-		return
-	}
+// struct v, and theirs, except those to a type already on the way down to
+// v, above (types may embed pointers to one another).
+func fillEmbedded(v reflect.Value, above []reflect.Type) {
+	above = append(slices.Clip(above), v.Type())
 	for i := range v.NumField() {
 		f, fv := v.Type().Field(i), v.Field(i)
 		switch {
 		case !f.Anonymous || !fv.CanSet():
 		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+			if slices.Contains(above, f.Type.Elem()) {
+				continue
+			}
 			p := reflect.New(f.Type.Elem())
-			fillEmbedded(p.Elem(), depth+1)
+			fillEmbedded(p.Elem(), above)
 			fv.Set(p)
 		case f.Type.Kind() == reflect.Struct:
-			fillEmbedded(fv, depth+1)
+			fillEmbedded(fv, above)
 		}
 	}
 }
