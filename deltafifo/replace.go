@@ -198,6 +198,10 @@ func (f *FIFO[T]) Resync() error {
 		return fmt.Errorf("deltafifo: Resync: %w", err)
 	}
 	for _, d := range syncs {
+		// A key ListKeys named twice: its Sync is queued already.
+		if deltas := f.items[d.key]; len(deltas) > 0 && deltas[len(deltas)-1].Type == Sync {
+			continue
+		}
 		f.enqueueLocked(d.key, d.delta)
 	}
 	return nil

@@ -94,6 +94,29 @@ func TestFIFOReplace(t *testing.T) {
 	}
 }
 
+// twiceListed is a KnownObjects whose ListKeys names every key twice, as a
+// view merging two stores that both hold an object might.
+type twiceListed struct{ *known }
+
+func (t twiceListed) ListKeys() []string { k := t.known.ListKeys(); return append(k, k...) }
+
+// Resync queues one Sync per known key however often ListKeys names it, as
+// client-go's does; it queued one per mention, and the consumer handled
+// one resync twice.
+func TestResyncQueuesOneSyncPerKey(t *testing.T) {
+	f := deltafifo.New(deltafifo.WithKnownObjects[*corev1.Pod](twiceListed{newKnown(pod("a", "1"))}))
+	require.NoError(t, f.Resync())
+	d, _ := f.GetByKey("ns/a")
+	assert.Equal(t, "Sync@1", describe(d))
+
+	require.NoError(t, f.Replace([]*corev1.Pod{pod("b", "2")}, "2"))
+	drain(t, f)
+	require.NoError(t, f.Replace([]*corev1.Pod{pod("a", "3")}, "3"))
+	require.NoError(t, f.Resync())
+	d, _ = f.GetByKey("ns/a")
+	assert.Equal(t, "Replaced@3 Sync@3", describe(d))
+}
+
 func TestFIFOResync(t *testing.T) {
 	tests := []struct {
 		name  string
