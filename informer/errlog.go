@@ -131,13 +131,10 @@ func (s *SharedIndexInformer[T]) recovered() {
 
 // isRoutine reports the failures a reflector meets in normal operation and
 // recovers from by itself: a resourceVersion compacted away (410), a
-// stream cut (an apiserver restarting, a proxy), a quiet stream the
-// watchdog closed (no bookmarks come through; resumed at once, and a
-// connection that died fails the resume, which is logged).
+// stream cut (an apiserver restarting, a proxy).
 func isRoutine(err error) bool {
 	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.Is(err, reflector.ErrStalled)
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // errorClass names the kind of err, so that a run of one kind logs once:

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,8 +15,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -145,60 +142,6 @@ func TestHealthyOperationLogsNothing(t *testing.T) {
 		}
 	})
 }
-
-// Watches of a quiet resource that the watchdog closes (no bookmarks come
-// through, as behind a proxy that drops them) are resumed at once: the
-// reflector's own recovery, logged at Debug only, as a cut stream is.
-// Every quiet stretch logged a warning, then "recovered".
-func TestStalledQuietWatchesLogNothing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var logs logCapture
-		src := listwatchtest.NewSource[*corev1.Pod]()
-		inf := informer.New[*corev1.Pod](quietStalls{src}, informer.WithLogger[*corev1.Pod](slog.New(&logs)),
-			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)))
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- inf.Run(ctx) }()
-		time.Sleep(time.Hour)
-		cancel()
-		require.NoError(t, <-done)
-		var stalls int
-		for _, r := range logs.records() {
-			var attrs []string
-			r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a.String()); return true })
-			if r.Level >= slog.LevelInfo {
-				t.Errorf("logged at %s: %q %v", r.Level, r.Message, attrs)
-			}
-			if strings.Contains(fmt.Sprint(attrs), reflector.ErrStalled.Error()) {
-				stalls++
-			}
-		}
-		assert.Greater(t, stalls, 30, "the stalls were logged at Debug")
-	})
-}
-
-// quietStalls serves a Source's lists; its watches send nothing and are
-// closed by the watchdog after 90 s.
-type quietStalls struct {
-	*listwatchtest.Source[*corev1.Pod]
-}
-
-func (quietStalls) Watch(ctx context.Context, _ reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
-	return stallingWatcher{ctx}, nil
-}
-
-type stallingWatcher struct{ ctx context.Context }
-
-func (w stallingWatcher) Next() (reflector.Event[*corev1.Pod], error) {
-	select {
-	case <-w.ctx.Done():
-		return reflector.Event[*corev1.Pod]{}, w.ctx.Err()
-	case <-time.After(90 * time.Second):
-		return reflector.Event[*corev1.Pod]{}, fmt.Errorf("%w: no data for 1m30s", reflector.ErrStalled)
-	}
-}
-
-func (stallingWatcher) Close() error { return nil }
 
 // failingLW fails every List and Watch with err while down is set, noting
 // the instant of each call.

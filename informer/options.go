@@ -75,9 +75,8 @@ func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
 // WithLogger sets where the informer logs: its errors with no
 // SetWatchErrorHandler (a failed list or watch: the first of each kind as
 // a warning, then a reminder every 5 minutes while it lasts, an error once
-// the failures have lasted 5 minutes, and their end as info; a 410, a
-// cut stream or a quiet one the watchdog closed, which the reflector
-// recovers from at once, at debug only; an
+// the failures have lasted 5 minutes, and their end as info; a 410 or a
+// cut stream that the reflector recovers from at once, at debug only; an
 // object skipped or not applied, a warning each), a handler's panic with
 // no WithHandlerErrorHandler (an error with its stack at most once a
 // minute per handler, the others of that minute at debug, counted in the
