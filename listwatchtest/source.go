@@ -670,31 +670,43 @@ func WithStatusSubresource() Option {
 
 // newEmpty returns a pointer to a new elem whose exported embedded structs
 // held through pointers (a struct{ *corev1.Pod }) are allocated, so that
-// its metadata can be set: a bookmark is made of one.
+// its metadata can be set: a bookmark is made of one. They are allocated
+// breadth first, so the shallowest ones (where Go finds promoted methods)
+// come first; one of a type already on the way down to it is not (types
+// may embed pointers to one another), nor any past maxEmbeddedFill.
 func newEmpty(elem reflect.Type) reflect.Value {
-	v := reflect.New(elem)
-	fillEmbedded(v.Elem(), nil)
-	return v
-}
-
-// fillEmbedded allocates the exported embedded struct pointers of the
-// struct v, and theirs, except those to a type already on the way down to
-// v, above (types may embed pointers to one another).
-func fillEmbedded(v reflect.Value, above []reflect.Type) {
-	above = append(slices.Clip(above), v.Type())
-	for i := range v.NumField() {
-		f, fv := v.Type().Field(i), v.Field(i)
-		switch {
-		case !f.Anonymous || !fv.CanSet():
-		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
-			if slices.Contains(above, f.Type.Elem()) {
-				continue
+	type embedded struct {
+		v     reflect.Value
+		above []reflect.Type // the struct types on the way down to v
+	}
+	root := reflect.New(elem)
+	next := []embedded{{root.Elem(), nil}}
+	budget := maxEmbeddedFill
+	for len(next) > 0 && budget > 0 {
+		e := next[0]
+		next = next[1:]
+		above := append(slices.Clip(e.above), e.v.Type())
+		for i := range e.v.NumField() {
+			f, fv := e.v.Type().Field(i), e.v.Field(i)
+			switch {
+			case !f.Anonymous || !fv.CanSet():
+			case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+				if budget == 0 || slices.Contains(above, f.Type.Elem()) {
+					continue
+				}
+				budget--
+				p := reflect.New(f.Type.Elem())
+				fv.Set(p)
+				next = append(next, embedded{p.Elem(), above})
+			case f.Type.Kind() == reflect.Struct:
+				next = append(next, embedded{fv, above})
 			}
-			p := reflect.New(f.Type.Elem())
-			fillEmbedded(p.Elem(), above)
-			fv.Set(p)
-		case f.Type.Kind() == reflect.Struct:
-			fillEmbedded(fv, above)
 		}
 	}
+	return root
 }
+
+// maxEmbeddedFill is how many embedded structs newEmpty allocates at most:
+// types that embed pointers to many others would otherwise make it
+// allocate every path through them.
+const maxEmbeddedFill = 256
