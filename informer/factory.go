@@ -346,7 +346,8 @@ func (f *Factory) Start(ctx context.Context) {
 // each informer not synced and the last error it met, such as
 // `caches not synced: pods in "default": listing pods in "default": 403
 // Forbidden: ... (still retrying: context deadline exceeded)`; errors.Is
-// finds both the last error and ctx's.
+// finds both the last error and, once ctx has ended, ctx's (also when the
+// informer has stopped, as it does when Start's ctx is the same one).
 func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	if f == nil {
 		return errors.New("informer factory: WaitForCacheSync: the Factory is nil")

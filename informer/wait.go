@@ -19,9 +19,10 @@ type Syncer interface {
 // is client-go's cache.WaitForCacheSync for caches of any types and their
 // handlers. It returns nil once all have synced. Otherwise its error names
 // each that did not, and why, as Factory.WaitForCacheSync's does: an
-// informer's last list or watch error (and ctx's error, if the informer
-// was still retrying when ctx ended), or a registration stopped (its
-// handler removed, or its informer stopped) before it synced.
+// informer's last list or watch error, or a registration stopped (its
+// handler removed, or its informer stopped) before it synced. Once ctx has
+// ended, errors.Is finds ctx's error in an informer's reason too, whether
+// it was still retrying or had stopped.
 //
 // It stops waiting for an informer once its Run has returned (Stopped), and
 // for a registration once its handler is removed and the call it was in
@@ -86,13 +87,21 @@ func waitAll(ctx context.Context, ws []waiting) []error {
 		if w.lastError != nil {
 			reason = w.lastError()
 		}
+		stopped := isClosed(w.stopped)
 		switch {
-		case reason != nil && !isClosed(w.stopped) && ctx.Err() != nil:
+		case reason != nil && !stopped && ctx.Err() != nil:
 			// Still retrying when the caller's ctx ended: errors.Is
 			// finds the caller's deadline as well as the last error.
 			reason = fmt.Errorf("%w (still retrying: %w)", reason, ctx.Err())
+		case reason != nil && ctx.Err() != nil:
+			// Stopped, and ctx ended: most often the one ctx given to
+			// Start and to the wait (a program stopping), which
+			// errors.Is must find whichever came first.
+			reason = fmt.Errorf("%w (stopped: %w)", reason, ctx.Err())
 		case reason != nil:
-		case isClosed(w.stopped):
+		case stopped && ctx.Err() != nil && w.lastError != nil: // an informer
+			reason = fmt.Errorf("stopped before it synced: %w", ctx.Err())
+		case stopped:
 			reason = errors.New("stopped before it synced")
 		case w.lastError != nil: // an informer
 			reason = fmt.Errorf("still listing: %w", ctx.Err())

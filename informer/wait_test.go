@@ -88,6 +88,42 @@ func TestWaitForSyncKeepsTheCallersDeadline(t *testing.T) {
 	})
 }
 
+// One ctx given to Run and to the wait, cancelled as a program stops:
+// errors.Is finds it whether the informer had stopped by the time the wait
+// looked or not. It was found only while the informer was still retrying,
+// so a program that treats context.Canceled as a clean stop reported the
+// informer's 403 instead.
+func TestWaitForSyncFindsTheContextOfAStoppedInformer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		denied := errors.New("403 Forbidden")
+		for range 20 {
+			src.FailList(denied)
+			src.FailWatch(denied)
+		}
+		inf := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods"))
+		require.NoError(t, inf.SetWatchErrorHandler(func(error) {}))
+		ctx, cancel := context.WithCancel(t.Context())
+		go inf.Run(ctx)
+		time.Sleep(time.Second)
+		cancel()
+		<-inf.Stopped()
+		err := informer.WaitForSync(ctx, inf)
+		assert.ErrorIs(t, err, denied)
+		assert.ErrorIs(t, err, context.Canceled)
+
+		never := informer.New[*corev1.Pod](blockingLW{}, informer.WithName[*corev1.Pod]("quiet"))
+		ctx, cancel = context.WithCancel(t.Context())
+		go never.Run(ctx)
+		synctest.Wait()
+		cancel()
+		<-never.Stopped()
+		err = informer.WaitForSync(ctx, never)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.ErrorContains(t, err, "stopped before it synced")
+	})
+}
+
 // With many caches not synced, the error says the first ten reasons and
 // how many more there are; errors.Is still finds every one.
 func TestWaitForSyncSaysTenReasons(t *testing.T) {
