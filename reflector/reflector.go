@@ -86,8 +86,11 @@ func (r *Reflector[T]) LastSyncResourceVersion() string {
 // included. A streaming list still without its initial-events-end bookmark
 // after a minute sets it too (not reported: it is no failure yet), to say
 // what the Reflector waits for. A refill that took the cache back in time
-// (ErrBackInTime) is reported after its list is stored, and stays until
-// the next watch is accepted or another error is reported.
+// (ErrBackInTime) is reported after its list is stored; after a LIST it
+// stays until the next watch is accepted or another error is reported,
+// and after a streaming list, whose watch goes on in the same stream, it
+// is cleared as the stream follows on (the recovered handler is called
+// after the report).
 func (r *Reflector[T]) LastError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
