@@ -71,14 +71,7 @@ func TestWaitForSyncSaysWhy(t *testing.T) {
 // ended the wait (not the informer stopping).
 func TestWaitForSyncKeepsTheCallersDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newSource()
-		denied := errors.New("403 Forbidden")
-		for range 20 {
-			src.FailList(denied)
-			src.FailWatch(denied)
-		}
-		inf := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods"))
-		require.NoError(t, inf.SetWatchErrorHandler(func(error) {}))
+		inf, denied := deniedInformer(t)
 		defer start(t, inf)()
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
@@ -88,6 +81,20 @@ func TestWaitForSyncKeepsTheCallersDeadline(t *testing.T) {
 	})
 }
 
+// deniedInformer returns an informer named "pods" whose first 20 lists
+// and watches fail with denied, and which reports them to no one.
+func deniedInformer(t *testing.T) (_ *informer.SharedIndexInformer[*corev1.Pod], denied error) {
+	src := newSource()
+	denied = errors.New("403 Forbidden")
+	for range 20 {
+		src.FailList(denied)
+		src.FailWatch(denied)
+	}
+	inf := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods"))
+	require.NoError(t, inf.SetWatchErrorHandler(func(error) {}))
+	return inf, denied
+}
+
 // One ctx given to Run and to the wait, cancelled as a program stops:
 // errors.Is finds it whether the informer had stopped by the time the wait
 // looked or not. It was found only while the informer was still retrying,
@@ -95,14 +102,7 @@ func TestWaitForSyncKeepsTheCallersDeadline(t *testing.T) {
 // informer's 403 instead.
 func TestWaitForSyncFindsTheContextOfAStoppedInformer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newSource()
-		denied := errors.New("403 Forbidden")
-		for range 20 {
-			src.FailList(denied)
-			src.FailWatch(denied)
-		}
-		inf := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods"))
-		require.NoError(t, inf.SetWatchErrorHandler(func(error) {}))
+		inf, denied := deniedInformer(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		go inf.Run(ctx)
 		time.Sleep(time.Second)
