@@ -30,7 +30,8 @@ import (
 // answers 503 to the others) are throttled too. Only list and watch
 // failures make a run: an object skipped or not applied is logged on its
 // own (logSkipped), and does not start a run that no accepted watch would
-// end.
+// end; a stalled stream neither (stallLog), as its watch is accepted again
+// at once.
 type failureLog struct {
 	mu         sync.Mutex
 	failures   int                  // since the last accepted watch
@@ -50,6 +51,10 @@ const (
 func (s *SharedIndexInformer[T]) logFailure(err error) {
 	if errors.Is(err, reflector.ErrSkipped) || errors.Is(err, reflector.ErrRejected) {
 		s.logSkipped(err)
+		return
+	}
+	if errors.Is(err, reflector.ErrStalled) {
+		s.logStall(err)
 		return
 	}
 	f := &s.failures
@@ -87,6 +92,59 @@ func (s *SharedIndexInformer[T]) logFailure(err error) {
 	s.logger.Log(context.Background(), level, msg, "resource", s.name, "err", err,
 		"failures", failures, "failingFor", now.Sub(since).Round(time.Second).String(),
 		"notLogged", suppressed)
+}
+
+// stallLog is how an informer without a watch error handler logs the
+// watch streams its watchdog closed (reflector.ErrStalled), which the
+// reflector reopens at once. One such stall is routine: a connection that
+// died without a word (a NAT or load balancer that forgot it). Stalls in a
+// row with the cache's resourceVersion standing still are not, and the
+// client cannot tell which of two causes it meets: a proxy that drops
+// bookmarks in front of a quiet resource (the cache is right), or one that
+// accepts watches and forwards nothing (the cache is stale). So the first
+// stall of a row logs nothing above Debug, the second a warning, then a
+// reminder every failureLogEvery while the row lasts, at Error once it has
+// lasted failureEscalateAfter. A stalled stream's watch is accepted again
+// at once, which ends a run of failures (failureLog) but not a row of
+// stalls: only a resourceVersion that moved does (an event, a bookmark, a
+// relist), noticed at the next stall. A row's end is not logged: its
+// reminders stop.
+type stallLog struct {
+	mu     sync.Mutex
+	stalls int       // in a row at rv
+	rv     string    // the cache's resourceVersion at the row's first stall
+	since  time.Time // when that came
+	logged time.Time // the row's last record; zero: none
+}
+
+// stallsQuiet is how many stalls in a row log nothing above Debug.
+const stallsQuiet = 1
+
+// logStall logs err, a stream the watchdog closed, as stallLog says.
+func (s *SharedIndexInformer[T]) logStall(err error) {
+	rv := s.LastSyncResourceVersion()
+	now := time.Now()
+	l := &s.stalls
+	l.mu.Lock()
+	if l.stalls == 0 || rv != l.rv {
+		l.stalls, l.rv, l.since, l.logged = 0, rv, now, time.Time{}
+	}
+	l.stalls++
+	if l.stalls <= stallsQuiet || (!l.logged.IsZero() && now.Sub(l.logged) < failureLogEvery) {
+		l.mu.Unlock()
+		return
+	}
+	l.logged = now
+	stalls, since := l.stalls, l.since
+	l.mu.Unlock()
+	level := slog.LevelWarn
+	if now.Sub(since) >= failureEscalateAfter {
+		level = slog.LevelError
+	}
+	s.logger.Log(context.Background(), level,
+		"informer: watch streams keep stalling with nothing delivered; each is reopened",
+		"resource", s.name, "err", err, "stalls", stalls, "resourceVersion", rv,
+		"stallingFor", now.Sub(since).Round(time.Second).String())
 }
 
 // remember notes that class was logged at now, forgetting the kind logged

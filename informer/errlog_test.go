@@ -444,3 +444,123 @@ func (w *rejectingWatcher) Next() (reflector.Event[*corev1.Pod], error) {
 	}
 	return w.Watcher.Next()
 }
+
+// A watch stream the watchdog closes (reflector.ErrStalled) is reopened at
+// once. Behind a proxy that drops bookmarks, every stream of a quiet
+// resource stalls, for good, and the client cannot tell that from a proxy
+// that forwards nothing: a warning once a second stall in a row finds the
+// cache where the first left it, then a reminder every 5 minutes (at Error
+// after 5), not a warning and a "recovered" every 90 s. Stalls with events
+// between them, which move the cache, log nothing above Debug.
+func TestStalledWatchesAreLoggedOnceTheyRepeat(t *testing.T) {
+	for name, tc := range map[string]struct {
+		eventEvery time.Duration // 0: none
+		wantLoud   bool
+	}{
+		"a quiet resource":         {0, true},
+		"an event every 2 minutes": {2 * time.Minute, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var logs logCapture
+				src := listwatchtest.NewSource[*corev1.Pod]()
+				src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p0"}})
+				inf := informer.New[*corev1.Pod](stallingLW{src},
+					informer.WithLogger[*corev1.Pod](slog.New(&logs)))
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				done := make(chan struct{})
+				go func() { defer close(done); inf.Run(ctx) }()
+				for i := 1; i <= 60; i++ {
+					if tc.eventEvery == 0 {
+						time.Sleep(time.Minute)
+						continue
+					}
+					time.Sleep(tc.eventEvery)
+					src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%d", i)}})
+				}
+				cancel()
+				<-done
+
+				loud := logs.count(slog.LevelWarn) + logs.count(slog.LevelError)
+				recovered := logs.withMessage(slog.LevelInfo, "informer: list/watch recovered")
+				switch {
+				case !tc.wantLoud && loud+recovered > 0:
+					t.Errorf("%d warnings and errors and %d recoveries for streams that stalled between events", loud, recovered)
+				case tc.wantLoud && (loud == 0 || loud > 13 || logs.count(slog.LevelError) == 0):
+					t.Errorf("%d warnings and errors (%d errors) in an hour of streams that stall and deliver nothing, want 1 to 13 with an error",
+						loud, logs.count(slog.LevelError))
+				case tc.wantLoud && recovered > 0:
+					t.Errorf("%d recoveries logged for streams that never delivered", recovered)
+				}
+			})
+		})
+	}
+}
+
+// stallingLW is a proxy that drops bookmarks (but a streaming list's last)
+// in front of a ListerWatcher, seen through the HTTP watcher's watchdog:
+// a stream that delivers no event for 90 s fails with reflector.ErrStalled.
+type stallingLW struct {
+	reflector.ListerWatcher[*corev1.Pod]
+}
+
+func (l stallingLW) Watch(ctx context.Context, o reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	w, err := l.ListerWatcher.Watch(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &stallingWatcher{Watcher: w, events: make(chan stallingResult), closed: make(chan struct{})}
+	s.pump.Go(s.forward)
+	return s, nil
+}
+
+type stallingResult struct {
+	ev  reflector.Event[*corev1.Pod]
+	err error
+}
+
+type stallingWatcher struct {
+	reflector.Watcher[*corev1.Pod]
+	events    chan stallingResult
+	closed    chan struct{}
+	closeOnce sync.Once
+	pump      sync.WaitGroup
+}
+
+// forward hands on the inner stream's events, but bookmarks, until it
+// ends or the watcher is closed.
+func (s *stallingWatcher) forward() {
+	for {
+		ev, err := s.Watcher.Next()
+		if err == nil && ev.Type == reflector.Bookmark && ev.Object.GetAnnotations()[reflector.InitialEventsEndAnnotation] == "" {
+			continue
+		}
+		select {
+		case s.events <- stallingResult{ev, err}:
+		case <-s.closed:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *stallingWatcher) Next() (reflector.Event[*corev1.Pod], error) {
+	select {
+	case r := <-s.events:
+		return r.ev, r.err
+	case <-s.closed:
+		return reflector.Event[*corev1.Pod]{}, net.ErrClosed
+	case <-time.After(90 * time.Second):
+		return reflector.Event[*corev1.Pod]{}, fmt.Errorf("%w: no data for 90s", reflector.ErrStalled)
+	}
+}
+
+func (s *stallingWatcher) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	err := s.Watcher.Close()
+	s.pump.Wait()
+	return err
+}

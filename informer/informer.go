@@ -40,6 +40,7 @@ type SharedIndexInformer[T metav1.Object] struct {
 	processor *processor.Processor[T]
 	mutations *mutationDetector[T] // nil unless WithMutationDetector
 	failures  failureLog           // the log of list and watch failures (no error handler)
+	stalls    stallLog             // the log of stalled watch streams (no error handler)
 	setupErr  error                // what New was given that Run cannot run with
 
 	// blockDeltas is held while a delta is stored in the indexer and

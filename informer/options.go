@@ -76,8 +76,12 @@ func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
 // SetWatchErrorHandler (a failed list or watch: the first of each kind as
 // a warning, then a reminder every 5 minutes while it lasts, an error once
 // the failures have lasted 5 minutes, and their end as info; a 410 or a
-// cut stream that the reflector recovers from at once, at debug only; an
-// object skipped or not applied, a warning each), a handler's panic with
+// cut stream that the reflector recovers from at once, at debug only; a
+// stream its watchdog closed (reflector.ErrStalled), reopened at once, at
+// debug too unless the next one finds the cache at the same
+// resourceVersion, and then a warning, with reminders and an error as for
+// failures, until the cache moves; an object skipped or not applied, a
+// warning each), a handler's panic with
 // no WithHandlerErrorHandler (an error with its stack at most once a
 // minute per handler, the others of that minute at debug, counted in the
 // next error), a change of list mode (info: a server without streaming
