@@ -174,17 +174,28 @@ func newTokenFile(path string, log *slog.Logger) *tokenFile {
 // get returns the current token. When the file cannot be read but a token
 // was read before, that token is used (a rotation in progress should not
 // fail requests); the error is returned only when there is no token at all.
+// What it logs, it logs after the lock is released: a slow logger must not
+// hold up every other request.
 func (f *tokenFile) get() (string, error) {
+	token, logIt, err := f.current()
+	if logIt != nil {
+		logIt()
+	}
+	return token, err
+}
+
+// current is get under the lock; logIt, if not nil, logs what happened.
+func (f *tokenFile) current() (token string, logIt func(), err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	info, statErr := os.Stat(f.path)
 	if f.token != "" && statErr == nil &&
 		info.ModTime().Equal(f.modTime) && info.Size() == f.size &&
 		f.now().Sub(f.readAt) < tokenFileMaxAge {
-		return f.token, nil
+		return f.token, nil, nil
 	}
 	var data []byte
-	err := statErr
+	err = statErr
 	switch {
 	case err != nil:
 	case f.started:
@@ -193,7 +204,7 @@ func (f *tokenFile) get() (string, error) {
 		data, err = readFileLimited(f.path, maxKubeconfigSize)
 	}
 	f.started = true
-	token := strings.TrimSpace(string(data))
+	token = strings.TrimSpace(string(data))
 	switch {
 	case err != nil:
 	case token == "":
@@ -210,19 +221,21 @@ func (f *tokenFile) get() (string, error) {
 				level = slog.LevelDebug
 			}
 			f.failing = true
-			f.log.Log(context.Background(), level, "cannot read the bearer token file; using the token read before", "path", f.path, "error", err)
-			return f.token, nil
+			readErr := err
+			return f.token, func() {
+				f.log.Log(context.Background(), level, "cannot read the bearer token file; using the token read before", "path", f.path, "error", readErr)
+			}, nil
 		}
-		return "", fmt.Errorf("reading bearer token file %s: %w", f.path, err)
+		return "", nil, fmt.Errorf("reading bearer token file %s: %w", f.path, err)
 	}
 	if f.read && token != f.token {
-		f.log.Debug("bearer token file changed; using the new token", "path", f.path)
+		logIt = func() { f.log.Debug("bearer token file changed; using the new token", "path", f.path) }
 	}
 	f.token, f.readAt, f.read, f.failing = token, f.now(), true, false
 	if statErr == nil {
 		f.modTime, f.size = info.ModTime(), info.Size()
 	}
-	return token, nil
+	return token, logIt, nil
 }
 
 // invalidate makes the next get read the file again.

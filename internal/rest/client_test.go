@@ -306,6 +306,59 @@ func TestTokenFileUnreadableWarnsOnce(t *testing.T) {
 	}
 }
 
+// A token file's warning is logged after its lock is released: a logger
+// that is slow (a handler writing to a full pipe) held up every request of
+// the Client while the file could not be read. The warning still says why.
+func TestTokenFileLogsOutsideItsLock(t *testing.T) {
+	path := writeFile(t, filepath.Join(t.TempDir(), "token"), "aaaa")
+	h := &blockingHandler{entered: make(chan string, 1), release: make(chan struct{})}
+	f := newTokenFile(path, slog.New(h))
+	if tok, err := f.get(); err != nil || tok != "aaaa" {
+		t.Fatalf("get() = %q, %v", tok, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	logging := make(chan struct{})
+	go func() { defer close(logging); _, _ = f.get() }() // warns, and blocks in the logger
+	if msg := <-h.entered; !strings.Contains(msg, "no such file") {
+		t.Errorf("the warning says %q, want the read's error", msg)
+	}
+	got := make(chan string, 1)
+	go func() { tok, _ := f.get(); got <- tok }()
+	select {
+	case tok := <-got:
+		if tok != "aaaa" {
+			t.Errorf("get() = %q, want the last token", tok)
+		}
+	case <-time.After(5 * time.Second): // a sync.Mutex: synctest cannot see it
+		t.Error("get() waited for another request's logger")
+	}
+	close(h.release)
+	<-logging
+}
+
+// blockingHandler sends its first record's text to entered and blocks it
+// until release is closed.
+type blockingHandler struct {
+	entered chan string
+	release chan struct{}
+	entries atomic.Int32
+}
+
+func (h *blockingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *blockingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *blockingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *blockingHandler) Handle(_ context.Context, r slog.Record) error {
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
+	if h.entries.Add(1) == 1 {
+		h.entered <- msg
+		<-h.release
+	}
+	return nil
+}
+
 // A token file that comes to name a named pipe is treated as the CA file
 // is: the token read before stays in use. It was read under the lock that
 // every request takes, and one nobody writes to held every request of the
