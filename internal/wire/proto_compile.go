@@ -41,7 +41,8 @@ const (
 	kBytes                       // []byte: copied, or interned (FieldsV1)
 	kBool                        // varint → bool
 	kInt32                       // varint → int32
-	kInt64                       // varint → int64 (also int)
+	kInt64                       // varint → int64
+	kInt                         // varint → int: its low 32 bits where int has 32, as generated code keeps
 	kUint32                      // varint → uint32
 	kUint64                      // varint → uint64
 	kBoolPtr                     // varint → *bool
@@ -225,7 +226,7 @@ func compileProtoField(parent reflect.Type, sf reflect.StructField, tag string, 
 }
 
 var varintKinds = map[reflect.Kind]protoKind{
-	reflect.Bool: kBool, reflect.Int32: kInt32, reflect.Int64: kInt64, reflect.Int: kInt64,
+	reflect.Bool: kBool, reflect.Int32: kInt32, reflect.Int64: kInt64, reflect.Int: kInt,
 	reflect.Uint32: kUint32, reflect.Uint64: kUint64,
 }
 
@@ -359,7 +360,7 @@ func compileMapField(f *protoStructField, t reflect.Type, inProgress map[reflect
 		return false
 	}
 	switch val.kind {
-	case kString, kBytes, kBool, kInt32, kInt64, kUint32, kUint64, kMessage, kQuantity:
+	case kString, kBytes, kBool, kInt32, kInt64, kInt, kUint32, kUint64, kMessage, kQuantity:
 	default:
 		return false
 	}

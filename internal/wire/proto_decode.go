@@ -237,17 +237,19 @@ func (f *protoStructField) nextElem(p unsafe.Pointer) unsafe.Pointer {
 func (f *protoStructField) setVarint(p unsafe.Pointer, v uint64) {
 	switch f.kind {
 	case kBool:
-		*(*bool)(p) = v != 0
+		*(*bool)(p) = isTrue(v)
 	case kInt32:
 		*(*int32)(p) = int32(v)
 	case kInt64:
 		*(*int64)(p) = int64(v)
+	case kInt:
+		*(*int)(p) = int(v)
 	case kUint32:
 		*(*uint32)(p) = uint32(v)
 	case kUint64:
 		*(*uint64)(p) = v
 	case kBoolPtr:
-		b := v != 0
+		b := isTrue(v)
 		*(**bool)(p) = &b
 	case kInt32Ptr:
 		i := int32(v)
@@ -264,17 +266,23 @@ func (f *protoStructField) setVarint(p unsafe.Pointer, v uint64) {
 func storeVarint(p unsafe.Pointer, k reflect.Kind, v uint64) {
 	switch k {
 	case reflect.Bool:
-		*(*bool)(p) = v != 0
+		*(*bool)(p) = isTrue(v)
 	case reflect.Int32:
 		*(*int32)(p) = int32(v)
-	case reflect.Int64, reflect.Int:
+	case reflect.Int64:
 		*(*int64)(p) = int64(v)
+	case reflect.Int:
+		*(*int)(p) = int(v)
 	case reflect.Uint32:
 		*(*uint32)(p) = uint32(v)
 	case reflect.Uint64:
 		*(*uint64)(p) = v
 	}
 }
+
+// isTrue reads a varint as a bool, as generated code does: through an int,
+// so that where int has 32 bits, bits above them are dropped.
+func isTrue(v uint64) bool { return uint(v) != 0 }
 
 // str returns b as a string: the intern table's copy when it may be
 // shared, else a copy.
