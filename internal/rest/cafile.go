@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 )
@@ -171,12 +172,29 @@ func (f *caFileTransport) refresh(force bool) {
 // directory fails, and a named pipe or a device (/dev/zero through a
 // symlink) would block, or never end, under the lock that every request
 // takes. Only the first read, when the Client is made, takes whatever the
-// path names.
+// path names. The path may have come to name something else since stamp
+// was taken (a rotation by rename, racing): it is opened without waiting
+// for a writer, as opening a named pipe would, and what was opened is
+// checked again.
 func readWatchedFile(stamp fileStamp, path string) ([]byte, error) {
-	if !stamp.info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%v)", path, stamp.info.Mode().Type())
+	notRegular := func(m os.FileMode) error {
+		return fmt.Errorf("%s is not a regular file (%v)", path, m.Type())
 	}
-	return readFileLimited(path, maxKubeconfigSize)
+	if !stamp.info.Mode().IsRegular() {
+		return nil, notRegular(stamp.info.Mode())
+	}
+	f, err := openNonBlocking(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	switch info, err := f.Stat(); {
+	case err != nil:
+		return nil, err
+	case !info.Mode().IsRegular():
+		return nil, notRegular(info.Mode())
+	}
+	return readLimited(f, maxKubeconfigSize)
 }
 
 // wholePEM fails when data ends in the middle of a PEM block: a file being

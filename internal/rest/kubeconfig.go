@@ -143,6 +143,11 @@ func readFileLimited(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readLimited(f, limit)
+}
+
+// readLimited reads f to its end, failing past limit bytes.
+func readLimited(f *os.File, limit int64) ([]byte, error) {
 	data, err := io.ReadAll(LimitReader(f, limit))
 	if errors.Is(err, ErrBodyTooLarge) {
 		return nil, fmt.Errorf("file larger than %d bytes", limit)
