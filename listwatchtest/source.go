@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -127,7 +128,8 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 // exists, one (apierrors.IsInvalid) if obj has no name, or a name or
 // namespace that is not a path segment (".", "..", or with a "/" or "%"),
 // and one (apierrors.IsInternalError, as kube-apiserver answers) if obj
-// has a resourceVersion: an object read back must have it cleared to be
+// has a resourceVersion that is a number other than 0 (kube-apiserver's
+// storage parses it so): an object read back must have it cleared to be
 // created again. An object that cannot be copied is an error
 // (apierrors.IsBadRequest): an *unstructured.Unstructured may hold only
 // the values JSON decodes to (int64, not int).
@@ -167,7 +169,7 @@ func (s *Source[T]) Create(obj T) (T, error) {
 			})
 		}
 	}
-	if obj.GetResourceVersion() != "" {
+	if rv, err := writeVersion(obj.GetResourceVersion()); err == nil && rv != 0 {
 		return zero, apierrors.NewInternalError(errors.New("resourceVersion should not be set on objects to be created"))
 	}
 	if _, ok := s.src.Get(objkey.Key(obj)); ok {
@@ -186,8 +188,9 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // Update replaces the stored object of obj's namespace and name with a
 // copy of obj and returns a copy of what it stored, with its new
 // resourceVersion. If obj has a resourceVersion, it must be the stored
-// object's (else apierrors.IsConflict: someone else wrote it since); one
-// without updates whatever is stored, except where kube-apiserver refuses
+// object's (else apierrors.IsConflict: someone else wrote it since),
+// compared as kube-apiserver's storage compares them, as numbers ("007"
+// is 7, "0" is none); one without updates whatever is stored, except where kube-apiserver refuses
 // that (apierrors.IsInvalid): for custom resources (an Unstructured of a
 // group kube-apiserver does not serve itself, given WithResource: one
 // under k8s.io too, as gateway.networking.k8s.io), Leases,
@@ -278,18 +281,27 @@ func (s *Source[T]) Update(obj T) (T, error) {
 // exists (apierrors.IsNotFound), that obj's resourceVersion, if it has
 // one, is the stored one (apierrors.IsConflict), that it has one if the
 // resource requires it (apierrors.IsInvalid), and that its UID, if it has
-// one, is the stored one (apierrors.IsConflict). s.mu is held.
+// one, is the stored one (apierrors.IsConflict). A resourceVersion is
+// compared as the number kube-apiserver's storage parses: "0" is none,
+// "007" is 7, and one that is not a number fails with its parse error, a
+// 500 without a reason (as kube-apiserver answers it).
+// s.mu is held.
 func (s *Source[T]) replaced(obj T) (T, error) {
 	var zero T
 	old, ok := s.src.Get(objkey.Key(obj))
 	if !ok || objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()) != nil {
 		return zero, apierrors.NewNotFound(s.resource, obj.GetName())
 	}
-	if rv := obj.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
-			fmt.Errorf("the object has been modified; please apply your changes to the latest version (resourceVersion %s, not %s) and try again", old.GetResourceVersion(), rv))
+	rv, err := writeVersion(obj.GetResourceVersion())
+	if err != nil {
+		return zero, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+			Code: http.StatusInternalServerError, Message: err.Error()}}
 	}
-	if obj.GetResourceVersion() == "" && s.conditional {
+	if stored, _ := writeVersion(old.GetResourceVersion()); rv != 0 && rv != stored {
+		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
+			fmt.Errorf("the object has been modified; please apply your changes to the latest version (resourceVersion %s, not %s) and try again", old.GetResourceVersion(), obj.GetResourceVersion()))
+	}
+	if rv == 0 && s.conditional {
 		return zero, apierrors.NewInvalid(schema.GroupKind{Group: s.resource.Group, Kind: s.resource.Resource}, obj.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update"),
 		})
@@ -300,6 +312,15 @@ func (s *Source[T]) replaced(obj T) (T, error) {
 			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, old.GetUID()))
 	}
 	return old, nil
+}
+
+// writeVersion parses the resourceVersion of a write, as kube-apiserver's
+// storage does (APIObjectVersioner): "" is 0, which is none.
+func writeVersion(rv string) (uint64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	return strconv.ParseUint(rv, 10, 64)
 }
 
 // copyOf returns a pointer to a copy of *p, or nil: a stored object's

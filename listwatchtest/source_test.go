@@ -105,6 +105,40 @@ func TestWritesAreChecked(t *testing.T) {
 	assert.Equal(t, "7", src.ResourceVersion())
 }
 
+// A write's resourceVersion is the number kube-apiserver's storage parses
+// (APIObjectVersioner), not a string: a create at "0" or one that is not a
+// number is taken, an update at "0" is unconditional, one at "007" is at
+// 7, and one that is not a number is a 500. The Source compared strings.
+func TestSourceComparesWriteResourceVersionsAsNumbers(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		_, err := src.Create(pod("ns", name))
+		require.NoError(t, err)
+	}
+	for _, rv := range []string{"0", "00", "abc"} {
+		p := pod("ns", "new-"+rv)
+		p.ResourceVersion = rv
+		_, err := src.Create(p)
+		assert.NoError(t, err, "a create at resourceVersion %q", rv)
+	}
+	cur, _ := src.Get("ns", "a")
+	upd := cur.DeepCopy()
+	upd.ResourceVersion, upd.Labels = "0", map[string]string{"v": "1"}
+	cur, err := src.Update(upd)
+	require.NoError(t, err, "an update at resourceVersion \"0\": unconditional")
+	require.Equal(t, "1", cur.Labels["v"])
+	upd = cur.DeepCopy()
+	upd.ResourceVersion, upd.Labels = "00"+cur.ResourceVersion, map[string]string{"v": "2"}
+	_, err = src.Update(upd)
+	require.NoError(t, err, "an update at %q of an object at %s", upd.ResourceVersion, cur.ResourceVersion)
+	upd.ResourceVersion = "abc"
+	_, err = src.Update(upd)
+	var st apierrors.APIStatus
+	if assert.ErrorAs(t, err, &st, "an update at resourceVersion \"abc\"") {
+		assert.EqualValues(t, 500, st.Status().Code, "%v", err)
+	}
+}
+
 func TestSourceKeepsCopies(t *testing.T) {
 	src := listwatchtest.NewSource[*corev1.Pod]()
 	mine := pod("ns", "a")

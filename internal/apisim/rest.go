@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -280,7 +281,7 @@ func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request)
 	var v *version
 	code := http.StatusOK
 	switch {
-	case req.verb == VerbCreate && metaResourceVersion(obj) != "" && metaResourceVersion(obj) != "0":
+	case req.verb == VerbCreate && setOnCreate(metaResourceVersion(obj)):
 		// As kube-apiserver's storage does: a create that carries a
 		// resourceVersion (an object re-created from a cached copy, say)
 		// is refused, with a 500.
@@ -411,4 +412,12 @@ func metaResourceVersion(obj runtime.Object) string {
 		return m.GetResourceVersion()
 	}
 	return ""
+}
+
+// setOnCreate reports whether a create's resourceVersion refuses it, as
+// kube-apiserver's storage decides: one that parses as a number other
+// than 0. "0", "00" and one that is not a number are cleared and stored.
+func setOnCreate(rv string) bool {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	return err == nil && n != 0
 }

@@ -3,7 +3,9 @@ package apisim_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -283,6 +285,21 @@ func TestCreateWithResourceVersionIsRefused(t *testing.T) {
 	resp, body := do(t, s, http.MethodPost, "/api/v1/namespaces/default/pods", bytes.NewReader(b), "Content-Type", "application/json")
 	require.Equal(t, http.StatusInternalServerError, resp.StatusCode, string(body))
 	require.Contains(t, string(body), "resourceVersion should not be set")
+
+	// Only a number other than 0 refuses it, as the storage parses it
+	// (etcd3 store.Create); the others are cleared.
+	for i, rv := range []string{"0", "00", "abc"} {
+		p := apisim.MakePod("default", fmt.Sprintf("y%d", i))
+		p.ResourceVersion = rv
+		b, err := json.Marshal(p)
+		require.NoError(t, err)
+		resp, body := do(t, s, http.MethodPost, "/api/v1/namespaces/default/pods", bytes.NewReader(b), "Content-Type", "application/json")
+		require.Equal(t, http.StatusCreated, resp.StatusCode, "resourceVersion %q: %s", rv, body)
+		var got corev1.Pod
+		require.NoError(t, json.Unmarshal(body, &got))
+		_, err = strconv.ParseUint(got.ResourceVersion, 10, 64)
+		require.NoError(t, err, "resourceVersion %q: created at %q", rv, got.ResourceVersion)
+	}
 }
 
 // A created object is not being deleted, whatever the client sent:
