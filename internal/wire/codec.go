@@ -226,17 +226,17 @@ func TypedCodec[T runtime.Object](gvk schema.GroupVersionKind, opts ...CodecOpti
 // It decodes JSON only; numbers become int64 when they are integers and
 // float64 otherwise, as in k8s.io/apimachinery. gvk.Kind may be empty when
 // the caller does not know it: objects of any kind of gvk's group and
-// version are then accepted and keep the kind they carry; list items that
+// version are then accepted and keep the kind they carry. List items that
 // carry none (kube-apiserver omits it in lists of built-in resources) get
-// the list's kind without "List", as client-go's dynamic client gives them.
+// the list's kind without "List", as client-go's dynamic client gives
+// them; so an item of a DeploymentList is refused by a codec of another
+// kind, as a watched Deployment is.
 func UnstructuredCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[*unstructured.Unstructured] {
 	c := newCodec[*unstructured.Unstructured](gvk, opts)
 	c.anyKind, c.sameVersion = gvk.Kind == "", true
-	if c.anyKind {
-		c.fillListItem = func(u *unstructured.Unstructured, listKind string) {
-			if _, ok := u.Object["kind"]; !ok && len(listKind) > len("List") && strings.HasSuffix(listKind, "List") {
-				u.Object["kind"] = strings.TrimSuffix(listKind, "List")
-			}
+	c.fillListItem = func(u *unstructured.Unstructured, listKind string) {
+		if _, ok := u.Object["kind"]; !ok && len(listKind) > len("List") && strings.HasSuffix(listKind, "List") {
+			u.Object["kind"] = strings.TrimSuffix(listKind, "List")
 		}
 	}
 	c.readJSON = func(it *jsoniter.Iterator) *unstructured.Unstructured {

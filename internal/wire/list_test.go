@@ -642,6 +642,31 @@ func TestUnstructuredListOfAnyKind(t *testing.T) {
 	}
 }
 
+// An unstructured codec told a kind refuses a list of another kind whose
+// items carry none, as kube-apiserver sends the lists of built-in
+// resources: a Widget codec given a DeploymentList took its items as
+// Widgets, where it refuses a watched Deployment. Items that carry the
+// kind, and lists whose kind is not "<Kind>List" (a CRD's own listKind),
+// are judged by the item's kind.
+func TestUnstructuredListOfAnotherKindWithoutItemKinds(t *testing.T) {
+	c := UnstructuredCodec(schemaGVK("apps", "v1", "Widget"))
+	var got []*unstructured.Unstructured
+	body := `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a"}}]}`
+	if _, err := DecodeJSONList(strings.NewReader(body), c, 0, collect(&got)); !errors.Is(err, ErrWrongKind) {
+		t.Errorf("a DeploymentList's item without a kind, to a Widget codec: %v, %d items", err, len(got))
+	}
+	for _, body := range []string{
+		`{"kind":"WidgetList","apiVersion":"apps/v1","metadata":{},"items":[{"metadata":{"name":"a"}}]}`,
+		`{"kind":"Widgets","apiVersion":"apps/v1","metadata":{},"items":[{"metadata":{"name":"a"}}]}`,
+		`{"kind":"GadgetList","apiVersion":"apps/v1","metadata":{},"items":[{"kind":"Widget","metadata":{"name":"a"}}]}`,
+	} {
+		got = nil
+		if _, err := DecodeJSONList(strings.NewReader(body), c, 0, collect(&got)); err != nil || len(got) != 1 || got[0].GetKind() != "Widget" {
+			t.Errorf("%s: %v, %d items", body, err, len(got))
+		}
+	}
+}
+
 // A field tag that runs past the end of the list (Unknown.raw) is refused
 // before anything after it is read: the item it begins, outside the list,
 // was decoded and handed to add before the list failed.
