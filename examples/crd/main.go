@@ -1,5 +1,6 @@
 // Crd watches a custom resource — any resource, in fact — given by group,
-// version, resource and kind, with no Go type for it: objects arrive as
+// version and resource (and kind, if you want objects of another kind
+// refused), with no Go type for it: objects arrive as
 // *unstructured.Unstructured, decoded from JSON. It prints one line per
 // change with the object's status.phase and spec, then a summary.
 // "DELETED?" marks an object whose deletion was noticed by a relist, not
@@ -38,7 +39,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	group := fs.String("group", "example.com", "API `group` of the resource")
 	version := fs.String("version", "v1", "API `version` of the resource")
 	resource := fs.String("resource", "widgets", "the resource's `plural` name, as in its URL")
-	kind := fs.String("kind", "Widget", "the `kind` of its objects")
+	kind := fs.String("kind", "", "the `kind` of its objects; others are refused (default: any kind, as the resource serves them)")
 	namespace := fs.String("namespace", "", "watch this `namespace` only (default: all namespaces)")
 	if err := demo.Parse(fs, args); err != nil {
 		return err

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/listwatch/listwatch/examples/internal/demotest"
+	"github.com/listwatch/listwatch/internal/apisim"
 )
 
 func TestCRD(t *testing.T) {
@@ -50,4 +56,29 @@ func TestTruncate(t *testing.T) {
 			t.Errorf("truncate(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// Crd watches any resource given its group, version and resource: without
+// -kind, a built-in one too. -kind defaulted to "Widget", which refused
+// every Deployment (and, on kube-apiserver, whose list items carry no
+// kind, cached them as Widgets and then refused every change).
+func TestCRDWatchesAnotherResourceWithoutKind(t *testing.T) {
+	sim, kubeconfig := demotest.Sim(t, apisim.Deployments())
+	if err := sim.Populate(apisim.Deployments(), 2, []string{"ns"}, func(ns string, i int) runtime.Object {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d%d", i)}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, stop := demotest.Start(t, run, "-kubeconfig", kubeconfig, "-group", "apps", "-resource", "deployments")
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	out.Next(t, regexp.MustCompile(`^synced 2 deployments.apps`))
+	if _, err := apisim.Of[*appsv1.Deployment](sim, apisim.Deployments()).Create(
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	out.Next(t, regexp.MustCompile(`ADDED +ns/new `))
 }
