@@ -134,6 +134,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// Every second, show the namespaces that changed. A namespace changed
 	// ten times in that second is shown once, as it is now.
+	show := func(now time.Time) {
+		for _, ns := range slices.Sorted(maps.Keys(dirty)) {
+			fmt.Fprintf(stdout, "%s %s\n", now.Format("15:04:05"), describe(cache, ns))
+		}
+		clear(dirty)
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -142,11 +148,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			events++
 			dirty[ns] = true
 		case now := <-tick.C:
-			for _, ns := range slices.Sorted(maps.Keys(dirty)) {
-				fmt.Fprintf(stdout, "%s %s\n", now.Format("15:04:05"), describe(cache, ns))
-			}
-			clear(dirty)
+			show(now)
 		case <-ctx.Done():
+			// The changes of the last second too, and those passed on
+			// already: every change the summary counts has been shown.
+			for drained := false; !drained; {
+				select {
+				case ns := <-changed:
+					events++
+					dirty[ns] = true
+				default:
+					drained = true
+				}
+			}
+			show(time.Now())
 			summary(synced, syncTime)
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -89,5 +90,42 @@ func TestDeploymentsShowsTheNamespacesThatChanged(t *testing.T) {
 			break
 		}
 		t.Errorf("%q shown again, unchanged", m[0])
+	}
+}
+
+// Every change the summary counts has been shown: the namespaces changed
+// since the last tick are shown before it. They were not, so the last
+// view of a namespace was up to a second older than the count, and than
+// the cache. Deployments are created in alpha until after the example
+// stops: its last view of alpha holds at least the one it started with
+// and one for each event counted.
+func TestDeploymentsShowsTheLastChangesBeforeTheSummary(t *testing.T) {
+	sim, kubeconfig := newSim(t, 1)
+	deps := apisim.Of[*appsv1.Deployment](sim, apisim.Deployments())
+	out, stop := demotest.Start(t, run, "-kubeconfig", kubeconfig)
+	out.Next(t, regexp.MustCompile(`^synced 3 deployments in `))
+	stopCreating := demotest.CreateUntilStopped(t, func(i int) error {
+		_, err := deps.Create(deployment("alpha", fmt.Sprintf("c-%d", i), 1))
+		return err
+	})
+	view := regexp.MustCompile(`^\d\d:\d\d:\d\d alpha +(\d+) deployments`)
+	out.Next(t, view) // a tick has shown some
+	err := stop()
+	stopCreating()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for {
+		line := out.Next(t, regexp.MustCompile(`^(\d\d:\d\d:\d\d alpha .*|summary: .*)$`))
+		if m := view.FindStringSubmatch(line[0]); m != nil {
+			last, _ = strconv.Atoi(m[1])
+			continue
+		}
+		events, _ := strconv.Atoi(regexp.MustCompile(`events=(\d+)`).FindStringSubmatch(line[0])[1])
+		if last < 1+events {
+			t.Errorf("%q, but the last view of alpha shows %d deployments: the last changes counted were not shown", line[0], last)
+		}
+		return
 	}
 }

@@ -153,6 +153,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	//    that: it is delivered right after that pod's add.) A select case
 	//    is switched off by setting its channel to nil.
 	progress := demo.NewProgress(stdout)
+	defer progress.Clear() // an error returned is printed on a line of its own
 	progressTick := time.NewTicker(progress.Interval())
 	defer progressTick.Stop()
 	tick, synced, syncDeadline := progressTick.C, handler.Synced(), flags.SyncDeadline()
