@@ -31,7 +31,8 @@ import (
 // failures make a run: an object skipped or not applied is logged on its
 // own (logSkipped), and does not start a run that no accepted watch would
 // end; a stalled stream neither (stallLog), as its watch is accepted again
-// at once.
+// at once. A watch request that got no answer (reflector.ErrNoAnswer) is a
+// failure: no stream was opened.
 type failureLog struct {
 	mu         sync.Mutex
 	failures   int                  // since the last accepted watch
@@ -53,7 +54,7 @@ func (s *SharedIndexInformer[T]) logFailure(err error) {
 		s.logSkipped(err)
 		return
 	}
-	if errors.Is(err, reflector.ErrStalled) {
+	if errors.Is(err, reflector.ErrStalled) && !errors.Is(err, reflector.ErrNoAnswer) {
 		s.logStall(err)
 		return
 	}
@@ -98,21 +99,22 @@ func (s *SharedIndexInformer[T]) logFailure(err error) {
 // watch streams its watchdog closed (reflector.ErrStalled), which the
 // reflector reopens at once. One such stall is routine: a connection that
 // died without a word (a NAT or load balancer that forgot it). Stalls in a
-// row with the cache's resourceVersion standing still are not, and the
-// client cannot tell which of two causes it meets: a proxy that drops
-// bookmarks in front of a quiet resource (the cache is right), or one that
-// accepts watches and forwards nothing (the cache is stale). So the first
-// stall of a row logs nothing above Debug, the second a warning, then a
-// reminder every failureLogEvery while the row lasts, at Error once it has
-// lasted failureEscalateAfter. A stalled stream's watch is accepted again
-// at once, which ends a run of failures (failureLog) but not a row of
-// stalls: only a resourceVersion that moved does (an event, a bookmark, a
-// relist), noticed at the next stall. A row's end is not logged: its
-// reminders stop.
+// row with nothing delivered between them are not, and the client cannot
+// tell which of two causes it meets: a proxy that drops bookmarks in front
+// of a quiet resource (the cache is right), or one that accepts watches
+// and forwards nothing (the cache is stale). So the first stall of a row
+// logs nothing above Debug, the second a warning, then a reminder every
+// failureLogEvery while the row lasts, at Error once it has lasted
+// failureEscalateAfter. A stalled stream's watch is accepted again at
+// once, which ends a run of failures (failureLog) but not a row of stalls:
+// only a watch event delivered (a bookmark too: Reflector.WatchEvents) or
+// a resourceVersion that moved (a relist) does, noticed at the next stall.
+// A row's end is not logged: its reminders stop.
 type stallLog struct {
 	mu     sync.Mutex
-	stalls int       // in a row at rv
+	stalls int       // in a row with nothing delivered between them
 	rv     string    // the cache's resourceVersion at the row's first stall
+	events uint64    // the reflector's WatchEvents then
 	since  time.Time // when that came
 	logged time.Time // the row's last record; zero: none
 }
@@ -122,12 +124,16 @@ const stallsQuiet = 1
 
 // logStall logs err, a stream the watchdog closed, as stallLog says.
 func (s *SharedIndexInformer[T]) logStall(err error) {
-	rv := s.LastSyncResourceVersion()
+	r := s.runningReflector()
+	if r == nil { // not from a reflector: cannot happen
+		return
+	}
+	rv, events := r.LastSyncResourceVersion(), r.WatchEvents()
 	now := time.Now()
 	l := &s.stalls
 	l.mu.Lock()
-	if l.stalls == 0 || rv != l.rv {
-		l.stalls, l.rv, l.since, l.logged = 0, rv, now, time.Time{}
+	if l.stalls == 0 || rv != l.rv || events != l.events {
+		l.stalls, l.rv, l.events, l.since, l.logged = 0, rv, events, now, time.Time{}
 	}
 	l.stalls++
 	if l.stalls <= stallsQuiet || (!l.logged.IsZero() && now.Sub(l.logged) < failureLogEvery) {

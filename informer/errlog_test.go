@@ -564,3 +564,137 @@ func (s *stallingWatcher) Close() error {
 	s.pump.Wait()
 	return err
 }
+
+// unansweredLW is the HTTP ListerWatcher's Watch when its request gets no
+// answer within the idle timeout (reflector/http.go): reflector.ErrNoAnswer,
+// before any stream was accepted.
+type unansweredLW struct {
+	reflector.ListerWatcher[*corev1.Pod]
+	hang *atomic.Bool
+}
+
+func (l unansweredLW) Watch(ctx context.Context, o reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	if l.hang.Load() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(90 * time.Second):
+			return nil, fmt.Errorf("%w for %s", reflector.ErrNoAnswer, 90*time.Second)
+		}
+	}
+	return l.ListerWatcher.Watch(ctx, o)
+}
+
+// A watch request that gets no answer is a failed watch (it is retried
+// after the backoff, never accepted): WithLogger says the first is a
+// warning and the end of the run is logged at Info.
+func TestUnansweredWatchesAreFailuresNotStalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logCapture
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p0"}})
+		var hang atomic.Bool
+		inf := informer.New[*corev1.Pod](unansweredLW{src, &hang},
+			informer.WithLogger[*corev1.Pod](slog.New(&logs)))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); inf.Run(ctx) }()
+		time.Sleep(time.Minute)
+		hang.Store(true)
+		src.CloseWatches()
+		time.Sleep(100 * time.Second) // the first watch without an answer
+		firstWarn := logs.count(slog.LevelWarn) + logs.count(slog.LevelError)
+		time.Sleep(20 * time.Minute)
+		hang.Store(false)
+		time.Sleep(2 * time.Minute)
+		cancel()
+		<-done
+		loud := logs.count(slog.LevelWarn) + logs.count(slog.LevelError)
+		recovered := logs.withMessage(slog.LevelInfo, "informer: list/watch recovered")
+		for _, r := range logs.records() {
+			if r.Level >= slog.LevelInfo {
+				t.Logf("%s %s", r.Level, r.Message)
+			}
+		}
+		if firstWarn == 0 {
+			t.Errorf("the first watch request without an answer logged nothing above Debug")
+		}
+		if loud > 0 && recovered == 0 {
+			t.Errorf("%d warnings/errors about watches without an answer, and no record of their end once watches were answered again", loud)
+		}
+	})
+}
+
+// bookmarkingLW: its first watch stalls (nothing for 90 s), its second
+// delivers a BOOKMARK (at the unchanged resourceVersion of a quiet
+// resource) every minute for ten minutes and then stalls, the later ones
+// stay open and quiet.
+type bookmarkingLW struct {
+	reflector.ListerWatcher[*corev1.Pod]
+	src     *listwatchtest.Source[*corev1.Pod]
+	watches *atomic.Int32
+}
+
+func (l bookmarkingLW) Watch(ctx context.Context, o reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	return &bookmarkingWatcher{n: l.watches.Add(1), rv: l.src.ResourceVersion(), closed: make(chan struct{})}, nil
+}
+
+type bookmarkingWatcher struct {
+	n, sent int32
+	rv      string
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func (w *bookmarkingWatcher) Next() (reflector.Event[*corev1.Pod], error) {
+	wait := time.Duration(1 << 62)
+	switch {
+	case w.n == 1 || (w.n == 2 && w.sent == 10):
+		wait = 90 * time.Second
+	case w.n == 2:
+		wait = time.Minute
+	}
+	select {
+	case <-w.closed:
+		return reflector.Event[*corev1.Pod]{}, net.ErrClosed
+	case <-time.After(wait):
+	}
+	if w.n == 2 && w.sent < 10 {
+		w.sent++
+		return reflector.Event[*corev1.Pod]{Type: reflector.Bookmark,
+			Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: w.rv}}}, nil
+	}
+	return reflector.Event[*corev1.Pod]{}, fmt.Errorf("%w: no data for 90s", reflector.ErrStalled)
+}
+
+func (w *bookmarkingWatcher) Close() error { w.once.Do(func() { close(w.closed) }); return nil }
+
+// Two stalls ten minutes apart, with a stream between them that delivered
+// a bookmark every minute: not "watch streams keep stalling with nothing
+// delivered", and no Error.
+func TestStallsWithBookmarksBetweenThemAreNotARow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logCapture
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p0"}})
+		var watches atomic.Int32
+		inf := informer.New[*corev1.Pod](bookmarkingLW{src, src, &watches},
+			informer.WithLogger[*corev1.Pod](slog.New(&logs)),
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); inf.Run(ctx) }()
+		time.Sleep(20 * time.Minute)
+		cancel()
+		<-done
+		if n := watches.Load(); n != 3 {
+			t.Fatalf("%d watches, want 3", n)
+		}
+		for _, r := range logs.records() {
+			if r.Level >= slog.LevelWarn {
+				r.Attrs(func(a slog.Attr) bool { t.Logf("  %s=%v", a.Key, a.Value); return true })
+				t.Errorf("%s %q", r.Level, r.Message)
+			}
+		}
+	})
+}

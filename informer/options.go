@@ -78,9 +78,10 @@ func WithResyncPeriod[T metav1.Object](d time.Duration) Option[T] {
 // the failures have lasted 5 minutes, and their end as info; a 410 or a
 // cut stream that the reflector recovers from at once, at debug only; a
 // stream its watchdog closed (reflector.ErrStalled), reopened at once, at
-// debug too unless the next one finds the cache at the same
-// resourceVersion, and then a warning, with reminders and an error as for
-// failures, until the cache moves; an object skipped or not applied, a
+// debug too unless the next one comes with nothing delivered since (no
+// event, no bookmark), and then a warning, with reminders and an error as
+// for failures, until something is; a watch request without an answer
+// (reflector.ErrNoAnswer) is a failure; an object skipped or not applied, a
 // warning each), a handler's panic with
 // no WithHandlerErrorHandler (an error with its stack at most once a
 // minute per handler, the others of that minute at debug, counted in the

@@ -410,7 +410,7 @@ func (lw *HTTPListerWatcher[T]) Watch(ctx context.Context, opts WatchOptions) (W
 			resp.Body.Close()
 		}
 		cancel()
-		return nil, fmt.Errorf("%w: no answer for %s", ErrStalled, lw.opt.idleTimeout)
+		return nil, fmt.Errorf("%w for %s", ErrNoAnswer, lw.opt.idleTimeout)
 	}
 	if err != nil {
 		cancel()

@@ -218,6 +218,7 @@ func TestUnansweredWatchIsGivenUpAfterTheIdleTimeout(t *testing.T) {
 	_, err = lw.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1"})
 	took := time.Since(start)
 	assert.ErrorIs(t, err, reflector.ErrStalled)
+	assert.ErrorIs(t, err, reflector.ErrNoAnswer, "no stream was opened")
 	assert.ErrorContains(t, err, "no answer for "+idle.String())
 	assert.GreaterOrEqual(t, took, idle, "given up before the idle timeout")
 }

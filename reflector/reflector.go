@@ -18,11 +18,12 @@ import (
 // it with New and start it with Run, once. Its other methods are safe for
 // concurrent use, also while Run goes on.
 type Reflector[T metav1.Object] struct {
-	lw    ListerWatcher[T]
-	store Store[T]
-	opt   options[T]
-	parts *share.Table // WithSharing after the transform; used by Run's goroutine only
-	ran   atomic.Bool  // Run was called
+	lw     ListerWatcher[T]
+	store  Store[T]
+	opt    options[T]
+	parts  *share.Table  // WithSharing after the transform; used by Run's goroutine only
+	ran    atomic.Bool   // Run was called
+	events atomic.Uint64 // events its watches delivered (WatchEvents)
 
 	mu        sync.Mutex
 	lastRV    string // the resourceVersion the Store is synced to
@@ -78,6 +79,12 @@ func (r *Reflector[T]) LastSyncResourceVersion() string {
 	defer r.mu.Unlock()
 	return r.lastRV
 }
+
+// WatchEvents returns how many events the Reflector's watches have
+// delivered since it was made, bookmarks and a streaming list's initial
+// events included, whether or not the Store took them: a count that a
+// watch that delivers nothing leaves where it was.
+func (r *Reflector[T]) WatchEvents() uint64 { return r.events.Load() }
 
 // LastError returns the last error reported to the error handler: a failed
 // list or watch, or an event or item skipped (ErrSkipped, ErrRejected). It

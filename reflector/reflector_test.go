@@ -3003,3 +3003,32 @@ func (b *brokenResource) Watch(ctx context.Context, opts reflector.WatchOptions)
 	}
 	return &chanWatcher{ctx: ctx, events: events, stop: make(chan struct{})}, nil
 }
+
+// WatchEvents counts what the watches delivered, a streaming list's
+// initial events and its closing bookmark included, and nothing for a
+// LIST: the informer tells stalled streams that delivered something from
+// those that delivered nothing by it.
+func TestWatchEventsCountsWhatWatchesDelivered(t *testing.T) {
+	for _, tc := range []struct {
+		mode reflector.Mode
+		want uint64 // after the sync, and after one more event
+	}{
+		{reflector.ListWatch, 0},
+		{reflector.WatchList, 3}, // two ADDED and the initial-events-end bookmark
+	} {
+		t.Run(fmt.Sprint(tc.mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				src.Create(pod("b"))
+				r := reflector.New(src, store, reflector.WithMode[*corev1.Pod](tc.mode))
+				defer run(t, r)()
+				synctest.Wait()
+				assert.Equal(t, tc.want, r.WatchEvents(), "after the sync")
+				src.Create(pod("c"))
+				synctest.Wait()
+				assert.Equal(t, tc.want+1, r.WatchEvents(), "after one more event")
+			})
+		})
+	}
+}

@@ -65,6 +65,9 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 	var initial initialEvents[T]
 	for {
 		ev, err := w.Next()
+		if err == nil && !isZeroEvent(ev) {
+			r.events.Add(1)
+		}
 		if (err != nil || isZeroEvent(ev)) && deadline.Err() != nil {
 			return r.streamingFailed(&streamingUnsupportedError{reason: fmt.Sprintf("no initial-events-end bookmark within %v (the timeoutSeconds asked for, and %v)", limit, initialEventsGrace), ended: true})
 		}

@@ -97,6 +97,9 @@ func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) erro
 	}
 	for {
 		ev, err := w.Next()
+		if err == nil && !isZeroEvent(ev) {
+			r.events.Add(1)
+		}
 		if err != nil {
 			switch {
 			case relistDue.Load():

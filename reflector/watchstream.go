@@ -79,6 +79,12 @@ func (w *httpWatcher[T]) Close() error {
 // without closing the connection. The Reflector reopens the watch.
 var ErrStalled = errors.New("watch stream stalled")
 
+// ErrNoAnswer marks a watch request that got no answer within the idle
+// timeout (WithWatchIdleTimeout): a connection that stopped forwarding, or
+// a server that holds its answers back. It wraps ErrStalled, but no
+// stream was opened: the Reflector retries after its backoff.
+var ErrNoAnswer = fmt.Errorf("%w: no answer", ErrStalled)
+
 // watchdog closes a stream that delivers no bytes for timeout. Once
 // closed, by its owner or by its timer, it arms the timer no more, and its
 // Close returns only after an expiry that had begun has closed the stream:
