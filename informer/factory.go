@@ -460,7 +460,10 @@ func WithListMode(m reflector.Mode) FactoryOption {
 }
 
 // WithHTTPOptions passes options to every informer's ListerWatcher: content
-// type, watchdog, size limits.
+// type, watchdog, size limits. The default content type,
+// reflector.AutoContentType, asks for protobuf where a type has it;
+// reflector.Protobuf makes ForResource and ForMetadata fail, and For a
+// type without a protobuf form.
 func WithHTTPOptions(opts ...reflector.HTTPOption) FactoryOption {
 	return func(o *factoryOptions) { o.http = append(o.http, opts...) }
 }

@@ -162,7 +162,7 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 			return errors.New("a metadata ListerWatcher needs Target.Resource, with its version")
 		}
 		if lw.opt.contentType == Protobuf {
-			return errors.New("a metadata ListerWatcher reads JSON; use AutoContentType or JSON")
+			return errors.New("a metadata ListerWatcher reads JSON; use AutoContentType (the default: protobuf where a type has it) or JSON")
 		}
 		lw.gvr = t.Resource
 		codec = wire.MetadataCodec(t.Resource.GroupVersion().WithKind(t.Kind), codecOpts...)
@@ -205,7 +205,7 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 		protobuf = false
 	case Protobuf:
 		if !protobuf {
-			return fmt.Errorf("%s cannot be decoded from protobuf; use JSON", lw.gvr.Resource)
+			return fmt.Errorf("%s cannot be decoded from protobuf; use AutoContentType (the default: protobuf where a type has it) or JSON", lw.gvr.Resource)
 		}
 	}
 	if protobuf {
