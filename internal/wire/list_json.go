@@ -132,6 +132,9 @@ func (l *jsonList[T]) field(it *jsoniter.Iterator, name string) bool {
 				Want: schema.GroupVersionKind{Kind: l.codec.listKind},
 			})
 		}
+	case "apiVersion":
+		// Not checked, but a string (or null), as apimachinery reads it.
+		it.ReadString()
 	case "metadata":
 		it.ReadVal(&l.meta)
 	case "items":

@@ -82,6 +82,16 @@ func (l *protoList[T]) decode() (ListMeta, error) {
 			if err != nil {
 				return ListMeta{}, l.fail("the envelope", err)
 			}
+			if kind == nil {
+				// runtime.Unknown's Unmarshal merges a repeated
+				// typeMeta: one without a kind keeps the kind before.
+				break
+			}
+			if sawList && string(kind) != l.kind {
+				// apimachinery decodes the raw bytes as the envelope's
+				// final kind; the list's items are handed over already.
+				return ListMeta{}, l.fail("the envelope", fmt.Errorf("%w: a typeMeta after the list says kind %q, the list was read as %q", errProtobuf, kind, l.kind))
+			}
 			l.kind = string(kind)
 			if l.kind != "Status" && !l.codec.acceptsList(l.kind) {
 				return ListMeta{}, fmt.Errorf("protobuf list: %w", &WrongKindError{
@@ -204,6 +214,10 @@ func parseListMeta(b []byte, meta *ListMeta) (err error) {
 		}
 		var v []byte
 		switch f.num {
+		case 1, 5:
+			// selfLink, shardInfo: not kept, but of their wire type, as
+			// ListMeta's Unmarshal wants them.
+			_, err = bytesField(f, fmt.Sprintf("ListMeta field %d", f.num))
 		case 2:
 			if v, err = bytesField(f, "ListMeta.resourceVersion"); err == nil {
 				meta.ResourceVersion = string(v)
