@@ -78,24 +78,44 @@ func TestProtobufListKindIsTheEnvelopesFinalOne(t *testing.T) {
 			}
 		})
 	}
-	// A kind-less typeMeta after a PodList's keeps it a PodList.
-	body := protobufBody(typeMetaField("v1", "PodList"), typeMetaField("v1", ""), tagged(2, listRaw))
-	if err := clientGoPodList(t, body); err != nil {
-		t.Fatalf("client-go: %v", err)
-	}
-	var got []*corev1.Pod
-	if meta, err := DecodeProtobufList(bytes.NewReader(body), c, 0, collect(&got)); err != nil || len(got) != 1 || meta.ResourceVersion != "123" {
-		t.Errorf("a PodList with a kind-less typeMeta after its own: %d items at %q, %v", len(got), meta.ResourceVersion, err)
+	// What client-go takes is taken: the kind decides where it ends up.
+	for name, body := range map[string][]byte{
+		"a kind-less typeMeta after a PodList's":        protobufBody(typeMetaField("v1", "PodList"), typeMetaField("v1", ""), tagged(2, listRaw)),
+		"a raw before its PodList typeMeta":             protobufBody(tagged(2, listRaw), typeMetaField("v1", "PodList")),
+		"an empty kind after the list (as gogo writes)": protobufBody(typeMetaField("v1", "PodList"), tagged(2, listRaw), gogoTypeMeta(t, "v1", "")),
+		"a ConfigMapList's typeMeta, then a PodList's":  protobufBody(typeMetaField("v1", "ConfigMapList"), typeMetaField("v1", "PodList"), tagged(2, listRaw)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := clientGoPodList(t, body); err != nil {
+				t.Fatalf("client-go refuses it: the case is wrong: %v", err)
+			}
+			var got []*corev1.Pod
+			if meta, err := DecodeProtobufList(bytes.NewReader(body), c, 0, collect(&got)); err != nil || len(got) != 1 || meta.ResourceVersion != "123" {
+				t.Errorf("%d items at %q, %v; client-go takes 1 at 123", len(got), meta.ResourceVersion, err)
+			}
+		})
 	}
 }
 
+// gogoTypeMeta is a typeMeta as runtime.TypeMeta's Marshal writes it: an
+// empty kind is a field present and empty (12 00), not left out.
+func gogoTypeMeta(t *testing.T, apiVersion, kind string) []byte {
+	b, err := (&runtime.TypeMeta{APIVersion: apiVersion, Kind: kind}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tagged(1, b)
+}
+
 // ListMeta's selfLink (1) and shardInfo (5) are not kept, but of another
-// wire type they fail the list, as ListMeta's Unmarshal fails.
+// wire type, or a shardInfo that is no ShardInfo, they fail the list, as
+// ListMeta's Unmarshal fails.
 func TestProtobufListMetaFieldsNotKeptAreChecked(t *testing.T) {
 	c := mustCodec[*corev1.Pod](t, podGVK)
 	for name, meta := range map[string][]byte{
-		"selfLink a varint":  append(varintField(1, 3), tagged(2, []byte("5"))...),
-		"shardInfo a varint": append(tagged(2, []byte("5")), varintField(5, 1)...),
+		"selfLink a varint":             append(varintField(1, 3), tagged(2, []byte("5"))...),
+		"shardInfo a varint":            append(tagged(2, []byte("5")), varintField(5, 1)...),
+		"shardInfo's selector a varint": append(tagged(2, []byte("5")), tagged(5, varintField(1, 1))...),
 	} {
 		t.Run(name, func(t *testing.T) {
 			body := protobufBody(typeMetaField("v1", "PodList"), tagged(2, tagged(1, meta)))

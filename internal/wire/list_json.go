@@ -133,7 +133,10 @@ func (l *jsonList[T]) field(it *jsoniter.Iterator, name string) bool {
 			})
 		}
 	case "apiVersion":
-		// Not checked, but a string (or null), as apimachinery reads it.
+		// Not checked, but a string (or null): apimachinery's JSON
+		// serializer refuses another. (It also matches the key without
+		// regard to case, and parses the group and version; this does
+		// neither, for bodies no apiserver sends.)
 		it.ReadString()
 	case "metadata":
 		it.ReadVal(&l.meta)

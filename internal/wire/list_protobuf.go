@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -45,13 +46,14 @@ func DecodeProtobufList[T any](r io.Reader, codec *Codec[T], maxItem int, add fu
 
 // protoList is the state of one DecodeProtobufList call.
 type protoList[T any] struct {
-	codec  *Codec[T]
-	s      protoStream
-	add    func(T) error
-	kind   string
-	meta   ListMeta
-	items  int
-	inItem bool
+	codec      *Codec[T]
+	s          protoStream
+	add        func(T) error
+	kind       string
+	apiVersion string
+	meta       ListMeta
+	items      int
+	inItem     bool
 }
 
 func (l *protoList[T]) decode() (ListMeta, error) {
@@ -87,18 +89,19 @@ func (l *protoList[T]) decode() (ListMeta, error) {
 				// typeMeta: one without a kind keeps the kind before.
 				break
 			}
-			if sawList && string(kind) != l.kind {
+			if sawList {
 				// apimachinery decodes the raw bytes as the envelope's
-				// final kind; the list's items are handed over already.
-				return ListMeta{}, l.fail("the envelope", fmt.Errorf("%w: a typeMeta after the list says kind %q, the list was read as %q", errProtobuf, kind, l.kind))
+				// final kind (an empty one: the list's own); the items
+				// are handed over already.
+				if string(kind) == "Status" {
+					return ListMeta{}, l.fail("the envelope", fmt.Errorf("%w: a typeMeta after the list says kind Status", errProtobuf))
+				}
+				if !l.codec.acceptsList(string(kind)) {
+					return ListMeta{}, l.wrongKind(apiVersion, string(kind))
+				}
+				break
 			}
-			l.kind = string(kind)
-			if l.kind != "Status" && !l.codec.acceptsList(l.kind) {
-				return ListMeta{}, fmt.Errorf("protobuf list: %w", &WrongKindError{
-					Got:  schema.FromAPIVersionAndKind(string(apiVersion), l.kind),
-					Want: schema.GroupVersionKind{Kind: l.codec.listKind},
-				})
-			}
+			l.kind, l.apiVersion = string(kind), string(apiVersion)
 		case num == 2 && typ == wireBytes: // raw: the list itself
 			if sawList {
 				// The generated code keeps the last raw; its items are
@@ -111,6 +114,9 @@ func (l *protoList[T]) decode() (ListMeta, error) {
 			}
 			if l.kind == "Status" {
 				return ListMeta{}, l.status(n)
+			}
+			if !l.codec.acceptsList(l.kind) {
+				return ListMeta{}, l.wrongKind([]byte(l.apiVersion), l.kind)
 			}
 			if err := l.list(l.s.off + int64(n)); err != nil {
 				return ListMeta{}, err
@@ -214,10 +220,17 @@ func parseListMeta(b []byte, meta *ListMeta) (err error) {
 		}
 		var v []byte
 		switch f.num {
-		case 1, 5:
-			// selfLink, shardInfo: not kept, but of their wire type, as
-			// ListMeta's Unmarshal wants them.
-			_, err = bytesField(f, fmt.Sprintf("ListMeta field %d", f.num))
+		case 1:
+			// selfLink: not kept, but of its wire type.
+			_, err = bytesField(f, "ListMeta.selfLink")
+		case 5:
+			// shardInfo: not kept, but a ShardInfo, as ListMeta's
+			// Unmarshal wants it.
+			if v, err = bytesField(f, "ListMeta.shardInfo"); err == nil {
+				if uerr := new(metav1.ShardInfo).Unmarshal(v); uerr != nil {
+					err = fmt.Errorf("%w: ListMeta.shardInfo: %v", errProtobuf, uerr)
+				}
+			}
 		case 2:
 			if v, err = bytesField(f, "ListMeta.resourceVersion"); err == nil {
 				meta.ResourceVersion = string(v)
@@ -259,4 +272,11 @@ func (l *protoList[T]) what() string {
 		return fmt.Sprintf("protobuf list item %d", l.items)
 	}
 	return fmt.Sprintf("protobuf list (after %d items)", l.items)
+}
+
+func (l *protoList[T]) wrongKind(apiVersion []byte, kind string) error {
+	return fmt.Errorf("protobuf list: %w", &WrongKindError{
+		Got:  schema.FromAPIVersionAndKind(string(apiVersion), kind),
+		Want: schema.GroupVersionKind{Kind: l.codec.listKind},
+	})
 }
