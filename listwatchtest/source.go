@@ -169,7 +169,7 @@ func (s *Source[T]) Create(obj T) (T, error) {
 			})
 		}
 	}
-	if rv, err := writeVersion(obj.GetResourceVersion()); err == nil && rv != 0 {
+	if strategy.RefusedOnCreate(obj.GetResourceVersion()) {
 		return zero, apierrors.NewInternalError(errors.New("resourceVersion should not be set on objects to be created"))
 	}
 	if _, ok := s.src.Get(objkey.Key(obj)); ok {
@@ -292,12 +292,12 @@ func (s *Source[T]) replaced(obj T) (T, error) {
 	if !ok || objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()) != nil {
 		return zero, apierrors.NewNotFound(s.resource, obj.GetName())
 	}
-	rv, err := writeVersion(obj.GetResourceVersion())
+	rv, err := strategy.WriteVersion(obj.GetResourceVersion())
 	if err != nil {
 		return zero, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
 			Code: http.StatusInternalServerError, Message: err.Error()}}
 	}
-	if stored, _ := writeVersion(old.GetResourceVersion()); rv != 0 && rv != stored {
+	if stored, _ := strategy.WriteVersion(old.GetResourceVersion()); rv != 0 && rv != stored {
 		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version (resourceVersion %s, not %s) and try again", old.GetResourceVersion(), obj.GetResourceVersion()))
 	}
@@ -312,15 +312,6 @@ func (s *Source[T]) replaced(obj T) (T, error) {
 			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, old.GetUID()))
 	}
 	return old, nil
-}
-
-// writeVersion parses the resourceVersion of a write, as kube-apiserver's
-// storage does (APIObjectVersioner): "" is 0, which is none.
-func writeVersion(rv string) (uint64, error) {
-	if rv == "" {
-		return 0, nil
-	}
-	return strconv.ParseUint(rv, 10, 64)
 }
 
 // copyOf returns a pointer to a copy of *p, or nil: a stored object's

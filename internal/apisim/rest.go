@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/internal/kubeproto"
+	"github.com/listwatch/listwatch/internal/strategy"
 )
 
 // Verb names what a request does, as kube-apiserver's audit log and
@@ -281,7 +281,7 @@ func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request)
 	var v *version
 	code := http.StatusOK
 	switch {
-	case req.verb == VerbCreate && setOnCreate(metaResourceVersion(obj)):
+	case req.verb == VerbCreate && strategy.RefusedOnCreate(metaResourceVersion(obj)):
 		// As kube-apiserver's storage does: a create that carries a
 		// resourceVersion (an object re-created from a cached copy, say)
 		// is refused, with a 500.
@@ -412,12 +412,4 @@ func metaResourceVersion(obj runtime.Object) string {
 		return m.GetResourceVersion()
 	}
 	return ""
-}
-
-// setOnCreate reports whether a create's resourceVersion refuses it, as
-// kube-apiserver's storage decides: one that parses as a number other
-// than 0. "0", "00" and one that is not a number are cleared and stored.
-func setOnCreate(rv string) bool {
-	n, err := strconv.ParseUint(rv, 10, 64)
-	return err == nil && n != 0
 }

@@ -140,10 +140,7 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 	// "0" is no resourceVersion, as the storage's versioner parses it; one
 	// that is not a number is its parse error, which reaches the client
 	// as a 500 without a reason.
-	want, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
-	if m.GetResourceVersion() == "" {
-		want, err = 0, nil
-	}
+	want, err := strategy.WriteVersion(m.GetResourceVersion())
 	if err != nil {
 		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
 			Code: http.StatusInternalServerError, Message: err.Error()}}

@@ -5,11 +5,13 @@
 // for the built-in kinds, the metadata a status write keeps (StatusMeta).
 // internal/apisim and listwatchtest keep the status apart themselves (a
 // PUT to an object keeps the stored status, one to its status the stored
-// spec) and call this package for the rest.
+// spec) and call this package for the rest, and for how the storage reads
+// a write's resourceVersion (WriteVersion).
 package strategy
 
 import (
 	"fmt"
+	"strconv"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
@@ -229,4 +231,22 @@ func DeletionMarkErrors(obj, old metav1.Object) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "deletionGracePeriodSeconds"), *g, "field is immutable"))
 	}
 	return errs
+}
+
+// WriteVersion parses the resourceVersion a write carries, as
+// kube-apiserver's storage does (APIObjectVersioner.ObjectResourceVersion):
+// "" is 0, which is none, and one that is not a number is an error.
+func WriteVersion(rv string) (uint64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	return strconv.ParseUint(rv, 10, 64)
+}
+
+// RefusedOnCreate reports whether a create's resourceVersion refuses it,
+// as etcd3's store.Create decides: one that parses as a number other than
+// 0. "0", "00" and one that is not a number are cleared and stored.
+func RefusedOnCreate(rv string) bool {
+	n, err := WriteVersion(rv)
+	return err == nil && n != 0
 }
