@@ -112,13 +112,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// namespaces it passes on meanwhile (it would block on a full channel
 	// otherwise, and never get to the end of the list).
 	dirty := map[string]bool{}
+	take := func(ns string) { // a change the handler passed on: counted, and shown at the next tick
+		events++
+		dirty[ns] = true
+	}
 	for waiting := reg.Synced(); waiting != nil; {
 		select {
 		case <-waiting:
 			waiting = nil
 		case ns := <-changed:
-			events++
-			dirty[ns] = true
+			take(ns)
 		case <-ctx.Done():
 			summary(0, 0)
 			return nil
@@ -145,8 +148,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	for {
 		select {
 		case ns := <-changed:
-			events++
-			dirty[ns] = true
+			take(ns)
 		case now := <-tick.C:
 			show(now)
 		case <-ctx.Done():
@@ -155,8 +157,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			for drained := false; !drained; {
 				select {
 				case ns := <-changed:
-					events++
-					dirty[ns] = true
+					take(ns)
 				default:
 					drained = true
 				}
