@@ -39,7 +39,11 @@ func TestWaitForSyncSaysWhy(t *testing.T) {
 		denied := errors.New("403 Forbidden")
 		src.FailList(denied, denied, denied, denied, denied, denied, denied, denied)
 		src.FailWatch(denied, denied, denied, denied, denied, denied, denied, denied)
-		failing := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods in ns"))
+		// Streaming lists only: in Auto mode a failed one is followed by
+		// a LIST, and which of them failed last within the deadline would
+		// depend on the backoff's random draws (a LIST, about once in 200).
+		failing := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods in ns"),
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.WatchList)))
 		require.NoError(t, failing.SetWatchErrorHandler(func(error) {})) // WaitForSync says it
 		defer start(t, failing)()
 
