@@ -43,6 +43,10 @@
 // large for an integer field; field names are case-sensitive), is 400
 // BadRequest in its words ("Deployment in version "v1" cannot be handled
 // as a Deployment: ...").
+// A JSON list of a built-in kind carries the kind and apiVersion on the
+// list only, as kube-apiserver writes it from its Go type: its items have
+// none. A custom resource's items and metadata-only items carry theirs, as
+// does every object of a watch event or a GET.
 // A GET of one object reads as a list without limit does: "" and "0" the
 // newest state, N the newest once the server has reached N (a
 // resourceVersion ahead of it waits, then gets 504 Timeout, cause

@@ -57,8 +57,15 @@ type list struct {
 	Kind       string
 	APIVersion string
 	Metadata   metav1.ListMeta
-	Items      []unstructured.Unstructured
+	Items      []listItem
 }
+
+// listItem is an item of a JSON list. Those of a built-in kind carry no
+// kind, as kube-apiserver writes them, which unstructured.Unstructured's
+// own UnmarshalJSON refuses.
+type listItem struct{ unstructured.Unstructured }
+
+func (it *listItem) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &it.Object) }
 
 func (l list) names() []string {
 	out := make([]string, len(l.Items))

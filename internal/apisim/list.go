@@ -1,6 +1,7 @@
 package apisim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -213,9 +214,45 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, c *collection
 		if i > 0 {
 			out.scratch = append(out.scratch, ',')
 		}
-		out.scratch = append(out.scratch, it.body...)
+		if !f.partial {
+			out.scratch = c.appendListItem(out.scratch, it.body)
+		} else {
+			out.scratch = append(out.scratch, it.body...)
+		}
 		out.item(out.scratch, p.items[i].rv)
 	}
 	out.write([]byte("]}\n"))
 	out.finish()
+}
+
+// appendListItem appends an object's JSON as an item of its list.
+// kube-apiserver encodes a list of a built-in kind as its Go type (a
+// PodList of Pods), whose items carry no kind or apiVersion: only the list
+// does. So an item of a built-in kind goes without them; a custom
+// resource's items (unstructured) keep theirs, and so does an item a fault
+// gave another kind.
+func (c *collection) appendListItem(b, obj []byte) []byte {
+	switch {
+	case c.typed != nil:
+		// Encoded from its Go type: TypeMeta's fields come first.
+		typeMeta := `{"kind":"` + c.res.Kind + `","apiVersion":"` + c.res.APIVersion() + `",`
+		if bytes.HasPrefix(obj, []byte(typeMeta)) {
+			b = append(b, '{')
+			return append(b, obj[len(typeMeta):]...)
+		}
+	case c.known != nil:
+		// Held unstructured, encoded with its keys sorted: slow, but no
+		// benchmark lists such a kind.
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(obj, &fields) == nil &&
+			string(fields["kind"]) == strconv.Quote(c.res.Kind) &&
+			string(fields["apiVersion"]) == strconv.Quote(c.res.APIVersion()) {
+			delete(fields, "kind")
+			delete(fields, "apiVersion")
+			if item, err := json.Marshal(fields); err == nil {
+				return append(b, item...)
+			}
+		}
+	}
+	return append(b, obj...)
 }

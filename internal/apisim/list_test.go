@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -509,4 +510,52 @@ func TestPodIPFieldSelector(t *testing.T) {
 		l := getList(t, s, apisim.Pods().Path("ns")+"?fieldSelector="+url.QueryEscape("status.podIP="+ip))
 		assert.Equal(t, want, l.names(), ip)
 	}
+}
+
+// kube-apiserver writes a JSON list of a built-in kind from its Go type (a
+// PodList of Pods): its items carry no kind or apiVersion, only the list
+// does. A custom resource's items, unstructured, keep theirs, and so do
+// metadata-only items (PartialObjectMetadata). apisim wrote every item
+// with its kind, so clients that needed it there passed against apisim
+// and failed against kube-apiserver.
+func TestJSONListItemsCarryTheirKindAsKubeAPIServerWrites(t *testing.T) {
+	jsonOnlyDeployments := apisim.Deployments()
+	jsonOnlyDeployments.Protobuf = false
+	s := start(t, apisim.WithResources(jsonOnlyDeployments))
+	_, err := apisim.Of[*corev1.Pod](s, apisim.Pods()).Create(apisim.MakePod("default", "p"))
+	require.NoError(t, err)
+	_, err = apisim.Of[*unstructured.Unstructured](s, widgets).Create(newWidget("default", "w"))
+	require.NoError(t, err)
+	_, err = apisim.Of[*appsv1.Deployment](s, jsonOnlyDeployments).Create(&appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "d"}})
+	require.NoError(t, err)
+
+	// itemTypes lists each item's kind and apiVersion ("" when absent).
+	itemTypes := func(path string, header ...string) []string {
+		t.Helper()
+		resp, body := get(t, s, path, header...)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		var l struct{ Items []map[string]any }
+		require.NoError(t, json.Unmarshal(body, &l))
+		var out []string
+		for _, it := range l.Items {
+			kind, _ := it["kind"].(string)
+			apiVersion, _ := it["apiVersion"].(string)
+			out = append(out, kind+" "+apiVersion)
+		}
+		return out
+	}
+	assert.Equal(t, []string{" "}, itemTypes("/api/v1/pods"), "pods")
+	assert.Equal(t, []string{" "}, itemTypes(jsonOnlyDeployments.Path("")), "JSON-only deployments")
+	assert.Equal(t, []string{"Widget example.com/v1"}, itemTypes(widgets.Path("")), "custom resource")
+	assert.Equal(t, []string{"PartialObjectMetadata meta.k8s.io/v1"},
+		itemTypes("/api/v1/pods", "Accept", partialList), "metadata only")
+
+	s.Inject(apisim.Match{Verb: apisim.VerbList}, apisim.WrongKind(), 1)
+	assert.Equal(t, []string{"ConfigMap v1"}, itemTypes("/api/v1/pods"), "an item a fault gave another kind")
+
+	// A watch event's object carries its kind, as kube-apiserver's do.
+	resp, body := get(t, s, "/api/v1/pods?watch=1&timeoutSeconds=1")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), `"object":{"kind":"Pod","apiVersion":"v1",`)
 }
