@@ -211,16 +211,22 @@ func TestUnansweredWatchIsGivenUpAfterTheIdleTimeout(t *testing.T) {
 	defer srv.Close()
 	client, err := reflector.NewClient(&reflector.Config{Host: srv.URL})
 	require.NoError(t, err)
-	const idle = 200 * time.Millisecond
-	lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{}, reflector.WithWatchIdleTimeout(idle))
-	require.NoError(t, err)
-	start := time.Now()
-	_, err = lw.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1"})
-	took := time.Since(start)
-	assert.ErrorIs(t, err, reflector.ErrStalled)
-	assert.ErrorIs(t, err, reflector.ErrNoAnswer, "no stream was opened")
-	assert.ErrorContains(t, err, "no answer for "+idle.String())
-	assert.GreaterOrEqual(t, took, idle, "given up before the idle timeout")
+	for _, c := range []struct{ given, idle time.Duration }{
+		{reflector.MinWatchIdleTimeout, reflector.MinWatchIdleTimeout},
+		// 90 meant as seconds: a watchdog under a round trip would give
+		// up every watch before its answer.
+		{90, reflector.MinWatchIdleTimeout},
+	} {
+		lw, err := reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{}, reflector.WithWatchIdleTimeout(c.given))
+		require.NoError(t, err)
+		start := time.Now()
+		_, err = lw.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: "1"})
+		took := time.Since(start)
+		assert.ErrorIs(t, err, reflector.ErrStalled)
+		assert.ErrorIs(t, err, reflector.ErrNoAnswer, "no stream was opened")
+		assert.ErrorContains(t, err, "no answer for "+c.idle.String())
+		assert.GreaterOrEqual(t, took, c.idle, "given up before the idle timeout (WithWatchIdleTimeout(%s))", c.given)
+	}
 }
 
 // A page that runs out of WithListTimeout says so, as a deadline, whether

@@ -52,10 +52,21 @@ func WithListTimeout(d time.Duration) HTTPOption {
 // etcd's default flags: a BOOKMARK at 61, 122 and 181 s on a watch of an
 // empty namespace's config maps); the default is 90 seconds, and a shorter
 // one reopens the watch of a quiet resource every d. 0 (or less) turns the
-// watchdog off.
+// watchdog off. A d under MinWatchIdleTimeout is raised to it: the
+// watchdog also bounds the wait for a watch request's answer, and one
+// shorter than a round trip would give up every watch before it opened,
+// leaving the cache at its first list (WithWatchIdleTimeout(90) is 90 ns).
 func WithWatchIdleTimeout(d time.Duration) HTTPOption {
-	return func(o *httpOptions) { o.idleTimeout = max(d, 0) }
+	return func(o *httpOptions) {
+		o.idleTimeout = 0
+		if d > 0 {
+			o.idleTimeout = max(d, MinWatchIdleTimeout)
+		}
+	}
 }
+
+// MinWatchIdleTimeout is the least WithWatchIdleTimeout taken.
+const MinWatchIdleTimeout = time.Second
 
 // WithMaxFrameBytes bounds one watch event; the default is 64 MiB. It bounds
 // the bytes read, not what they decode to: a list of empty objects is the

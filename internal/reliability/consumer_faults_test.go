@@ -145,7 +145,7 @@ func TestRow24StreamingListWithoutItsEnd(t *testing.T) {
 		// timeout...
 		{"end bookmark missing, stream ends", noBookmarks, idleTimeout, time.Second},
 		// ... or goes quiet until the watchdog gives up on it.
-		{"end bookmark missing, stream goes quiet", noBookmarks, 300 * time.Millisecond, time.Minute},
+		{"end bookmark missing, stream goes quiet", noBookmarks, reflector.MinWatchIdleTimeout, time.Minute},
 		// The server ignores sendInitialEvents: no initial events, just
 		// live ones and periodic plain bookmarks.
 		{"server ignores sendInitialEvents", func(q map[string][]string) {

@@ -39,7 +39,7 @@ func hostPort(url string) string { return url[strings.Index(url, "//")+2:] }
 // has no such watchdog: it stays stale until the server's timeout.
 func TestRow17SilentStreamReopenedByWatchdog(t *testing.T) {
 	t.Parallel()
-	const idle = 500 * time.Millisecond // five bookmark intervals
+	const idle = reflector.MinWatchIdleTimeout // ten bookmark intervals
 	for _, mode := range []listMode{listThenWatch, autoMode} {
 		name := map[listMode]string{listThenWatch: "list-watch", autoMode: "streaming"}[mode]
 		t.Run(name, func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestRow17SilentStreamReopenedByWatchdog(t *testing.T) {
 // idle timeout too, and sent again.
 func TestRow17WatchRequestWithoutAnswer(t *testing.T) {
 	t.Parallel()
-	const idle = 500 * time.Millisecond
+	const idle = reflector.MinWatchIdleTimeout
 	s := newServer(t)
 	log := logRequests(s)
 	wr := newWriter(t, s)
@@ -137,7 +137,7 @@ func TestRow17WatchRequestWithoutAnswer(t *testing.T) {
 // connection and resumed without a relist.
 func TestRow18HalfOpenConnection(t *testing.T) {
 	t.Parallel()
-	const readIdle, pingTimeout, idle = reflector.MinHTTP2PingInterval, reflector.MinHTTP2PingInterval, 600 * time.Millisecond
+	const readIdle, pingTimeout, idle = reflector.MinHTTP2PingInterval, reflector.MinHTTP2PingInterval, reflector.MinWatchIdleTimeout
 	for _, c := range []struct {
 		name  string
 		http2 bool

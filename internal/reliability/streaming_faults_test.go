@@ -514,7 +514,7 @@ func TestStreamingHold(t *testing.T) {
 				t.Cleanup(gate.Release)
 				s.Inject(onWatch, apisim.Hold(gate), 1)
 				w := startWatcher(t, s, "pods", setup{mode: m.mode, noWait: true,
-					http: []reflector.HTTPOption{reflector.WithWatchIdleTimeout(500 * time.Millisecond)}})
+					http: []reflector.HTTPOption{reflector.WithWatchIdleTimeout(reflector.MinWatchIdleTimeout)}})
 				w.monitorRV()
 				waitEntered(t, gate)
 				wr.touch("default", "p1")
