@@ -29,7 +29,9 @@
 // A Factory shares one informer per Go type and Target (resource, kind,
 // namespace and selectors) among everyone who asks, talks to the apiserver
 // over HTTP with the reflector package's ListerWatcher, gives every cache
-// the namespace index, and can wait for all of its caches to sync.
+// the namespace index, and can wait for all of its caches to sync. An
+// informer runs until the context of the Start that ran it ends; after
+// that, For makes a new one in its place for the next Start.
 // WaitForSync waits for any informers and handler registrations, a
 // Factory's or not, and says why those that did not sync did not.
 package informer

@@ -52,8 +52,13 @@ type runner interface {
 type entry struct {
 	informer runner
 	cancel   context.CancelFunc // set once started
+	ctx      context.Context    // the informer's run, once started
 	nilStart bool               // a Start with a nil context did not start it
 }
+
+// ended says whether the entry's informer was started and its Start's
+// context has ended: it has stopped, or is stopping, for good.
+func (e *entry) ended() bool { return e.ctx != nil && e.ctx.Err() != nil }
 
 type factoryKey struct {
 	typ    reflect.Type
@@ -101,7 +106,10 @@ var ErrShutdown = errors.New("informer factory shut down")
 // type of your own with target.Resource and target.Kind set. Targets that
 // differ only in what may be left out for a k8s.io/api type (its Resource,
 // its Kind) share one informer. Informers created after Start run at the
-// next Start.
+// next Start. An informer whose Start's context ended has stopped for
+// good: For then makes a new one in its place, which the next Start runs.
+// Whoever holds the old one holds a stopped informer (its handlers are
+// told nothing more), and asks For again.
 //
 // Each informer's cache has the namespace index ([indexer.NamespaceIndex]),
 // as client-go's factories give theirs: Lister().ByNamespace and
@@ -126,8 +134,9 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if e, ok := f.informers[key]; ok {
-		return e.informer.(*SharedIndexInformer[T]), nil // made meanwhile; lw is not used
+	old, ok := f.informers[key]
+	if ok && (!old.ended() || f.shutdown) {
+		return old.informer.(*SharedIndexInformer[T]), nil // made meanwhile; lw is not used
 	}
 	if f.shutdown {
 		return nil, ErrShutdown
@@ -164,16 +173,21 @@ func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexI
 	inf := New[T](lw, opts...)
 	e := &entry{informer: inf}
 	f.informers[key] = e
-	f.order = append(f.order, e)
+	if i := slices.Index(f.order, old); old != nil && i >= 0 {
+		f.order[i] = e // in place of the one that stopped for good
+	} else {
+		f.order = append(f.order, e)
+	}
 	return inf, nil
 }
 
-// existing returns the informer of key if the Factory has it, or
+// existing returns the informer of key if the Factory has it and it has
+// not ended (or the Factory is shut down: it makes no new one), or
 // ErrShutdown if it will make no more.
 func (f *Factory) existing(key factoryKey) (informer any, _ error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if e, ok := f.informers[key]; ok {
+	if e, ok := f.informers[key]; ok && (!e.ended() || f.shutdown) {
 		return e.informer, nil
 	}
 	if f.shutdown {
@@ -299,9 +313,10 @@ func describe(gvr schema.GroupVersionResource, t reflector.Target) string {
 	return b.String()
 }
 
-// Start runs every informer created so far that is not running yet, each
-// on its own goroutines, until ctx ends or Shutdown. Call it again to start
-// informers created since. A nil ctx, or a nil Factory, starts nothing (an
+// Start runs every informer created so far that it has not started yet,
+// each on its own goroutines, until ctx ends or Shutdown. Call it again to
+// start informers created since. An informer whose context ended is not
+// run again: For makes a new one in its place. A nil ctx, or a nil Factory, starts nothing (an
 // error is logged).
 func (f *Factory) Start(ctx context.Context) {
 	if f == nil {
@@ -329,7 +344,7 @@ func (f *Factory) Start(ctx context.Context) {
 			continue
 		}
 		ictx, cancel := context.WithCancel(ctx)
-		e.cancel = cancel
+		e.cancel, e.ctx = cancel, ictx
 		f.wg.Go(func() {
 			// A Run that returns ErrStarted leaves the informer running
 			// elsewhere: its Stopped channel tells when that one stops.

@@ -156,6 +156,66 @@ func TestSecondStartStartsOnlyNewInformers(t *testing.T) {
 	})
 }
 
+// An informer whose Start's context ended has stopped for good. For then
+// makes a new one in its place, which the next Start runs: the Factory
+// handed out the stopped one, which Start never ran again, and
+// WaitForCacheSync said nil (it had synced once) over a cache frozen for
+// ever.
+func TestForReplacesAnInformerWhoseStartEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pods := listwatchtest.NewSource[*corev1.Pod]()
+		_, err := pods.Create(pod("a", "p1"))
+		require.NoError(t, err)
+		f, err := informer.NewFactory(nil, informer.WithListerWatcherFor(pods.For))
+		require.NoError(t, err)
+		defer f.Shutdown()
+		first, err := informer.For[*corev1.Pod](f, reflector.Target{})
+		require.NoError(t, err)
+		ctx1, stop1 := context.WithCancel(t.Context())
+		f.Start(ctx1)
+		require.NoError(t, f.WaitForCacheSync(ctx1))
+		again, err := informer.For[*corev1.Pod](f, reflector.Target{})
+		require.NoError(t, err)
+		assert.Same(t, first, again, "a running informer is shared")
+		stop1()
+
+		second, err := informer.For[*corev1.Pod](f, reflector.Target{})
+		require.NoError(t, err)
+		assert.NotSame(t, first, second, "the stopped informer handed out again")
+		seen := make(chan string, 10)
+		second.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{AddFunc: func(p *corev1.Pod, _ bool) { seen <- p.Name }})
+		ctx2, stop2 := context.WithCancel(t.Context())
+		defer stop2()
+		f.Start(ctx2)
+		require.NoError(t, f.WaitForCacheSync(ctx2))
+		_, err = pods.Create(pod("a", "p2"))
+		require.NoError(t, err)
+		synctest.Wait()
+		_, ok := second.Lister().Get("a", "p2")
+		assert.True(t, ok, "p2 not in the new informer's cache")
+		assert.ElementsMatch(t, []string{"p1", "p2"}, drain(seen))
+		<-first.Stopped()
+		_, ok = first.Lister().Get("a", "p2")
+		assert.False(t, ok, "the first informer stays stopped")
+		same, err := informer.For[*corev1.Pod](f, reflector.Target{})
+		require.NoError(t, err)
+		assert.Same(t, second, same)
+	})
+}
+
+// drain returns what ch holds now.
+func drain[V any](ch chan V) []V {
+	var out []V
+	for {
+		select {
+		case v := <-ch:
+			out = append(out, v)
+		default:
+			return out
+		}
+	}
+}
+
 func TestFactoryListerWatcherForUnstructuredNeedsAResource(t *testing.T) {
 	f, err := informer.NewFactory(nil, informer.WithListerWatcher[*unstructured.Unstructured](listwatchtest.NewSource[*unstructured.Unstructured]()))
 	require.NoError(t, err)
