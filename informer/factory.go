@@ -84,8 +84,12 @@ func NewFactory(cfg *reflector.Config, opts ...FactoryOption) (*Factory, error) 
 		return nil, fmt.Errorf("informer factory: WithListMode(%d): not reflector.Auto, ListWatch or WatchList", int(o.mode))
 	}
 	f := &Factory{opt: o, informers: map[factoryKey]*entry{}}
-	if cfg == nil && len(o.listerWatchers) > 0 {
+	switch {
+	case cfg == nil && len(o.listerWatchers) > 0:
 		return f, nil
+	case cfg == nil:
+		return nil, errors.New("informer factory: nil Config: pass one (reflector.LoadKubeconfig, reflector.InClusterConfig), " +
+			"or give the types a ListerWatcher of their own (WithListerWatcher, WithListerWatcherFor), as in a unit test")
 	}
 	client, err := reflector.NewClient(cfg, reflector.WithClientLogger(o.logger))
 	if err != nil {
@@ -386,7 +390,7 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	waits := make([]waiting, len(started))
 	for i, e := range started {
 		inf := e.informer
-		waits[i] = waiting{name: inf.Name(), synced: inf.Synced(), stopped: inf.Stopped(), lastError: inf.LastError}
+		waits[i] = waiting{name: inf.Name(), synced: inf.Synced(), stopped: inf.Stopped(), lastError: inf.LastError, informer: true}
 	}
 	errs = append(errs, waitAll(ctx, waits)...)
 	if len(errs) > 0 {

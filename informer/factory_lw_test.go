@@ -70,7 +70,8 @@ func TestFactoryWithListerWatchers(t *testing.T) {
 
 func TestFactoryWithoutConfigOrListerWatchers(t *testing.T) {
 	_, err := informer.NewFactory(nil)
-	assert.ErrorContains(t, err, "nil Config")
+	assert.ErrorContains(t, err, "informer factory: nil Config")
+	assert.ErrorContains(t, err, "WithListerWatcher", "the way to do without one")
 }
 
 // A list mode that is none of reflector's is NewFactory's error, not a

@@ -362,7 +362,7 @@ func (s *SharedIndexInformer[T]) AddEventHandler(h processor.Handler[T], opts ..
 		default: // already signalled
 		}
 	}
-	return &Registration[T]{listener: l, name: s.name + ", " + l.Name()}
+	return &Registration[T]{listener: l, name: s.name + ", " + l.Name(), informer: s}
 }
 
 // RemoveEventHandler stops delivering to the handler of reg and returns at
@@ -385,6 +385,20 @@ func (s *SharedIndexInformer[T]) RemoveEventHandler(reg *Registration[T]) {
 type Registration[T metav1.Object] struct {
 	listener *processor.Listener[T]
 	name     string
+	informer *SharedIndexInformer[T]
+}
+
+// informerError is why the registration's informer has not synced, for
+// WaitForSync: its last list or watch error; nil once it has synced (the
+// handler is then still at the first list), or without one.
+func (r *Registration[T]) informerError() error {
+	if r.informer == nil || r.informer.HasSynced() {
+		return nil
+	}
+	if err := r.informer.LastError(); err != nil {
+		return fmt.Errorf("its informer has not synced: %w", err)
+	}
+	return nil
 }
 
 // Name returns what errors call the registration: its informer's name and

@@ -19,8 +19,9 @@ type Syncer interface {
 // is client-go's cache.WaitForCacheSync for caches of any types and their
 // handlers. It returns nil once all have synced. Otherwise its error names
 // each that did not, and why, as Factory.WaitForCacheSync's does: an
-// informer's last list or watch error, or a registration stopped (its
-// handler removed, or its informer stopped) before it synced. Once ctx has
+// informer's last list or watch error (a registration's too, while its
+// informer has not synced), or a registration stopped (its handler
+// removed, or its informer stopped) before it synced. Once ctx has
 // ended, errors.Is finds ctx's error in an informer's reason too, whether
 // it was still retrying or had stopped.
 //
@@ -48,8 +49,11 @@ func WaitForSync(ctx context.Context, syncers ...Syncer) error {
 		if st, ok := s.(interface{ Stopped() <-chan struct{} }); ok {
 			w.stopped = st.Stopped()
 		}
-		if le, ok := s.(interface{ LastError() error }); ok {
-			w.lastError = le.LastError
+		switch s := s.(type) {
+		case interface{ LastError() error }: // an informer
+			w.lastError, w.informer = s.LastError, true
+		case interface{ informerError() error }: // a registration
+			w.lastError = s.informerError
 		}
 		waits[i] = w
 	}
@@ -66,6 +70,7 @@ type waiting struct {
 	synced    <-chan struct{}
 	stopped   <-chan struct{} // closed if it will not sync now; nil if it cannot tell
 	lastError func() error    // why it has not synced, if it knows; or nil
+	informer  bool            // an informer: without a last error, it is still listing
 }
 
 // waitAll waits until each of ws has synced or stopped, or ctx ends, and
@@ -99,11 +104,11 @@ func waitAll(ctx context.Context, ws []waiting) []error {
 			// errors.Is must find whichever came first.
 			reason = fmt.Errorf("%w (stopped: %w)", reason, ctx.Err())
 		case reason != nil:
-		case stopped && ctx.Err() != nil && w.lastError != nil: // an informer
+		case stopped && ctx.Err() != nil && w.informer:
 			reason = fmt.Errorf("stopped before it synced: %w", ctx.Err())
 		case stopped:
 			reason = errors.New("stopped before it synced")
-		case w.lastError != nil: // an informer
+		case w.informer:
 			reason = fmt.Errorf("still listing: %w", ctx.Err())
 		default:
 			reason = fmt.Errorf("not synced yet: %w", ctx.Err())

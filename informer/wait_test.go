@@ -45,6 +45,9 @@ func TestWaitForSyncSaysWhy(t *testing.T) {
 		failing := informer.New[*corev1.Pod](src, informer.WithName[*corev1.Pod]("pods in ns"),
 			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.WatchList)))
 		require.NoError(t, failing.SetWatchErrorHandler(func(error) {})) // WaitForSync says it
+		// A handler of it: waiting for the registration alone, as for
+		// client-go's reg.HasSynced, must say why as well.
+		ofFailing := failing.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{})
 		defer start(t, failing)()
 
 		other := newSource()
@@ -59,14 +62,18 @@ func TestWaitForSyncSaysWhy(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 		defer cancel()
-		err := informer.WaitForSync(ctx, failing, synced, slow, removed)
+		err := informer.WaitForSync(ctx, failing, ofFailing, synced, slow, removed)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, denied, "an informer's reason is its last error")
 		assert.ErrorIs(t, err, context.DeadlineExceeded, "a handler still busy is waited for until ctx ends")
 		assert.Equal(t, "caches not synced: "+
 			"pods in ns: listing pods in ns (streaming): 403 Forbidden (still retrying: context deadline exceeded)\n"+
+			"pods in ns, listener 1 (processor.HandlerFuncs[*k8s.io/api/core/v1.Pod]): its informer has not synced: "+
+			"listing pods in ns (streaming): 403 Forbidden (still retrying: context deadline exceeded)\n"+
 			"pods, listener 1 (processor.HandlerFuncs[*k8s.io/api/core/v1.Pod]): not synced yet: context deadline exceeded\n"+
 			"pods, listener 2 (processor.HandlerFuncs[*k8s.io/api/core/v1.Pod]): stopped before it synced", err.Error())
+		err = informer.WaitForSync(ctx, ofFailing)
+		assert.ErrorIs(t, err, denied, "a registration's reason is its informer's last error")
 	})
 }
 
