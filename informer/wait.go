@@ -103,6 +103,8 @@ func waitAll(ctx context.Context, ws []waiting) []error {
 			// Start and to the wait (a program stopping), which
 			// errors.Is must find whichever came first.
 			reason = fmt.Errorf("%w (stopped: %w)", reason, ctx.Err())
+		case reason != nil && stopped:
+			reason = fmt.Errorf("%w (stopped before it synced)", reason)
 		case reason != nil:
 		case stopped && ctx.Err() != nil && w.informer:
 			reason = fmt.Errorf("stopped before it synced: %w", ctx.Err())

@@ -202,7 +202,7 @@ func TestWaitForSyncStopsWaitingForAStoppedInformer(t *testing.T) {
 		broken := informer.New[*corev1.Pod](nil, informer.WithName[*corev1.Pod]("nothing"))
 		require.Error(t, broken.Run(t.Context()))
 		err = informer.WaitForSync(t.Context(), broken)
-		assert.EqualError(t, err, "caches not synced: nothing: informer: the ListerWatcher is nil")
+		assert.EqualError(t, err, "caches not synced: nothing: informer: the ListerWatcher is nil (stopped before it synced)")
 	})
 }
 
