@@ -39,8 +39,9 @@ type Object interface {
 type Target struct {
 	// Resource is the group, version and resource (plural) to watch. It
 	// may be left empty for k8s.io/api types, whose resource is known from
-	// the Go type; it is required for unstructured and metadata objects and
-	// for types of your own.
+	// the Go type, and must then be in the type's group and version; it is
+	// required for unstructured and metadata objects and for types of your
+	// own.
 	Resource schema.GroupVersionResource
 	// Kind is the kind of the objects, such as "Widget". For unstructured
 	// objects it is optional: with it, objects of another kind are
@@ -125,6 +126,11 @@ func NewListerWatcher[T Object](c *Client, target Target, opts ...HTTPOption) (*
 	}
 	if err := checkPathSegments(lw.gvr, target.Namespace); err != nil {
 		return nil, err
+	}
+	if gvk, _, err := kinds.Of[T](); err == nil && lw.gvr.GroupVersion() != gvk.GroupVersion() {
+		// Every object it serves would be refused, being of another
+		// group or version than T: a cache that never syncs.
+		return nil, fmt.Errorf("Target.Resource %s is not in the group and version of %v, %s", describeGVR(lw.gvr), reflect.TypeFor[T](), gvk.GroupVersion())
 	}
 	if target.LabelSelector != "" {
 		lw.query.Set("labelSelector", target.LabelSelector)
@@ -464,4 +470,10 @@ func (lw *HTTPListerWatcher[T]) hint(err error) error {
 		return fmt.Errorf("%w (is %s cluster-scoped? Target.Namespace must then be empty. Or %s)", err, what, served)
 	}
 	return fmt.Errorf("%w (%s)", err, served)
+}
+
+// describeGVR spells gvr as "deployments.v1.apps" does, the core group's as
+// "pods.v1".
+func describeGVR(gvr schema.GroupVersionResource) string {
+	return strings.TrimSuffix(gvr.Resource+"."+gvr.Version+"."+gvr.Group, ".")
 }

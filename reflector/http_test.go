@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -390,6 +391,21 @@ func TestTargetKindMustBeTheTypes(t *testing.T) {
 		Resource: corev1.SchemeGroupVersion.WithResource("pods")})
 	assert.ErrorContains(t, err, `Target.Kind "ConfigMap"`)
 	_, err = reflector.NewListerWatcher[*corev1.Pod](client, reflector.Target{Kind: "Pod"})
+	assert.NoError(t, err)
+}
+
+// A Resource of another group or version than T's is refused: every object
+// it serves would be refused as of the wrong kind, and the cache would
+// never sync. Another resource of T's group and version is taken (the
+// resource found from the type is a guess from its kind).
+func TestTargetResourceMustBeInTheTypesGroupVersion(t *testing.T) {
+	client, err := reflector.NewClient(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	_, err = reflector.NewListerWatcher[*appsv1.Deployment](client, reflector.Target{Resource: corev1.SchemeGroupVersion.WithResource("pods")})
+	assert.EqualError(t, err, "Target.Resource pods.v1 is not in the group and version of *v1.Deployment, apps/v1")
+	_, err = reflector.NewListerWatcher[*appsv1.Deployment](client, reflector.Target{Resource: appsv1.SchemeGroupVersion.WithResource("deployments")})
+	assert.NoError(t, err)
+	_, err = reflector.NewListerWatcher[*appsv1.Deployment](client, reflector.Target{Resource: appsv1.SchemeGroupVersion.WithResource("deploys")})
 	assert.NoError(t, err)
 }
 
