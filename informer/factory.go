@@ -287,18 +287,36 @@ func canonical[T reflector.Object](t reflector.Target) reflector.Target {
 }
 
 // ForResource returns the factory's informer for a custom resource (or any
-// resource) as unstructured objects, decoded from JSON.
+// resource) as unstructured objects, decoded from JSON. target.Resource may
+// be left empty; one other than gvr is an error.
 func ForResource(f *Factory, gvr schema.GroupVersionResource, target reflector.Target) (*SharedIndexInformer[*unstructured.Unstructured], error) {
-	target.Resource = gvr
+	if err := withResource(&target, gvr); err != nil {
+		return nil, err
+	}
 	return For[*unstructured.Unstructured](f, target)
 }
 
 // ForMetadata returns the factory's informer for the metadata only of a
 // resource's objects: the server sends PartialObjectMetadata, which is much
-// smaller to decode and keep than whole objects.
+// smaller to decode and keep than whole objects. target.Resource may be
+// left empty; one other than gvr is an error.
 func ForMetadata(f *Factory, gvr schema.GroupVersionResource, target reflector.Target) (*SharedIndexInformer[*metav1.PartialObjectMetadata], error) {
-	target.Resource = gvr
+	if err := withResource(&target, gvr); err != nil {
+		return nil, err
+	}
 	return For[*metav1.PartialObjectMetadata](f, target)
+}
+
+// withResource sets target's Resource to gvr, unless it names another.
+func withResource(target *reflector.Target, gvr schema.GroupVersionResource) error {
+	if target.Resource != (schema.GroupVersionResource{}) && target.Resource != gvr {
+		spell := func(gvr schema.GroupVersionResource) string { // as kubectl does: deployments.v1.apps
+			return strings.TrimSuffix(gvr.Resource+"."+gvr.Version+"."+gvr.Group, ".")
+		}
+		return fmt.Errorf("informer factory: an informer of %s given a Target of %s", spell(gvr), spell(target.Resource))
+	}
+	target.Resource = gvr
+	return nil
 }
 
 // describe names an informer in errors: `pods in "default" (app=web)`.

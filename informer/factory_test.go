@@ -306,6 +306,23 @@ func TestFactoryMetadataOnly(t *testing.T) {
 	assert.NotEmpty(t, got.Labels)
 }
 
+// ForResource and ForMetadata take their resource from gvr: a Target that
+// names another is refused, where it was overwritten without a word.
+func TestForResourceRefusesATargetOfAnotherResource(t *testing.T) {
+	f, err := informer.NewFactory(&reflector.Config{Host: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	defer f.Shutdown()
+	pods, secrets := corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithResource("secrets")
+	_, err = informer.ForResource(f, pods, reflector.Target{Resource: secrets})
+	assert.EqualError(t, err, "informer factory: an informer of pods.v1 given a Target of secrets.v1")
+	_, err = informer.ForMetadata(f, pods, reflector.Target{Resource: secrets})
+	assert.EqualError(t, err, "informer factory: an informer of pods.v1 given a Target of secrets.v1")
+	_, err = informer.ForResource(f, pods, reflector.Target{Resource: pods})
+	assert.NoError(t, err)
+	_, err = informer.ForMetadata(f, pods, reflector.Target{})
+	assert.NoError(t, err)
+}
+
 func TestFactoryReflectorSettings(t *testing.T) {
 	s := startSim(t)
 	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
