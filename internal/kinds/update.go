@@ -61,3 +61,37 @@ var conditionalOnly = map[schema.GroupResource]bool{
 var conditionalSince = map[schema.GroupResource][]string{
 	{Group: "resource.k8s.io", Resource: "devicetaintrules"}: {"v1alpha3", "v1beta2"},
 }
+
+// CreateOnUpdate reports whether kube-apiserver creates the object of the
+// resource gr that an update names when none is stored, where other
+// resources answer 404 NotFound: whether its strategy's
+// AllowCreateOnUpdate is true (k8s.io/kubernetes v1.37
+// pkg/registry/*/*/strategy.go). The generic store then creates it as a
+// POST would, whatever resourceVersion the request names (201 Created),
+// before it asks for a resourceVersion where ConditionalUpdateOnly
+// requires one: an update of a missing Lease without one creates it too.
+// A UID in the request is a precondition that the missing object fails
+// (409 Conflict). A Service's status strategy inherits the Service
+// strategy's answer, so a PUT to the /status of a missing Service creates
+// it as well. Custom resources (apiextensions-apiserver's
+// customResourceStrategy), CustomResourceDefinitions and APIServices
+// answer false.
+func CreateOnUpdate(gr schema.GroupResource) bool { return createOnUpdate[gr] }
+
+// createOnUpdate are the resources whose strategy's AllowCreateOnUpdate is
+// true. events.k8s.io serves Events from the storage of core Events, and
+// so with its strategy.
+var createOnUpdate = map[schema.GroupResource]bool{
+	{Resource: "services"}:                                                true,
+	{Resource: "endpoints"}:                                               true,
+	{Resource: "events"}:                                                  true,
+	{Resource: "limitranges"}:                                             true,
+	{Group: "events.k8s.io", Resource: "events"}:                          true,
+	{Group: "coordination.k8s.io", Resource: "leases"}:                    true,
+	{Group: "coordination.k8s.io", Resource: "leasecandidates"}:           true,
+	{Group: "rbac.authorization.k8s.io", Resource: "roles"}:               true,
+	{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}:        true,
+	{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}:        true,
+	{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}: true,
+	{Group: "node.k8s.io", Resource: "runtimeclasses"}:                    true,
+}

@@ -20,3 +20,22 @@ func TestConditionalUpdateOnly(t *testing.T) {
 		assert.Equal(t, want, ConditionalUpdateOnly(gvr), gvr.String())
 	}
 }
+
+func TestCreateOnUpdate(t *testing.T) {
+	for gr, want := range map[schema.GroupResource]bool{
+		{Resource: "services"}:                                                 true,
+		{Resource: "endpoints"}:                                                true,
+		{Resource: "events"}:                                                   true,
+		{Group: "events.k8s.io", Resource: "events"}:                           true,
+		{Group: "coordination.k8s.io", Resource: "leases"}:                     true,
+		{Group: "rbac.authorization.k8s.io", Resource: "roles"}:                true,
+		{Group: "node.k8s.io", Resource: "runtimeclasses"}:                     true,
+		{Resource: "pods"}:                                                     false,
+		{Resource: "configmaps"}:                                               false,
+		{Group: "apps", Resource: "deployments"}:                               false,
+		{Group: "example.com", Resource: "widgets"}:                            false,
+		{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: false,
+	} {
+		assert.Equal(t, want, CreateOnUpdate(gr), gr.String())
+	}
+}
