@@ -45,9 +45,15 @@ func (o Objects[T]) Create(obj T) (T, error) {
 // Conflict status error (apierrors.IsConflict); without one it replaces
 // whatever is stored, even for the resources whose PUT must name one
 // (custom resources, leases).
-// NotFound when the object does not exist.
+// NotFound when the object does not exist, but for the resources
+// kube-apiserver creates on an update (services, endpoints, events,
+// leases, RBAC roles and bindings, ...: kinds.CreateOnUpdate): it creates
+// the object as Create does, and watchers get it as ADDED.
 func (o Objects[T]) Update(obj T) (T, error) {
-	return o.write(func(c *collection) (*version, error) { return o.s.update(c, obj, "", writeWhole) })
+	return o.write(func(c *collection) (*version, error) {
+		v, _, err := o.s.update(c, obj, "", writeWhole)
+		return v, err
+	})
 }
 
 // Delete removes an object (namespace "" for cluster-scoped resources) and

@@ -61,7 +61,14 @@
 // Status errors; so does a PUT without metadata.resourceVersion (or with
 // "0") to a custom resource or to a kind whose strategy refuses
 // unconditional updates (leases, poddisruptionbudgets, ...): 422 Invalid,
-// "must be specified for an update". A PUT keeps the stored deletion marks
+// "must be specified for an update". A PUT of a missing object is 404
+// NotFound, but for the kinds whose strategy allows create on update
+// (services, endpoints, events, limitranges, leases, leasecandidates, the
+// RBAC roles and bindings, runtimeclasses: kinds.CreateOnUpdate; a
+// Service's /status too, whose strategy inherits it): it creates the
+// object as a POST does, whatever resourceVersion it names (a Lease's
+// none), and answers 201 Created; a uid in it is then 409 Conflict, the
+// precondition the missing object fails. A PUT keeps the stored deletion marks
 // and answers 422 to one that sets them (only a delete does), changes the
 // grace period, or adds a finalizer to an object being deleted.
 //

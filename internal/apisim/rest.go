@@ -304,7 +304,10 @@ func (s *Server) serveWrite(w http.ResponseWriter, r *http.Request, req request)
 		case "approval":
 			kind = writePutApproval
 		}
-		v, err = s.update(req.c, obj, req.namespace, kind)
+		var created bool
+		if v, created, err = s.update(req.c, obj, req.namespace, kind); created {
+			code = http.StatusCreated
+		}
 	}
 	if err != nil {
 		writeStatus(w, r, err, errorFormat(r))

@@ -90,6 +90,15 @@ func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*versi
 	if c.store.current(objectKey(m.GetNamespace(), m.GetName())) != nil {
 		return nil, apierrors.NewAlreadyExists(c.res.GroupResource(), m.GetName())
 	}
+	return s.insert(c, obj)
+}
+
+// insert stamps obj, a new object in the stored form, as a create stamps
+// it (uid, creationTimestamp unless it has one, generation 1, the next
+// resourceVersion, no deletion marks) and stores it: watchers get it as
+// ADDED. No object of its name is stored. The caller holds s.mu.
+func (s *Server) insert(c *collection, obj runtime.Object) (*version, error) {
+	m, _ := meta.Accessor(obj)
 	rv := s.rv + 1
 	uid := newUID()
 	if s.opts.derivedUIDs {
@@ -120,7 +129,19 @@ func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*versi
 // (collection.conditionalOnly): 422 Invalid. An update that changes
 // nothing writes nothing and returns the current version, as
 // kube-apiserver does; one of the status alone never moves the generation.
-func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind writeKind) (*version, error) {
+//
+// Of a missing object, update is NotFound, but for the resources
+// kube-apiserver creates on an update (kinds.CreateOnUpdate): it creates
+// the object as create does, whatever resourceVersion it names, and
+// reports created. A uid in the request is then a precondition that the
+// missing object fails: 409 Conflict, as the generic store's
+// GuaranteedUpdate checks it against the empty object first.
+func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind writeKind) (v *version, created bool, err error) {
+	v, err = s.updateOrCreate(c, in, pathNS, kind, &created)
+	return v, created, err
+}
+
+func (s *Server) updateOrCreate(c *collection, in runtime.Object, pathNS string, kind writeKind, created *bool) (*version, error) {
 	// The strategy sees the request as sent (an empty list is not an
 	// absent one), the rest of the update the object as stored.
 	obj, err := c.sent(in)
@@ -134,8 +155,13 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := c.store.current(objectKey(m.GetNamespace(), m.GetName()))
-	if cur == nil {
+	createOnUpdate := cur == nil && kinds.CreateOnUpdate(c.res.GroupResource())
+	switch {
+	case cur == nil && !createOnUpdate:
 		return nil, apierrors.NewNotFound(c.res.GroupResource(), m.GetName())
+	case createOnUpdate && m.GetUID() != "":
+		return nil, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: ", m.GetUID()))
 	}
 	// "0" is no resourceVersion, as the storage's versioner parses it; one
 	// that is not a number is its parse error, which reaches the client
@@ -144,6 +170,15 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 	if err != nil {
 		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
 			Code: http.StatusInternalServerError, Message: err.Error()}}
+	}
+	if createOnUpdate {
+		// Before the generic store asks for a resourceVersion: a Lease is
+		// created without one.
+		if obj, err = c.stored(obj); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		*created = true
+		return s.insert(c, obj)
 	}
 	if want == 0 && kind != writeWhole && c.conditionalOnly {
 		// As kube-apiserver's generic store words it, naming the resource
