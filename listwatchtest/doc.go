@@ -8,7 +8,9 @@
 //
 // Writes are checked as kube-apiserver checks them: creating an object that
 // exists is AlreadyExists, updating or deleting one that does not is
-// NotFound, and updating with a resourceVersion (when one is set) that is
+// NotFound (but an Update creates it where the server does: of Services,
+// Endpoints, Events, Leases, RBAC roles and bindings and the other kinds
+// whose strategy allows create on update), and updating with a resourceVersion (when one is set) that is
 // not the stored one is a Conflict; the errors are apimachinery's, so
 // apierrors.IsNotFound and its friends work on them. Each write gives the
 // object a new resourceVersion, one counter for the whole Source as in

@@ -270,3 +270,59 @@ func TestUpdateWithoutResourceVersionOfNewerKinds(t *testing.T) {
 	_, err = dtrs.Update(d)
 	assert.True(t, apierrors.IsInvalid(err), "resource.k8s.io/v1 devicetaintrules without a resourceVersion: got %v", err)
 }
+
+// kube-apiserver's generic store creates the object of an update when none
+// is stored and the strategy's AllowCreateOnUpdate is true (Leases,
+// Services, Events, RBAC, ...): 201 Created, stamped as a create stamps
+// it, whatever resourceVersion the request names, before it asks for one
+// (an unconditional PUT of a missing Lease creates it, where one of a
+// stored Lease is 422). A uid in the request is a precondition that the
+// missing object fails: 409. A Service's status strategy inherits its
+// create on update. Other kinds stay NotFound. A Source answered
+// NotFound to them all.
+func TestUpdateCreatesWhereTheServerDoes(t *testing.T) {
+	leases := listwatchtest.NewSource[*coordinationv1.Lease]()
+	w, err := leases.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: leases.ResourceVersion()})
+	require.NoError(t, err)
+	defer w.Close()
+	for _, rv := range []string{"", "12345"} {
+		name := "l" + rv
+		got, err := leases.Update(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}})
+		require.NoError(t, err, "resourceVersion %q", rv)
+		assert.NotEmpty(t, got.UID, rv)
+		assert.False(t, got.CreationTimestamp.IsZero(), rv)
+		assert.Equal(t, int64(1), got.Generation, rv)
+		assert.Equal(t, leases.ResourceVersion(), got.ResourceVersion, rv)
+		ev, err := w.Next()
+		require.NoError(t, err)
+		assert.Equal(t, reflector.Added, ev.Type, rv)
+		assert.Equal(t, got, ev.Object, rv)
+	}
+	_, err = leases.Update(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "l"}})
+	assert.True(t, apierrors.IsInvalid(err), "a stored Lease still needs a resourceVersion: %v", err)
+
+	_, err = leases.Update(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u", UID: "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f"}})
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+	_, ok := leases.Get("ns", "u")
+	assert.False(t, ok)
+
+	services := listwatchtest.NewSource[*corev1.Service]()
+	svc, err := services.UpdateStatus(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}})
+	require.NoError(t, err, "a Service's status strategy creates on update too")
+	assert.NotEmpty(t, svc.UID)
+
+	roles := listwatchtest.NewSource[*unstructured.Unstructured](listwatchtest.WithResource(
+		schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"}, "Role"))
+	role := &unstructured.Unstructured{}
+	role.SetAPIVersion("rbac.authorization.k8s.io/v1")
+	role.SetKind("Role")
+	role.SetNamespace("ns")
+	role.SetName("r")
+	_, err = roles.Update(role)
+	require.NoError(t, err, "an Unstructured of a resource that creates on update")
+
+	_, err = listwatchtest.NewSource[*corev1.Pod]().Update(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}})
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	_, err = listwatchtest.NewSource[*unstructured.Unstructured]().Update(newWidget("w"))
+	assert.True(t, apierrors.IsNotFound(err), "a custom resource's strategy does not create on update: %v", err)
+}

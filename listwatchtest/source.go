@@ -145,6 +145,12 @@ func (s *Source[T]) Create(obj T) (T, error) {
 	asStored(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.create(obj)
+}
+
+// create is Create's, of obj, a copy of its own. s.mu is held.
+func (s *Source[T]) create(obj T) (T, error) {
+	var zero T
 	if obj.GetName() == "" && obj.GetGenerateName() != "" {
 		// A name that is taken is made again, as kube-apiserver makes it
 		// again (RetryGenerateName): the caller gave no name to conflict.
@@ -199,6 +205,18 @@ func (s *Source[T]) Create(obj T) (T, error) {
 // if no such object exists, and one (apierrors.IsBadRequest) if obj cannot
 // be copied, as with Create.
 //
+// Of the resources kube-apiserver creates on an update of a missing
+// object (its strategy's AllowCreateOnUpdate: Services, Endpoints, Events
+// of both groups, LimitRanges, Leases, LeaseCandidates, Roles,
+// ClusterRoles, RoleBindings, ClusterRoleBindings, RuntimeClasses; not
+// custom resources), Update of a missing object creates it instead, as
+// Create does (a new UID, creationTimestamp, generation 1 and
+// resourceVersion; watchers get it as ADDED), whatever resourceVersion
+// obj names (a number, or none, even of a Lease), as the server answers
+// such a PUT with 201 Created. A UID in obj is then an error
+// (apierrors.IsConflict): the server checks it as a precondition, which
+// the missing object fails.
+//
 // The server's fields are kept, whatever obj has: the UID (an empty one
 // is the stored one; another is apierrors.IsConflict, as kube-apiserver
 // makes the UID a precondition of the write), the creationTimestamp, the
@@ -239,6 +257,9 @@ func (s *Source[T]) Update(obj T) (T, error) {
 	asStored(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if created, ok, err := s.createOnUpdate(obj); ok {
+		return created, err
+	}
 	old, err := s.replaced(obj)
 	if err != nil {
 		return zero, err
@@ -274,6 +295,36 @@ func (s *Source[T]) Update(obj T) (T, error) {
 		return deepCopy(obj), nil
 	}
 	return deepCopy(s.src.Update(obj)), nil
+}
+
+// createOnUpdate creates obj, as Create does, if no object of its name is
+// stored and the resource is one kube-apiserver creates on an update
+// (kinds.CreateOnUpdate), and reports whether it did so or failed to: as
+// the generic store's Update does, it first checks obj's UID (a
+// precondition that the missing object fails: apierrors.IsConflict) and
+// parses its resourceVersion (one that is not a number: the 500 replaced
+// gives), and then creates obj whatever number it names, before it would
+// ask for one (a Lease is created without one). s.mu is held.
+func (s *Source[T]) createOnUpdate(obj T) (T, bool, error) {
+	var zero T
+	if !kinds.CreateOnUpdate(s.resource) || obj.GetName() == "" ||
+		objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()) != nil {
+		return zero, false, nil
+	}
+	if _, ok := s.src.Get(objkey.Key(obj)); ok {
+		return zero, false, nil
+	}
+	if uid := obj.GetUID(); uid != "" {
+		return zero, true, apierrors.NewConflict(s.resource, obj.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: ", uid))
+	}
+	if _, err := strategy.WriteVersion(obj.GetResourceVersion()); err != nil {
+		return zero, true, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+			Code: http.StatusInternalServerError, Message: err.Error()}}
+	}
+	obj.SetResourceVersion("") // the storage clears it (PrepareObjectForStorage)
+	created, err := s.create(obj)
+	return created, true, err
 }
 
 // replaced returns the stored object that obj is to replace, after the

@@ -35,6 +35,11 @@ import (
 // stored object and watchers get no event; one that does gives the object
 // a new resourceVersion, which watchers get as MODIFIED.
 //
+// Of a missing Service, UpdateStatus creates obj, as Update does (see
+// there): kube-apiserver's Service status strategy inherits the Service
+// strategy's create on update. It stores obj as Create does, status
+// included, where the server's create clears a Service's status.
+//
 // For a resource without a status subresource (a type without a Status
 // field, such as *corev1.ConfigMap, or an *unstructured.Unstructured
 // without WithStatusSubresource), it is an error whatever is stored,
@@ -70,6 +75,9 @@ func (s *Source[T]) UpdateStatus(obj T) (T, error) {
 	asStored(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if created, ok, err := s.createOnUpdate(obj); ok {
+		return created, err
+	}
 	old, err := s.replaced(obj)
 	if err != nil {
 		return zero, err
