@@ -123,7 +123,9 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 // metadata.generation 1 if its type has one (see NewSource), else 0,
 // whatever obj had; no deletionTimestamp. An object with no name
 // but a GenerateName gets a name made from it that no object of its
-// namespace has. It is an error
+// namespace has: its first 58 characters, as kube-apiserver keeps them
+// (so that a name is at most 63), and a counter in base 36 (1, 2, ...,
+// a, b, ...) where the server adds 5 random characters. It is an error
 // (apierrors.IsAlreadyExists) if an object of that namespace and name
 // exists, one (apierrors.IsInvalid) if obj has no name, or a name or
 // namespace that is not a path segment (".", "..", or with a "/" or "%"),
@@ -156,7 +158,7 @@ func (s *Source[T]) create(obj T) (T, error) {
 		// again (RetryGenerateName): the caller gave no name to conflict.
 		for taken := true; taken; {
 			s.generated++
-			obj.SetName(obj.GetGenerateName() + strconv.FormatInt(int64(s.generated), 36))
+			obj.SetName(strategy.GenerateNameBase(obj.GetGenerateName()) + strconv.FormatInt(int64(s.generated), 36))
 			_, taken = s.src.Get(objkey.Key(obj))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -1386,4 +1387,15 @@ func TestWriteOfATypeEmbeddingANilPod(t *testing.T) {
 	extras := listwatchtest.NewSource[*withExtra]()
 	_, err = extras.Create(&withExtra{Pod: *pod("ns", "a")})
 	require.NoError(t, err)
+}
+
+// kube-apiserver keeps the first 58 characters of a generateName, so that
+// the name it makes is at most 63 (SimpleNameGenerator,
+// MaxGeneratedNameLength). A Source kept the whole generateName.
+func TestGenerateNameIsCutTo58Characters(t *testing.T) {
+	src := listwatchtest.NewSource[*corev1.Pod]()
+	long := strings.Repeat("a", 70)
+	got, err := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: long}})
+	require.NoError(t, err)
+	assert.Equal(t, long[:58]+"1", got.Name)
 }

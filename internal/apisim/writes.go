@@ -79,7 +79,7 @@ func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*versi
 		return nil, err
 	}
 	if m.GetName() == "" && m.GetGenerateName() != "" {
-		m.SetName(m.GetGenerateName() + randomSuffix())
+		m.SetName(strategy.GenerateNameBase(m.GetGenerateName()) + randomSuffix())
 	}
 	if m.GetName() == "" {
 		return nil, apierrors.NewInvalid(c.res.GroupVersionKind().GroupKind(), "", field.ErrorList{
@@ -373,7 +373,8 @@ func derivedUID(res Resource, namespace, name string, rv uint64) string {
 }
 
 // randomSuffix returns five characters for generateName, from the alphabet
-// kube-apiserver uses (no vowels, no confusable digits).
+// kube-apiserver uses (no vowels, no confusable digits). They follow the
+// first 58 characters of the generateName (strategy.GenerateNameBase).
 func randomSuffix() string {
 	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
 	var b [5]byte

@@ -5,8 +5,9 @@
 // for the built-in kinds, the metadata a status write keeps (StatusMeta).
 // internal/apisim and listwatchtest keep the status apart themselves (a
 // PUT to an object keeps the stored status, one to its status the stored
-// spec) and call this package for the rest, and for how the storage reads
-// a write's resourceVersion (WriteVersion).
+// spec) and call this package for the rest, for how the storage reads
+// a write's resourceVersion (WriteVersion), and for how much of a
+// generateName a generated name keeps (GenerateNameBase).
 package strategy
 
 import (
@@ -249,4 +250,19 @@ func WriteVersion(rv string) (uint64, error) {
 func RefusedOnCreate(rv string) bool {
 	n, err := WriteVersion(rv)
 	return err == nil && n != 0
+}
+
+// MaxGeneratedNameLength is how much of a generateName kube-apiserver
+// keeps before it adds its 5 random characters, so that a generated name
+// is at most 63 characters (apiserver/pkg/storage/names/generate.go).
+const MaxGeneratedNameLength = 63 - 5
+
+// GenerateNameBase returns the part of generateName that a generated name
+// begins with: its first MaxGeneratedNameLength bytes, as
+// SimpleNameGenerator cuts it.
+func GenerateNameBase(generateName string) string {
+	if len(generateName) > MaxGeneratedNameLength {
+		return generateName[:MaxGeneratedNameLength]
+	}
+	return generateName
 }

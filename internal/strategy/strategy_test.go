@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -106,4 +107,11 @@ func TestKeepOnApproval(t *testing.T) {
 	obj := &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{Conditions: denied}}
 	KeepOnApproval(obj, old)
 	assert.Equal(t, certificatesv1.CertificateSigningRequestStatus{Certificate: []byte("cert"), Conditions: denied}, obj.Status)
+}
+
+func TestGenerateNameBase(t *testing.T) {
+	long := strings.Repeat("a", 70)
+	assert.Equal(t, long[:58], GenerateNameBase(long))
+	assert.Equal(t, "web-", GenerateNameBase("web-"))
+	assert.Equal(t, long[:58], GenerateNameBase(long[:58]))
 }
