@@ -10,12 +10,14 @@
 // exists is AlreadyExists, updating or deleting one that does not is
 // NotFound (but an Update creates it where the server does: of Services,
 // Endpoints, Events, Leases, RBAC roles and bindings and the other kinds
-// whose strategy allows create on update), and updating with a resourceVersion (when one is set) that is
-// not the stored one is a Conflict; the errors are apimachinery's, so
-// apierrors.IsNotFound and its friends work on them. Each write gives the
-// object a new resourceVersion, one counter for the whole Source as in
-// etcd, and a Create gives it a UID and a creationTimestamp. The server's
-// fields are the server's, whatever the client sends: metadata.generation
+// whose strategy allows create on update), and updating with a
+// resourceVersion (when one is set) that is not the stored one is a
+// Conflict; the errors are apimachinery's, so apierrors.IsNotFound and its
+// friends work on them. Each write gives the object a new resourceVersion,
+// one counter for the whole Source as in etcd, and a Create gives it a UID
+// (a random UUID, as the server's: unique across all Sources, so that an
+// ownerReference in one names no object of another) and a
+// creationTimestamp. The server's fields are the server's, whatever the client sends: metadata.generation
 // starts at 1 and goes up by 1 on each write that changes more than
 // metadata and status (or a Deployment's annotations, as the server's
 // Deployment strategy has it, or the status of a custom resource without

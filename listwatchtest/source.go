@@ -26,6 +26,7 @@ import (
 	"github.com/listwatch/listwatch/internal/objkey"
 	"github.com/listwatch/listwatch/internal/semantic"
 	"github.com/listwatch/listwatch/internal/strategy"
+	"github.com/listwatch/listwatch/internal/uid"
 	"github.com/listwatch/listwatch/reflector"
 )
 
@@ -114,11 +115,15 @@ func NewSource[T reflector.Object](opts ...Option) *Source[T] {
 		s.src.RefuseStreaming()
 	}
 	s.src.AcceptFutureWatches() // as kube-apiserver's watch cache does
+	s.src.MakeUIDs(uid.New)     // unique across Sources, as across a cluster
 	return s
 }
 
 // Create stores a copy of obj as a new object and returns a copy of what it
-// stored: obj with a new UID and resourceVersion, the creationTimestamp of
+// stored: obj with a new UID (a random version 4 UUID, as kube-apiserver
+// gives: unique across the Sources of the process, so that an
+// ownerReference names one owner, whichever Source holds it) and
+// resourceVersion, the creationTimestamp of
 // now to the second (time.Now, which a testing/synctest bubble fakes), and
 // metadata.generation 1 if its type has one (see NewSource), else 0,
 // whatever obj had; no deletionTimestamp. An object with no name

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1398,4 +1399,21 @@ func TestGenerateNameIsCutTo58Characters(t *testing.T) {
 	got, err := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: long}})
 	require.NoError(t, err)
 	assert.Equal(t, long[:58]+"1", got.Name)
+}
+
+// kube-apiserver's UIDs are random UUIDs, unique across the cluster. A
+// Source gave "uid-1", "uid-2", ..., the same in every Source: a
+// ReplicaSet's ownerReference to the Deployment of one Source named the
+// ReplicaSet of another too, and a controller matched the wrong owner.
+func TestUIDsAreUniqueUUIDsAcrossSources(t *testing.T) {
+	deployments := listwatchtest.NewSource[*appsv1.Deployment]()
+	replicaSets := listwatchtest.NewSource[*appsv1.ReplicaSet]()
+	d, err := deployments.Create(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}})
+	require.NoError(t, err)
+	rs, err := replicaSets.Create(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1"}})
+	require.NoError(t, err)
+	assert.NotEqual(t, d.UID, rs.UID)
+	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	assert.Regexp(t, uuid, string(d.UID))
+	assert.Regexp(t, uuid, string(rs.UID))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/listwatch/listwatch/internal/generation"
 	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/internal/strategy"
+	"github.com/listwatch/listwatch/internal/uid"
 )
 
 // collection is the server-side state of one resource: its objects, its
@@ -100,11 +101,11 @@ func (s *Server) create(c *collection, in runtime.Object, pathNS string) (*versi
 func (s *Server) insert(c *collection, obj runtime.Object) (*version, error) {
 	m, _ := meta.Accessor(obj)
 	rv := s.rv + 1
-	uid := newUID()
+	id := newUID()
 	if s.opts.derivedUIDs {
-		uid = derivedUID(c.res, m.GetNamespace(), m.GetName(), rv)
+		id = derivedUID(c.res, m.GetNamespace(), m.GetName(), rv)
 	}
-	m.SetUID(types.UID(uid))
+	m.SetUID(types.UID(id))
 	if ts := m.GetCreationTimestamp(); ts.IsZero() {
 		m.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
 	}
@@ -355,21 +356,13 @@ func equalObjects(a, b runtime.Object) bool {
 }
 
 // newUID returns a random RFC 4122 version 4 UUID.
-func newUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+func newUID() string { return string(uid.New()) }
 
 // derivedUID returns a UUID-shaped uid that depends only on its arguments
 // (WithDerivedUIDs).
 func derivedUID(res Resource, namespace, name string, rv uint64) string {
 	b := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d", res.GroupResource(), namespace, name, rv)))
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	return string(uid.Format([16]byte(b[:16])))
 }
 
 // randomSuffix returns five characters for generateName, from the alphabet

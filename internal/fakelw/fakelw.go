@@ -40,6 +40,7 @@ type Source[T reflector.Object] struct {
 	mu       sync.Mutex
 	rv       uint64
 	uids     uint64
+	newUID   func() types.UID // nil: "uid-1", "uid-2", ... (see MakeUIDs)
 	objects  map[string]T
 	history  []event[T] // events after compactedRV, in RV order
 	compact  uint64     // events at or below this RV are forgotten
@@ -93,13 +94,27 @@ func (s *Source[T]) ResourceVersion() string {
 	return strconv.FormatUint(s.rv, 10)
 }
 
-// Create stores obj as a new object, giving it a UID and a resourceVersion.
-// obj is kept: the caller must not modify it afterwards.
+// MakeUIDs makes Create give the UIDs newUID returns, called with the
+// Source's lock held, instead of "uid-1", "uid-2", ..., which every Source
+// gives.
+func (s *Source[T]) MakeUIDs(newUID func() types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.newUID = newUID
+}
+
+// Create stores obj as a new object, giving it a UID ("uid-N" for the N-th
+// object created, unless MakeUIDs) and a resourceVersion. obj is kept: the
+// caller must not modify it afterwards.
 func (s *Source[T]) Create(obj T) T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.uids++
-	obj.SetUID(types.UID("uid-" + strconv.FormatUint(s.uids, 10)))
+	id := types.UID("uid-" + strconv.FormatUint(s.uids, 10))
+	if s.newUID != nil {
+		id = s.newUID()
+	}
+	obj.SetUID(id)
 	s.writeLocked(reflector.Added, obj)
 	return obj
 }
