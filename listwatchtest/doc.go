@@ -30,7 +30,11 @@
 // checks, moving no generation on. For another type UpdateStatus is the
 // server's 404. A Delete of an object
 // with finalizers marks it with a deletionTimestamp; it goes when an
-// Update takes its last finalizer away. An Update of a custom resource,
+// Update takes its last finalizer away. A Delete is the server's DELETE
+// with propagationPolicy Background, whatever the kind: a Job or a
+// ReplicationController, which the server's default (Orphan) would mark
+// with the "orphan" finalizer until its garbage collector removed it, goes
+// at once (see Source.Delete). An Update of a custom resource,
 // a Lease or another kind whose server refuses it without a
 // resourceVersion is refused so (Invalid). Times are stored as the server
 // stores them: to the second (metav1.Time) or the microsecond

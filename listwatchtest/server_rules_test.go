@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -325,4 +326,24 @@ func TestUpdateCreatesWhereTheServerDoes(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
 	_, err = listwatchtest.NewSource[*unstructured.Unstructured]().Update(newWidget("w"))
 	assert.True(t, apierrors.IsNotFound(err), "a custom resource's strategy does not create on update: %v", err)
+}
+
+// Delete deletes as propagationPolicy Background does, whatever the kind:
+// a Job, which kube-apiserver's DELETE without options (default policy
+// Orphan) would mark with the "orphan" finalizer, goes at once, as its
+// doc says.
+func TestDeleteOfAJobIsBackground(t *testing.T) {
+	jobs := listwatchtest.NewSource[*batchv1.Job]()
+	j, err := jobs.Create(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j"}})
+	require.NoError(t, err)
+	w, err := jobs.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: j.ResourceVersion})
+	require.NoError(t, err)
+	defer w.Close()
+	require.NoError(t, jobs.Delete("ns", "j"))
+	ev, err := w.Next()
+	require.NoError(t, err)
+	assert.Equal(t, reflector.Deleted, ev.Type)
+	assert.Empty(t, ev.Object.Finalizers)
+	_, ok := jobs.Get("ns", "j")
+	assert.False(t, ok)
 }

@@ -410,6 +410,17 @@ func (s *Source[T]) nextGeneration(old, obj T) int64 {
 // object already marked changes nothing and is no error. The graceful
 // deletion of Pods (the kubelet's part) is not simulated: a Pod without
 // finalizers is removed at once.
+//
+// Delete deletes as a DELETE with propagationPolicy Background does, the
+// default of most kinds: the object goes (or is marked, as above) and its
+// dependents are left to a garbage collector, which a Source does not
+// run. For a batch/v1 Job and a core/v1 ReplicationController, whose
+// default policy is Orphan (their strategies' DefaultGarbageCollectionPolicy),
+// kube-apiserver's DELETE without options instead adds the "orphan"
+// finalizer and sets the deletionTimestamp (watchers get MODIFIED), and
+// the object goes (DELETED) once the garbage collector has orphaned its
+// dependents and removed the finalizer; a Source, in which nothing would
+// remove it, deletes them as any other kind.
 func (s *Source[T]) Delete(namespace, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -144,7 +144,11 @@
 // simulator and compare them field by field. Not simulated: authentication
 // beyond one bearer token, authorization (403), namespace lifecycle
 // (creating in a missing namespace succeeds), finalizers and graceful
-// deletion (a delete removes the object at once), the status a create
+// deletion (a delete removes the object at once), the DeleteOptions'
+// propagationPolicy (not read: a delete is Background's, also of the
+// batch/v1 Jobs and core/v1 ReplicationControllers whose default, Orphan,
+// holds kube-apiserver's delete with the "orphan" finalizer until the
+// garbage collector removes it), the status a create
 // resets (a created Pod keeps the status it was given), validation beyond
 // the rules above (a CertificateSigningRequest's status write that adds or
 // removes an Approved or Denied condition is taken), the times a strategy
