@@ -137,21 +137,16 @@ func (s *Server) insert(c *collection, obj runtime.Object) (*version, error) {
 // reports created. A uid in the request is then a precondition that the
 // missing object fails: 409 Conflict, as the generic store's
 // GuaranteedUpdate checks it against the empty object first.
-func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind writeKind) (v *version, created bool, err error) {
-	v, err = s.updateOrCreate(c, in, pathNS, kind, &created)
-	return v, created, err
-}
-
-func (s *Server) updateOrCreate(c *collection, in runtime.Object, pathNS string, kind writeKind, created *bool) (*version, error) {
+func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind writeKind) (_ *version, created bool, _ error) {
 	// The strategy sees the request as sent (an empty list is not an
 	// absent one), the rest of the update the object as stored.
 	obj, err := c.sent(in)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
+		return nil, false, apierrors.NewBadRequest(err.Error())
 	}
 	m, _ := meta.Accessor(obj)
 	if err := c.checkNamespace(m, pathNS); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,9 +154,9 @@ func (s *Server) updateOrCreate(c *collection, in runtime.Object, pathNS string,
 	createOnUpdate := cur == nil && kinds.CreateOnUpdate(c.res.GroupResource())
 	switch {
 	case cur == nil && !createOnUpdate:
-		return nil, apierrors.NewNotFound(c.res.GroupResource(), m.GetName())
+		return nil, false, apierrors.NewNotFound(c.res.GroupResource(), m.GetName())
 	case createOnUpdate && m.GetUID() != "":
-		return nil, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
+		return nil, false, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
 			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: ", m.GetUID()))
 	}
 	// "0" is no resourceVersion, as the storage's versioner parses it; one
@@ -169,36 +164,36 @@ func (s *Server) updateOrCreate(c *collection, in runtime.Object, pathNS string,
 	// as a 500 without a reason.
 	want, err := strategy.WriteVersion(m.GetResourceVersion())
 	if err != nil {
-		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+		return nil, false, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
 			Code: http.StatusInternalServerError, Message: err.Error()}}
 	}
 	if createOnUpdate {
 		// Before the generic store asks for a resourceVersion: a Lease is
 		// created without one.
 		if obj, err = c.stored(obj); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
+			return nil, false, apierrors.NewBadRequest(err.Error())
 		}
-		*created = true
-		return s.insert(c, obj)
+		v, err := s.insert(c, obj)
+		return v, true, err
 	}
 	if want == 0 && kind != writeWhole && c.conditionalOnly {
 		// As kube-apiserver's generic store words it, naming the resource
 		// where the kind belongs (its "TODO" of #18526).
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: c.res.Group, Kind: c.res.Resource}, m.GetName(), field.ErrorList{
+		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: c.res.Group, Kind: c.res.Resource}, m.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 	}
 	if want != 0 && want != cur.rv {
-		return nil, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
+		return nil, false, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	if obj, err = c.stored(c.status.prepare(kind, obj, cur.obj)); err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
+		return nil, false, apierrors.NewBadRequest(err.Error())
 	}
 	m, _ = meta.Accessor(obj)
 	old, _ := meta.Accessor(cur.obj)
 	if kind != writeWhole {
 		if errs := deletionMarks(m, old); len(errs) > 0 {
-			return nil, apierrors.NewInvalid(c.res.GroupVersionKind().GroupKind(), m.GetName(), errs)
+			return nil, false, apierrors.NewInvalid(c.res.GroupVersionKind().GroupKind(), m.GetName(), errs)
 		}
 	}
 	m.SetUID(old.GetUID())
@@ -209,16 +204,16 @@ func (s *Server) updateOrCreate(c *collection, in runtime.Object, pathNS string,
 		(c.status.custom && !c.status.has && generation.CustomStatusChanged(cur.obj, obj))) {
 		m.SetGeneration(old.GetGeneration() + 1)
 	} else if equalObjects(cur.obj, obj) {
-		return cur, nil
+		return cur, false, nil
 	}
 	rv := s.rv + 1
 	m.SetResourceVersion(strconv.FormatUint(rv, 10))
 	v, err := c.newVersion(obj, rv, false)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return nil, false, apierrors.NewInternalError(err)
 	}
 	s.commit(c, &event{typ: modified, rv: rv, obj: v, prev: cur})
-	return v, nil
+	return v, false, nil
 }
 
 // deletionMarks keeps old's deletion marks in m, as rest.BeforeUpdate
