@@ -207,6 +207,7 @@ func TypedCodec[T runtime.Object](gvk schema.GroupVersionKind, opts ...CodecOpti
 	c.readJSON = func(it *jsoniter.Iterator) T {
 		obj := newObject()
 		it.ReadVal(obj)
+		forgetOwned(it)
 		return obj
 	}
 	c.jsonShared = c.parts != nil
@@ -272,6 +273,7 @@ func MetadataCodec(gvk schema.GroupVersionKind, opts ...CodecOption) *Codec[*met
 	c.readJSON = func(it *jsoniter.Iterator) *metav1.PartialObjectMetadata {
 		obj := new(metav1.PartialObjectMetadata)
 		it.ReadVal(obj)
+		forgetOwned(it)
 		return obj
 	}
 	c.jsonShared = c.parts != nil

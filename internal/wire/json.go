@@ -158,7 +158,12 @@ type countedMapDecoder struct {
 	name  string
 }
 
-type mapDepth struct{ levels int }
+type mapDepth struct {
+	levels int
+	// owned: values (by address) a sharedJSONDecoder unshared on this
+	// iterator; met again, they are the object's own and need no copy.
+	owned map[unsafe.Pointer]struct{}
+}
 
 // Decode implements jsoniter.ValDecoder.
 func (d *countedMapDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {

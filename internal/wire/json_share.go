@@ -64,7 +64,18 @@ type sharedJSONDecoder struct {
 // Decode implements jsoniter.ValDecoder.
 func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	if !emptyPart(p, d.isSlice) {
-		d.unshare(p) // met again: decode into a copy
+		st, _ := it.Attachment.(*mapDepth)
+		if st == nil {
+			st = new(mapDepth)
+			it.Attachment = st
+		}
+		if _, ok := st.owned[p]; !ok {
+			d.unshare(p) // met again: decode into a copy
+			if st.owned == nil {
+				st.owned = make(map[unsafe.Pointer]struct{})
+			}
+			st.owned[p] = struct{}{}
+		}
 		d.inner.Decode(p, it)
 		return
 	}
@@ -185,4 +196,12 @@ func deepCopy(v reflect.Value) reflect.Value {
 		return c
 	}
 	return v
+}
+
+// forgetOwned drops what the object just read owns (sharedJSONDecoder), so
+// that an iterator reading a stream of objects does not keep them alive.
+func forgetOwned(it *jsoniter.Iterator) {
+	if st, _ := it.Attachment.(*mapDepth); st != nil {
+		st.owned = nil
+	}
 }

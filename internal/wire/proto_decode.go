@@ -41,6 +41,9 @@ type protoDecoder struct {
 	strings *internTable // nil: copy every string
 	parts   *partTable   // nil: share no parts (proto_share.go)
 	depth   int
+	// owned holds the fields (by address) unshared during this decode:
+	// their values are this object's own, met again they need no copy.
+	owned map[unsafe.Pointer]struct{}
 
 	// a scratch value of type mapValType for the entries of maps (kMap)
 	mapValType reflect2.Type
@@ -102,7 +105,7 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 				}
 				continue
 			case f.selfMerging && !emptyPart(fp, f.isSlice):
-				f.unshare(fp)
+				d.unshare(f, fp)
 			}
 		}
 		varint := wt == wireVarint && f.wireType == wireVarint
@@ -517,4 +520,16 @@ func skipProtoField(b []byte, num, wt uint64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: field %d: unsupported wire type %d", errProtobuf, num, wt)
 	}
 	return nil, fmt.Errorf("%w: field %d: truncated", errProtobuf, num)
+}
+
+// unshare is f.unshare, once per field of the object being decoded.
+func (d *protoDecoder) unshare(f *protoStructField, p unsafe.Pointer) {
+	if _, ok := d.owned[p]; ok {
+		return
+	}
+	f.unshare(p)
+	if d.owned == nil {
+		d.owned = make(map[unsafe.Pointer]struct{})
+	}
+	d.owned[p] = struct{}{}
 }

@@ -131,7 +131,7 @@ func sharedField(f *protoStructField) bool {
 func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, tag uint64, d *protoDecoder) ([]byte, error) {
 	run, n := spanRun(b, tag)
 	if !emptyPart(p, f.isSlice) {
-		f.unshare(p) // met again: merge into a copy
+		d.unshare(f, p) // met again: merge into a copy
 	} else if f.share && len(run) <= maxPartLen && n > 0 && t.worthLookingUp(f.id) {
 		return t.share(f, p, b, run, n, d)
 	}
