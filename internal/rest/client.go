@@ -90,7 +90,10 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	if base.User != nil {
 		return nil, fmt.Errorf("rest: Host %q carries user info; set Username and Password instead", withoutUserInfo(base))
 	}
-	base.RawQuery, base.Fragment = "", "" // as client-go's REST client
+	// As client-go's REST client: no query or fragment, and the path
+	// prefix (a proxy's, such as /k8s/clusters/c-1) sent as it decodes,
+	// escaped again (c%2F1 is sent as c/1).
+	base.RawQuery, base.Fragment, base.RawPath = "", "", ""
 
 	if err := checkHeaderValues(&c); err != nil {
 		return nil, err

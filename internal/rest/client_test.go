@@ -175,6 +175,29 @@ func TestHTTP2(t *testing.T) {
 	}
 }
 
+// DISABLE_HTTP2 in the environment keeps connections on HTTP/1.1, as it
+// does client-go's (utilnet.SetTransportDefaults).
+func TestDisableHTTP2FromTheEnvironment(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	for env, wantMajor := range map[string]int{"": 2, "1": 1, "false": 1} {
+		t.Setenv("DISABLE_HTTP2", env)
+		c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+		req, _ := http.NewRequest(http.MethodGet, c.URL("/", nil).String(), nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.ProtoMajor != wantMajor {
+			t.Errorf("DISABLE_HTTP2=%q: response over %s, want HTTP/%d", env, resp.Proto, wantMajor)
+		}
+		c.CloseConnections()
+	}
+}
+
 func TestCredentialsNeedHTTPSOrPermission(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, r.Header.Get("Authorization"))
@@ -496,6 +519,17 @@ func TestURL(t *testing.T) {
 	}
 	if got := newClient(t, &Config{Host: "https://k:6443"}).URL("/api", nil); got.String() != "https://k:6443/api" {
 		t.Errorf("URL = %s", got)
+	}
+	// A prefix with escapes goes as client-go sends it: decoded, then
+	// escaped again.
+	for host, want := range map[string]string{
+		"https://p.example/k8s/clusters/c%2F1": "https://p.example/k8s/clusters/c/1/api",
+		"https://p.example/k8s/clusters/c%2B1": "https://p.example/k8s/clusters/c+1/api",
+		"https://p.example/k8s/c%201":          "https://p.example/k8s/c%201/api",
+	} {
+		if got := newClient(t, &Config{Host: host}).URL("/api", nil); got.String() != want {
+			t.Errorf("Host %s: URL = %s, want %s", host, got, want)
+		}
 	}
 	// The URL itself is absolute, not only its String: a request made with
 	// it asked for "api/v1/pods" (a 400, refused over HTTP/2).

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"os"
 	"time"
 )
 
@@ -82,7 +83,9 @@ type Config struct {
 	// bounded by it. Zero: no bound but the request's context (and
 	// WithListTimeout).
 	Timeout time.Duration
-	// DisableHTTP2 keeps every connection on HTTP/1.1.
+	// DisableHTTP2 keeps every connection on HTTP/1.1. The environment
+	// variable DISABLE_HTTP2, set to anything but "", does so too, as it
+	// does for client-go (a way around proxies that break HTTP/2).
 	DisableHTTP2 bool
 	// HTTP2ReadIdleTimeout: after this long without a frame, an HTTP/2
 	// connection is checked with a PING. Zero: DefaultHTTP2ReadIdleTimeout.
@@ -166,6 +169,7 @@ func (c Config) withDefaults() Config {
 	c.DialTimeout = orDefault(c.DialTimeout, DefaultDialTimeout)
 	c.DialKeepAlive = min(orDefault(c.DialKeepAlive, DefaultDialKeepAlive), maxKeepAlive)
 	c.TCPUserTimeout = orDefault(c.TCPUserTimeout, DefaultTCPUserTimeout)
+	c.DisableHTTP2 = c.DisableHTTP2 || os.Getenv("DISABLE_HTTP2") != ""
 	return c
 }
 
