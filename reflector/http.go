@@ -182,6 +182,9 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 		if err == nil && t.Kind != "" && t.Kind != gvk.Kind {
 			return fmt.Errorf("Target.Kind %q is not the kind of %v, %s", t.Kind, reflect.TypeFor[T](), gvk.Kind)
 		}
+		if t.Resource.Resource == "" && t.Resource != (schema.GroupVersionResource{}) {
+			return fmt.Errorf("Target.Resource %s has a group or version but no resource: give all three, or none (%v's own)", t.Resource.GroupVersion(), reflect.TypeFor[T]())
+		}
 		if t.Resource.Resource != "" {
 			if t.Resource.Version == "" {
 				return errors.New("Target.Resource needs its version")

@@ -407,6 +407,10 @@ func TestTargetResourceMustBeInTheTypesGroupVersion(t *testing.T) {
 	assert.NoError(t, err)
 	_, err = reflector.NewListerWatcher[*appsv1.Deployment](client, reflector.Target{Resource: appsv1.SchemeGroupVersion.WithResource("deploys")})
 	assert.NoError(t, err)
+	// A group and version without a resource was ignored: the type's own
+	// was watched.
+	_, err = reflector.NewListerWatcher[*appsv1.Deployment](client, reflector.Target{Resource: schema.GroupVersionResource{Group: "apps", Version: "v1beta2"}})
+	assert.EqualError(t, err, "Target.Resource apps/v1beta2 has a group or version but no resource: give all three, or none (*v1.Deployment's own)")
 }
 
 // A selector that does not parse, as kube-apiserver parses it, is refused
