@@ -277,7 +277,7 @@ func canonical[T reflector.Object](t reflector.Target) reflector.Target {
 	if err != nil {
 		return t
 	}
-	if t.Resource.Resource == "" {
+	if t.Resource == (schema.GroupVersionResource{}) { // a partial one is NewListerWatcher's error
 		t.Resource = gvr
 	}
 	if t.Kind == "" && t.Resource == gvr {

@@ -321,6 +321,14 @@ func TestForResourceRefusesATargetOfAnotherResource(t *testing.T) {
 	assert.NoError(t, err)
 	_, err = informer.ForMetadata(f, pods, reflector.Target{})
 	assert.NoError(t, err)
+	// For a k8s.io/api type, a group and version without a resource is
+	// refused as NewListerWatcher refuses it, also once the informer of
+	// the type's own resource exists: it was filled in, and that informer
+	// was returned.
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{Resource: schema.GroupVersionResource{Version: "v2"}})
+	assert.ErrorContains(t, err, "has a group or version but no resource")
 }
 
 func TestFactoryReflectorSettings(t *testing.T) {
