@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -64,16 +65,26 @@ func connectReal(ctx context.Context, f Flags, cfg *reflector.Config, out io.Wri
 	if f.Context != "" {
 		which = fmt.Sprintf("kubeconfig context %q", f.Context)
 	}
+	host := redactedHost(cfg.Host)
 	version, err := serverVersion(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil { // Ctrl-C while waiting: not the cluster's fault
-			return nil, fmt.Errorf("%w: %s did not answer yet", ErrStopped, cfg.Host)
+			return nil, fmt.Errorf("%w: %s did not answer yet", ErrStopped, host)
 		}
-		return nil, fmt.Errorf("cannot reach the cluster at %s (%s): %w", cfg.Host, which, err)
+		return nil, fmt.Errorf("cannot reach the cluster at %s (%s): %w", host, which, err)
 	}
 	fmt.Fprintf(out, "cluster: %s (%s, Kubernetes %s); this example only lists and watches, it changes nothing\n",
-		cfg.Host, which, version)
+		host, which, version)
 	return &Cluster{Config: cfg}, nil
+}
+
+// redactedHost is host without a password, should it carry one (a
+// kubeconfig's server "https://user:pass@host", which NewClient refuses).
+func redactedHost(host string) string {
+	if u, err := url.Parse(host); err == nil {
+		return u.Redacted()
+	}
+	return host
 }
 
 // serverVersion asks the apiserver for its /version, with the kubeconfig's
