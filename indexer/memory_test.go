@@ -54,3 +54,34 @@ func heap() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// Indexes added one AddIndexers at a time cost each entry what their
+// values take, not a copy of all its values at every call: the copies made
+// adding I indexes one by one to n objects O(n·I²). client-go indexes the
+// new ones only.
+func TestAddIndexersOneByOneIsLinear(t *testing.T) {
+	const n = 2000
+	added := func(indexes int) uint64 {
+		x := indexer.New[*corev1.Pod](nil)
+		for i := range n {
+			if err := x.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("p", i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for j := range indexes {
+			if err := x.AddIndexers(indexer.Indexers[*corev1.Pod]{fmt.Sprint("i", j): func(*corev1.Pod) ([]string, error) { return nil, nil }}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	few, many := added(16), added(128)
+	// 8 times the indexes: about 8 times the bytes; copying every entry's
+	// values at each call made it about 64 times.
+	if many > 20*few {
+		t.Errorf("adding 16 indexes one by one allocated %d bytes, 128 %d: %.0f times as much", few, many, float64(many)/float64(few))
+	}
+}

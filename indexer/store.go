@@ -317,8 +317,10 @@ func (s *store[T]) addIndexes(indexes *indexSet[T], aside, computed map[string][
 		if !ok {
 			added = computed[key]
 		}
-		// Copy rather than append in place: the old slice may be shared.
-		e.values = slices.Concat(e.values, added)
+		// In place when there is room: only this appends to an entry's
+		// slice, and one shared between entries (the namespace index's
+		// [[v]]) has none. A Write that shares it sees its own length.
+		e.values = append(e.values, added...)
 		s.items[key] = e
 		for i := first; i < len(s.values); i++ {
 			s.index(i, key, e.values[i])
