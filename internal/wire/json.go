@@ -160,9 +160,9 @@ type countedMapDecoder struct {
 
 type mapDepth struct {
 	levels int
-	// owned: values (by address) a sharedJSONDecoder unshared on this
-	// iterator; met again, they are the object's own and need no copy.
-	owned map[unsafe.Pointer]struct{}
+	// owned: the values a sharedJSONDecoder made for the object being
+	// read on this iterator (forgetOwned forgets them after it).
+	owned ownedSet
 }
 
 // Decode implements jsoniter.ValDecoder.

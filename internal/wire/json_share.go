@@ -69,14 +69,14 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 			st = new(mapDepth)
 			it.Attachment = st
 		}
-		if _, ok := st.owned[p]; !ok {
+		before := identity(p)
+		if !st.owned.has(p) {
 			d.unshare(p) // met again: decode into a copy
-			if st.owned == nil {
-				st.owned = make(map[unsafe.Pointer]struct{})
-			}
-			st.owned[p] = struct{}{}
 		}
 		d.inner.Decode(p, it)
+		if it.Error == nil {
+			st.owned.made(p, before)
+		}
 		return
 	}
 	if it.WhatIsNext() == jsoniter.NilValue || !d.table.worthLookingUp(d.id) {

@@ -41,9 +41,7 @@ type protoDecoder struct {
 	strings *internTable // nil: copy every string
 	parts   *partTable   // nil: share no parts (proto_share.go)
 	depth   int
-	// owned holds the fields (by address) unshared during this decode:
-	// their values are this object's own, met again they need no copy.
-	owned map[unsafe.Pointer]struct{}
+	owned   ownedSet // the values made for this object: merged into without a copy
 
 	// a scratch value of type mapValType for the entries of maps (kMap)
 	mapValType reflect2.Type
@@ -522,14 +520,13 @@ func skipProtoField(b []byte, num, wt uint64) ([]byte, error) {
 	return nil, fmt.Errorf("%w: field %d: truncated", errProtobuf, num)
 }
 
-// unshare is f.unshare, once per field of the object being decoded.
-func (d *protoDecoder) unshare(f *protoStructField, p unsafe.Pointer) {
-	if _, ok := d.owned[p]; ok {
-		return
+// unshare is f.unshare, unless the value at p is one this decode made
+// (d.owned). It returns the value's identity before.
+func (d *protoDecoder) unshare(f *protoStructField, p unsafe.Pointer) (before unsafe.Pointer) {
+	before = identity(p)
+	if !d.owned.has(p) {
+		f.unshare(p)
+		d.owned.made(p, before)
 	}
-	f.unshare(p)
-	if d.owned == nil {
-		d.owned = make(map[unsafe.Pointer]struct{})
-	}
-	d.owned[p] = struct{}{}
+	return before
 }

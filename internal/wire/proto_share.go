@@ -130,8 +130,10 @@ func sharedField(f *protoStructField) bool {
 // remembers what they decode to.
 func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, tag uint64, d *protoDecoder) ([]byte, error) {
 	run, n := spanRun(b, tag)
-	if !emptyPart(p, f.isSlice) {
-		d.unshare(f, p) // met again: merge into a copy
+	metAgain := !emptyPart(p, f.isSlice)
+	var before unsafe.Pointer
+	if metAgain {
+		before = d.unshare(f, p) // met again: merge into a copy
 	} else if f.share && len(run) <= maxPartLen && n > 0 && t.worthLookingUp(f.id) {
 		return t.share(f, p, b, run, n, d)
 	}
@@ -140,6 +142,9 @@ func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, t
 		n = 1
 	}
 	err := f.decodeRun(p, run, n, d)
+	if metAgain && err == nil {
+		d.owned.made(p, before) // a slice's copy is made as it grows
+	}
 	return b[len(run):], err
 }
 

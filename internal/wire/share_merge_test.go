@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // A field met again within one object merges into the value decoded so
@@ -114,4 +116,50 @@ func TestFieldMetAgainIsCopiedOncePerObject(t *testing.T) {
 			assert.Less(t, large, 20*small, "bytes allocated: %d for %d meetings, %d for %d", small, n, large, 8*n)
 		})
 	}
+}
+
+// What a decode made is known by its identity, not by the field holding
+// it. A map's values are decoded into one scratch value, so a field inside
+// it has the same address in every entry: entry "a" copied its
+// RequestPolicy, and entry "b", given a shared one at that address, merged
+// into it without a copy, changing another object's.
+func TestMapValueMetAgainDoesNotWriteASharedPart(t *testing.T) {
+	one := resource.MustParse("1")
+	r1, err := (&resourcev1.CapacityRequestPolicy{}).Marshal()
+	require.NoError(t, err)
+	r2, err := (&resourcev1.CapacityRequestPolicy{ValidValues: []resource.Quantity{resource.MustParse("5")}}).Marshal()
+	require.NoError(t, err)
+	q, err := one.Marshal()
+	require.NoError(t, err)
+	capacity := func(key string, val []byte) []byte {
+		return pbField(3, append(pbField(1, []byte(key)), pbField(2, val)...))
+	}
+	m, parts := protoMessageFor(reflect.TypeFor[resourcev1.Device]()), newPartTable()
+
+	x := new(resourcev1.Device) // capacity "a", its RequestPolicy r1: remembered
+	require.NoError(t, m.decode(reflect.ValueOf(x).UnsafePointer(),
+		append(pbField(1, []byte("x")), capacity("a", append(pbField(1, q), pbField(2, r1)...))...), &protoDecoder{parts: parts}))
+	require.NotNil(t, x.Capacity["a"].RequestPolicy)
+
+	// Two entries, each with RequestPolicy r1, then r2 (met again).
+	val := append(append(pbField(2, r1), pbField(1, q)...), pbField(2, r2)...)
+	data := append(append(pbField(1, []byte("y")), capacity("a", val)...), capacity("b", val)...)
+	y := new(resourcev1.Device)
+	require.NoError(t, m.decode(reflect.ValueOf(y).UnsafePointer(), data, &protoDecoder{parts: parts}))
+	want := new(resourcev1.Device)
+	require.NoError(t, want.Unmarshal(data))
+	assert.Equal(t, want, y, "as generated code merges")
+	assert.Nil(t, x.Capacity["a"].RequestPolicy.ValidValues, "decoding y wrote into x's RequestPolicy")
+}
+
+// A key met again after null gets a shared part again: merging into it the
+// next time needs a copy, whatever the field held before.
+func TestKeyResetByNullIsCopiedAgain(t *testing.T) {
+	api := jsonAPIFor(newPartTable())
+	x := new(corev1.ConfigMap)
+	require.NoError(t, api.Unmarshal([]byte(`{"data":{"k":"v"}}`), x))
+	y := new(corev1.ConfigMap)
+	require.NoError(t, api.Unmarshal([]byte(`{"data":{"a":"1"},"data":{"b":"2"},"data":null,"data":{"k":"v"},"data":{"evil":"1"}}`), y))
+	assert.Equal(t, map[string]string{"k": "v", "evil": "1"}, y.Data)
+	assert.Equal(t, map[string]string{"k": "v"}, x.Data, "decoding y wrote into x's data")
 }
