@@ -170,7 +170,7 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 		bit := jsoniter.ParseBytes(d.codec.json, raw)
 		ev.Object, ev.Status, kindErr = d.decodeObject(bit, ev.Type)
 		if bit.Error != nil {
-			return Event[T]{}, fmt.Errorf("%w: %s: %v", ErrMalformed, d.what(), bit.Error)
+			return Event[T]{}, fmt.Errorf("%w: %s: %s", ErrMalformed, d.what(), withoutData(bit.Error))
 		}
 	}
 	if kindErr != nil {

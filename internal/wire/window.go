@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unsafe"
 
 	jsoniter "github.com/json-iterator/go"
@@ -116,8 +117,23 @@ func (w *window) failure(it *jsoniter.Iterator, what string, tooLarge error) err
 	case w.eof || it.Error == io.EOF:
 		return fmt.Errorf("%s: the body ended in the middle of a value: %w", what, io.ErrUnexpectedEOF)
 	case it.Error != nil:
-		return fmt.Errorf("%w: %s (%d bytes read): %v", ErrMalformed, what, w.total, it.Error)
+		return fmt.Errorf("%w: %s (%d bytes read): %s", ErrMalformed, what, w.total, withoutData(it.Error))
 	default:
 		return fmt.Errorf("%w: %s (%d bytes read)", ErrMalformed, what, w.total)
 	}
+}
+
+// withoutData is a json-iterator error's text without the bytes around
+// where it was found, which it quotes (", error found in #10 byte of
+// ...|<bytes>|..., bigger context ...|<bytes>|..."): they may be a
+// Secret's data, a token in a custom resource, and the error is logged.
+// Errors that wrap others (a part decoded on its own iterator) carry their
+// quotes after the first marker too. The caller says where it was found
+// (the bytes read), as apimachinery's errors do without quoting data.
+func withoutData(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, ", error found in #"); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // A value cut off deep inside its nesting, where the decoder keeps a
@@ -49,4 +52,25 @@ func TestValueCutDeepInsideCostsLittle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A JSON item or event that does not decode is an error that quotes none
+// of its bytes: json-iterator's errors quote some 100 bytes around where
+// they failed, a Secret's data among them, and the informer logs the
+// error at Warn. apimachinery's decoding errors quote no data either.
+func TestMalformedJSONErrorsQuoteNoData(t *testing.T) {
+	codec, err := TypedCodec[*corev1.Secret](schema.GroupVersionKind{Version: "v1", Kind: "Secret"})
+	require.NoError(t, err)
+	const secret = "aHVudGVyMi1TVVBFUlNFQ1JFVA=="
+	secretJSON := `{"kind":"Secret","apiVersion":"v1","metadata":{"name":"db","namespace":"ns","resourceVersion":"1"},"data":{"password":"` + secret + `"},"immutable":"yes"}`
+
+	list := `{"kind":"SecretList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[` + secretJSON + `]}`
+	_, err = DecodeJSONList(strings.NewReader(list), codec, 0, func(*corev1.Secret) error { return nil })
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.NotContains(t, err.Error(), secret[:8], "a list item's error")
+	assert.Contains(t, err.Error(), "Immutable", "it still names the field")
+
+	_, err = NewJSONWatchDecoder(strings.NewReader(`{"type":"ADDED","object":`+secretJSON+"}\n"), codec, 0).Next()
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.NotContains(t, err.Error(), secret[:8], "a watch event's error")
 }
