@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -306,9 +305,28 @@ type kubeconfig struct {
 	contexts       map[string]kubeContext
 }
 
-// yamlQuoted matches the values that YAML type errors quote between
-// backticks; they are dropped so that an error never shows a secret.
-var yamlQuoted = regexp.MustCompile("`[^`]*`")
+// withoutValues is a YAML error without the values its type errors quote
+// ("line 8: cannot unmarshal !!str `--clien...` into []string"), which
+// may be a secret: a value quoted holds backticks of its own, so what is
+// dropped runs from the first backtick to the last before " into ".
+func withoutValues(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		a, b := strings.IndexByte(e, '`'), strings.LastIndex(e, "` into ")
+		switch {
+		case a >= 0 && b > a:
+			e = e[:a] + "`...`" + e[b+1:]
+		case a >= 0:
+			e = e[:a] + "`...`"
+		}
+		msgs[i] = e
+	}
+	return "yaml: unmarshal errors:\n  " + strings.Join(msgs, "\n  ")
+}
 
 // parseKubeconfig parses one file's bytes; dir resolves relative paths.
 // A name defined twice within one file is an error, as for kubectl (across
@@ -316,7 +334,7 @@ var yamlQuoted = regexp.MustCompile("`[^`]*`")
 func parseKubeconfig(data []byte, dir string) (*kubeconfig, error) {
 	var f kubeconfigFile
 	if err := yaml.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("invalid YAML: %s", yamlQuoted.ReplaceAllString(err.Error(), "`...`"))
+		return nil, fmt.Errorf("invalid YAML: %s", withoutValues(err))
 	}
 	kc := &kubeconfig{
 		currentContext: f.CurrentContext,

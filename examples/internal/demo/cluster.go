@@ -78,13 +78,18 @@ func connectReal(ctx context.Context, f Flags, cfg *reflector.Config, out io.Wri
 	return &Cluster{Config: cfg}, nil
 }
 
-// redactedHost is host without a password, should it carry one (a
-// kubeconfig's server "https://user:pass@host", which NewClient refuses).
+// redactedHost is host without the user info it may carry (a kubeconfig's
+// server "https://user:pass@host" or "https://token@host", which NewClient
+// refuses): a user name can be a token too.
 func redactedHost(host string) string {
-	if u, err := url.Parse(host); err == nil {
-		return u.Redacted()
+	u, err := url.Parse(host)
+	if err != nil {
+		return "(a server that is not a URL)"
 	}
-	return host
+	if u.User != nil {
+		u.User = url.User("xxxxx")
+	}
+	return u.String()
 }
 
 // serverVersion asks the apiserver for its /version, with the kubeconfig's

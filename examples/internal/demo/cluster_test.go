@@ -106,14 +106,16 @@ func TestConnectToAnUnreachableClusterFails(t *testing.T) {
 	assert.Empty(t, out.String(), "no fallback to the simulator")
 }
 
-// A kubeconfig server that carries a password (which the client refuses)
-// is named without it.
-func TestConnectNamesTheServerWithoutItsPassword(t *testing.T) {
-	path := writeKubeconfig(t, "https://admin:s3cret@127.0.0.1:1")
-	_, err := Connect(t.Context(), Flags{Kubeconfig: path}, io.Discard, Pods())
-	require.Error(t, err)
-	assert.NotContains(t, err.Error(), "s3cret")
-	assert.Contains(t, err.Error(), "cannot reach the cluster at https://admin:xxxxx@127.0.0.1:1")
+// A kubeconfig server that carries user info (which the client refuses)
+// is named without it: a password, or a user name that is a token.
+func TestConnectNamesTheServerWithoutItsUserInfo(t *testing.T) {
+	for _, userinfo := range []string{"admin:s3cret", "s3cret"} {
+		path := writeKubeconfig(t, "https://"+userinfo+"@127.0.0.1:1")
+		_, err := Connect(t.Context(), Flags{Kubeconfig: path}, io.Discard, Pods())
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), "s3cret")
+		assert.Contains(t, err.Error(), "cannot reach the cluster at https://xxxxx@127.0.0.1:1")
+	}
 }
 
 // Ctrl-C while the cluster has not answered yet is a stop, not the
