@@ -50,15 +50,25 @@ type runner interface {
 }
 
 type entry struct {
-	informer runner
-	cancel   context.CancelFunc // set once started
-	ctx      context.Context    // the informer's run, once started
-	nilStart bool               // a Start with a nil context did not start it
+	informer  runner
+	cancel    context.CancelFunc // set once started
+	ctx       context.Context    // the informer's run, once started
+	nilStart  bool               // a Start with a nil context did not start it
+	elsewhere bool               // the Factory's Run of it returned ErrStarted
 }
 
-// ended says whether the entry's informer was started and its Start's
-// context has ended: it has stopped, or is stopping, for good.
-func (e *entry) ended() bool { return e.ctx != nil && e.ctx.Err() != nil }
+// ended says whether the entry's informer has stopped for good, or is
+// stopping: its Run has returned, or the Factory ran it and the context of
+// that Start has ended. One run elsewhere (the Factory's Run returned
+// ErrStarted, at once) ends when that run does. f.mu is held.
+func (e *entry) ended() bool {
+	select {
+	case <-e.informer.Stopped():
+		return true
+	default:
+		return e.ctx != nil && e.ctx.Err() != nil && !e.elsewhere
+	}
+}
 
 type factoryKey struct {
 	typ    reflect.Type
@@ -110,10 +120,11 @@ var ErrShutdown = errors.New("informer factory shut down")
 // type of your own with target.Resource and target.Kind set. Targets that
 // differ only in what may be left out for a k8s.io/api type (its Resource,
 // its Kind) share one informer. Informers created after Start run at the
-// next Start. An informer whose Start's context ended has stopped for
-// good: For then makes a new one in its place, which the next Start runs.
-// Whoever holds the old one holds a stopped informer (its handlers are
-// told nothing more), and asks For again.
+// next Start. An informer that has stopped for good (the context of the
+// Start that ran it ended, or a Run of it elsewhere returned) is replaced:
+// For makes a new one in its place, which the next Start runs. Whoever
+// holds the old one holds a stopped informer (its handlers are told
+// nothing more), and asks For again.
 //
 // Each informer's cache has the namespace index ([indexer.NamespaceIndex]),
 // as client-go's factories give theirs: Lister().ByNamespace and
@@ -122,6 +133,11 @@ var ErrShutdown = errors.New("informer factory shut down")
 func For[T reflector.Object](f *Factory, target reflector.Target) (*SharedIndexInformer[T], error) {
 	if f == nil {
 		return nil, fmt.Errorf("informer factory: an informer of %v: the Factory is nil", reflect.TypeFor[T]())
+	}
+	if r := target.Resource; r.Resource == "" && r != (schema.GroupVersionResource{}) {
+		// NewListerWatcher's error too; a ListerWatcher of the Factory's
+		// own would take it, as an informer apart from the type's own.
+		return nil, fmt.Errorf("informer factory: Target.Resource %s has a group or version but no resource: give all three, or none", r.GroupVersion())
 	}
 	key := factoryKey{typ: reflect.TypeFor[T](), target: canonical[T](target)}
 	switch inf, err := f.existing(key); {
@@ -371,6 +387,11 @@ func (f *Factory) Start(ctx context.Context) {
 			// A Run that returns ErrStarted leaves the informer running
 			// elsewhere: its Stopped channel tells when that one stops.
 			if err := e.informer.Run(ictx); err != nil {
+				if errors.Is(err, ErrStarted) {
+					f.mu.Lock()
+					e.elsewhere = true
+					f.mu.Unlock()
+				}
 				f.opt.logger.Error("informer did not run", "resource", e.informer.Name(), "err", err)
 			}
 		})

@@ -204,6 +204,51 @@ func TestForReplacesAnInformerWhoseStartEnded(t *testing.T) {
 	})
 }
 
+// An informer run elsewhere (the Factory's Run of it returned ErrStarted)
+// is not replaced when the Factory's Start's context ends: it still runs,
+// and a second one would watch and cache beside it. It is once that run
+// returns.
+func TestForKeepsAnInformerRunningElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pods := listwatchtest.NewSource[*corev1.Pod]()
+		f, err := informer.NewFactory(nil, informer.WithListerWatcherFor(pods.For), informer.WithFactoryLogger(slog.New(slog.DiscardHandler)))
+		require.NoError(t, err)
+		defer f.Shutdown()
+		inf, err := informer.For[*corev1.Pod](f, reflector.Target{})
+		require.NoError(t, err)
+		byHand, stopByHand := context.WithCancel(t.Context())
+		defer stopByHand()
+		done := make(chan error, 1)
+		go func() { done <- inf.Run(byHand) }()
+		synctest.Wait()
+		ctx, stop := context.WithCancel(t.Context())
+		f.Start(ctx) // its Run returns ErrStarted
+		synctest.Wait()
+		stop()
+		again, err := informer.For[*corev1.Pod](f, reflector.Target{})
+		require.NoError(t, err)
+		assert.Same(t, inf, again, "a second informer in place of one still running")
+		stopByHand()
+		require.NoError(t, <-done)
+		replaced, err := informer.For[*corev1.Pod](f, reflector.Target{})
+		require.NoError(t, err)
+		assert.NotSame(t, inf, replaced, "the stopped informer handed out again")
+	})
+}
+
+// A Target.Resource with a group or version but no resource is refused,
+// whatever the ListerWatcher: with one of the Factory's own, it made an
+// informer apart from the type's own.
+func TestForRefusesAPartialResourceWithAListerWatcher(t *testing.T) {
+	f, err := informer.NewFactory(nil, informer.WithListerWatcherFor(listwatchtest.NewSource[*corev1.Pod]().For))
+	require.NoError(t, err)
+	defer f.Shutdown()
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	_, err = informer.For[*corev1.Pod](f, reflector.Target{Resource: schema.GroupVersionResource{Version: "v1"}})
+	assert.EqualError(t, err, "informer factory: Target.Resource v1 has a group or version but no resource: give all three, or none")
+}
+
 // drain returns what ch holds now.
 func drain[V any](ch chan V) []V {
 	var out []V
