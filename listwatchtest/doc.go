@@ -34,9 +34,10 @@
 // with propagationPolicy Background, whatever the kind: a Job or a
 // ReplicationController, which the server's default (Orphan) would mark
 // with the "orphan" finalizer until its garbage collector removed it, goes
-// at once (see Source.Delete). An Update of a custom resource,
-// a Lease or another kind whose server refuses it without a
-// resourceVersion is refused so (Invalid). Times are stored as the server
+// at once (see Source.Delete). An Update without a resourceVersion of an
+// object of a custom resource, a Lease or another kind whose server
+// refuses that is refused so (Invalid); of a missing Lease, it creates it,
+// as the server does. Times are stored as the server
 // stores them: to the second (metav1.Time) or the microsecond
 // (metav1.MicroTime). The graceful deletion of Pods is not simulated: a
 // Pod without finalizers goes at once. The Source keeps

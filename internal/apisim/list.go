@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/listwatch/listwatch/internal/kinds"
 	"github.com/listwatch/listwatch/internal/kubeproto"
 )
 
@@ -233,6 +234,7 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, c *collection
 // gave another kind.
 func (c *collection) appendListItem(b, obj []byte) []byte {
 	switch {
+	case !kinds.BuiltIn(c.res.Group): // a custom resource, whatever the scheme knows of its kind
 	case c.typed != nil:
 		// Encoded from its Go type: TypeMeta's fields come first.
 		typeMeta := `{"kind":"` + c.res.Kind + `","apiVersion":"` + c.res.APIVersion() + `",`

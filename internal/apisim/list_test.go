@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/listwatch/listwatch/internal/apisim"
 )
@@ -558,4 +560,20 @@ func TestJSONListItemsCarryTheirKindAsKubeAPIServerWrites(t *testing.T) {
 	resp, body := get(t, s, "/api/v1/pods?watch=1&timeoutSeconds=1")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), `"object":{"kind":"Pod","apiVersion":"v1",`)
+
+	// A custom resource whose kind a scheme knows (WithScheme) is still a
+	// custom resource: apiextensions-apiserver's items carry their kind.
+	scheme := runtime.NewScheme()
+	require.NoError(t, corev1.AddToScheme(scheme))
+	require.NoError(t, appsv1.AddToScheme(scheme))
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	gadgetGV := schema.GroupVersion{Group: "example.com", Version: "v1"}
+	scheme.AddKnownTypeWithName(gadgetGV.WithKind("Gadget"), &corev1.ConfigMap{})
+	scheme.AddKnownTypeWithName(gadgetGV.WithKind("GadgetList"), &corev1.ConfigMapList{})
+	gadgets := apisim.CustomResource("example.com", "v1", "gadgets", "Gadget", true)
+	s = start(t, apisim.WithScheme(scheme), apisim.WithResources(gadgets))
+	_, err = apisim.Of[*unstructured.Unstructured](s, gadgets).Create(&unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": map[string]any{"namespace": "default", "name": "g"}}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Gadget example.com/v1"}, itemTypes(gadgets.Path("")), "custom resource of a kind the scheme knows")
 }
