@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listwatch/listwatch/internal/fakelw"
@@ -210,7 +211,9 @@ func (s *Source[T]) create(obj T) (T, error) {
 // PodDisruptionBudgets, webhook configurations and the other kinds whose
 // strategy does not allow an unconditional update. It is an error (apierrors.IsNotFound)
 // if no such object exists, and one (apierrors.IsBadRequest) if obj cannot
-// be copied, as with Create.
+// be copied, as with Create. A UID in obj is checked first, as
+// kube-apiserver checks it, a precondition of the write: another than the
+// stored object's, or any when none is stored, is apierrors.IsConflict.
 //
 // Of the resources kube-apiserver creates on an update of a missing
 // object (its strategy's AllowCreateOnUpdate: Services, Endpoints, Events
@@ -220,9 +223,8 @@ func (s *Source[T]) create(obj T) (T, error) {
 // Create does (a new UID, creationTimestamp, generation 1 and
 // resourceVersion; watchers get it as ADDED), whatever resourceVersion
 // obj names (a number, or none, even of a Lease), as the server answers
-// such a PUT with 201 Created. A UID in obj is then an error
-// (apierrors.IsConflict): the server checks it as a precondition, which
-// the missing object fails.
+// such a PUT with 201 Created; with a UID in obj, it is the Conflict
+// above.
 //
 // The server's fields are kept, whatever obj has: the UID (an empty one
 // is the stored one; another is apierrors.IsConflict, as kube-apiserver
@@ -306,24 +308,20 @@ func (s *Source[T]) Update(obj T) (T, error) {
 
 // createOnUpdate creates obj, as Create does, if no object of its name is
 // stored and the resource is one kube-apiserver creates on an update
-// (kinds.CreateOnUpdate), and reports whether it did so or failed to: as
-// the generic store's Update does, it first checks obj's UID (a
-// precondition that the missing object fails: apierrors.IsConflict) and
-// parses its resourceVersion (one that is not a number: the 500 replaced
-// gives), and then creates obj whatever number it names, before it would
-// ask for one (a Lease is created without one). s.mu is held.
+// (kinds.CreateOnUpdate), and reports whether it did so or failed to. An
+// obj with a UID is left to replaced, whose precondition the missing
+// object fails (apierrors.IsConflict). As the generic store's Update does,
+// it parses obj's resourceVersion (one that is not a number: the 500
+// replaced gives), and then creates obj whatever number it names, before
+// it would ask for one (a Lease is created without one). s.mu is held.
 func (s *Source[T]) createOnUpdate(obj T) (T, bool, error) {
 	var zero T
 	if !kinds.CreateOnUpdate(s.resource) || obj.GetName() == "" ||
 		objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()) != nil {
 		return zero, false, nil
 	}
-	if _, ok := s.src.Get(objkey.Key(obj)); ok {
-		return zero, false, nil
-	}
-	if uid := obj.GetUID(); uid != "" {
-		return zero, true, apierrors.NewConflict(s.resource, obj.GetName(),
-			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: ", uid))
+	if _, ok := s.src.Get(objkey.Key(obj)); ok || obj.GetUID() != "" {
+		return zero, false, nil // replaced's, and its uid's precondition
 	}
 	if _, err := strategy.WriteVersion(obj.GetResourceVersion()); err != nil {
 		return zero, true, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
@@ -346,8 +344,14 @@ func (s *Source[T]) createOnUpdate(obj T) (T, bool, error) {
 // s.mu is held.
 func (s *Source[T]) replaced(obj T) (T, error) {
 	var zero T
+	if objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()) != nil {
+		return zero, apierrors.NewNotFound(s.resource, obj.GetName())
+	}
 	old, ok := s.src.Get(objkey.Key(obj))
-	if !ok || objkey.CheckSlashes(obj.GetNamespace(), obj.GetName()) != nil {
+	if err := s.uidPrecondition(obj, old, ok); err != nil {
+		return zero, err
+	}
+	if !ok {
 		return zero, apierrors.NewNotFound(s.resource, obj.GetName())
 	}
 	rv, err := strategy.WriteVersion(obj.GetResourceVersion())
@@ -364,12 +368,24 @@ func (s *Source[T]) replaced(obj T) (T, error) {
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update"),
 		})
 	}
-	if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
-		// kube-apiserver makes the UID a precondition of the write.
-		return zero, apierrors.NewConflict(s.resource, obj.GetName(),
-			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, old.GetUID()))
-	}
 	return old, nil
+}
+
+// uidPrecondition is the first check of an update whose obj names a UID:
+// kube-apiserver makes it a precondition of the write, checked before
+// anything else against the stored object (stored, if ok), and against an
+// empty one when none is stored, whatever the kind (apierrors.IsConflict).
+func (s *Source[T]) uidPrecondition(obj, stored T, ok bool) error {
+	uid := obj.GetUID()
+	var was types.UID
+	if ok {
+		was = stored.GetUID()
+	}
+	if uid == "" || uid == was {
+		return nil
+	}
+	return apierrors.NewConflict(s.resource, obj.GetName(),
+		fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, was))
 }
 
 // copyOf returns a pointer to a copy of *p, or nil: a stored object's

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1416,4 +1417,28 @@ func TestUIDsAreUniqueUUIDsAcrossSources(t *testing.T) {
 	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	assert.Regexp(t, uuid, string(d.UID))
 	assert.Regexp(t, uuid, string(rs.UID))
+}
+
+// A UID in an update is a precondition, checked before anything else:
+// against an empty object when none is stored, whatever the kind
+// (kube-apiserver's generic store, then etcd3's GuaranteedUpdate). A
+// missing Pod's update with a UID was NotFound; a stale object's, with a
+// resourceVersion of 0 of a Lease, the resourceVersion's Invalid.
+func TestUpdateChecksTheUIDFirst(t *testing.T) {
+	pods := listwatchtest.NewSource[*corev1.Pod]()
+	p, err := pods.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}})
+	require.NoError(t, err)
+	require.NoError(t, pods.Delete("ns", "p"))
+	_, err = pods.Update(p)
+	assert.True(t, apierrors.IsConflict(err), "a deleted object's update with its UID: %v", err)
+	p.UID = ""
+	_, err = pods.Update(p)
+	assert.True(t, apierrors.IsNotFound(err), "without a UID: %v", err)
+
+	leases := listwatchtest.NewSource[*coordinationv1.Lease]()
+	l, err := leases.Create(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "l"}})
+	require.NoError(t, err)
+	l.UID, l.ResourceVersion = "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f", ""
+	_, err = leases.Update(l)
+	assert.True(t, apierrors.IsConflict(err), "another UID, no resourceVersion: %v", err)
 }

@@ -62,3 +62,36 @@ func TestPutCreatesWhereTheStrategyAllowsIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, l.UID)
 }
+
+// A PUT that names a uid has it checked first, as a precondition of the
+// generic store's update: against the stored object, and against an empty
+// one when none is stored, whatever the kind: 409 Conflict. apisim
+// answered a missing Pod's 404 and took an existing one's update with
+// another object's uid, keeping the stored uid.
+func TestPutChecksTheUIDFirst(t *testing.T) {
+	s := start(t)
+	pods := apisim.Of[*corev1.Pod](s, apisim.Pods())
+	p, err := pods.Create(apisim.MakePod("default", "p"))
+	require.NoError(t, err)
+
+	gone := apisim.MakePod("default", "gone")
+	gone.UID = p.UID
+	resp, body := do(t, s, http.MethodPut, apisim.Pods().ObjectPath("default", "gone"), jsonBody(t, gone))
+	st := status(t, resp, body, http.StatusConflict)
+	assert.Equal(t, metav1.StatusReasonConflict, st.Reason)
+	assert.Contains(t, st.Message, "Precondition failed: UID in precondition: "+string(p.UID)+", UID in object meta: ")
+	gone.UID = ""
+	resp, body = do(t, s, http.MethodPut, apisim.Pods().ObjectPath("default", "gone"), jsonBody(t, gone))
+	status(t, resp, body, http.StatusNotFound)
+
+	other := p.DeepCopy()
+	other.UID = "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f"
+	other.ResourceVersion = "" // the uid comes first, before the write's resourceVersion
+	other.Labels = map[string]string{"changed": "yes"}
+	resp, body = do(t, s, http.MethodPut, apisim.Pods().ObjectPath("default", "p"), jsonBody(t, other))
+	st = status(t, resp, body, http.StatusConflict)
+	assert.Contains(t, st.Message, "UID in object meta: "+string(p.UID))
+	got, err := pods.Get("default", "p")
+	require.NoError(t, err)
+	assert.Equal(t, p.ResourceVersion, got.ResourceVersion, "nothing written")
+}

@@ -321,6 +321,7 @@ func TestNamespaceFinalize(t *testing.T) {
 	} {
 		other := got.DeepCopy()
 		other.Name = path.Base(path.Dir(c.path))
+		other.UID = "" // another object's: a precondition that fails (409)
 		resp, body := do(t, s, c.method, c.path, jsonBody(t, other))
 		status(t, resp, body, c.code)
 	}

@@ -151,13 +151,12 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := c.store.current(objectKey(m.GetNamespace(), m.GetName()))
+	if err := c.uidPrecondition(m, cur, kind); err != nil {
+		return nil, false, err
+	}
 	createOnUpdate := cur == nil && kinds.CreateOnUpdate(c.res.GroupResource())
-	switch {
-	case cur == nil && !createOnUpdate:
+	if cur == nil && !createOnUpdate {
 		return nil, false, apierrors.NewNotFound(c.res.GroupResource(), m.GetName())
-	case createOnUpdate && m.GetUID() != "":
-		return nil, false, apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
-			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: ", m.GetUID()))
 	}
 	// "0" is no resourceVersion, as the storage's versioner parses it; one
 	// that is not a number is its parse error, which reaches the client
@@ -214,6 +213,25 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 	}
 	s.commit(c, &event{typ: modified, rv: rv, obj: v, prev: cur})
 	return v, false, nil
+}
+
+// uidPrecondition is the first check of a PUT that names a uid: the
+// generic store makes it a precondition, checked against the stored
+// object before anything else, and against an empty one when none is
+// stored (etcd3 GuaranteedUpdate, then InterpretUpdateError): 409 Conflict,
+// whether the kind creates on update or not. The direct Go API
+// (Objects.Update) sets what it likes.
+func (c *collection) uidPrecondition(m metav1.Object, cur *version, kind writeKind) error {
+	uid := m.GetUID()
+	if uid == "" || kind == writeWhole || (cur != nil && types.UID(cur.uid) == uid) {
+		return nil
+	}
+	var stored string
+	if cur != nil {
+		stored = cur.uid
+	}
+	return apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
+		fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, stored))
 }
 
 // deletionMarks keeps old's deletion marks in m, as rest.BeforeUpdate
