@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"reflect"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,21 +71,12 @@ func repeatedDataKey(n int) []byte {
 	return b.Bytes()
 }
 
-// allocated returns the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 func TestFieldMetAgainIsCopiedOncePerObject(t *testing.T) {
 	protoCase := func(typ reflect.Type, encode func(int) []byte) func(n int) (uint64, any) {
 		return func(n int) (uint64, any) {
 			data := encode(n)
 			got := reflect.New(typ)
-			alloc := allocated(func() {
+			alloc := allocatedBy(func() {
 				d := protoDecoder{parts: newPartTable()}
 				require.NoError(t, protoMessageFor(typ).decode(got.UnsafePointer(), data, &d))
 			})
@@ -102,7 +92,7 @@ func TestFieldMetAgainIsCopiedOncePerObject(t *testing.T) {
 		"JSON repeated key": func(n int) (uint64, any) {
 			data := repeatedDataKey(n)
 			got := new(corev1.ConfigMap)
-			alloc := allocated(func() { require.NoError(t, jsonAPIFor(newPartTable()).Unmarshal(data, got)) })
+			alloc := allocatedBy(func() { require.NoError(t, jsonAPIFor(newPartTable()).Unmarshal(data, got)) })
 			assert.Len(t, got.Data, n)
 			return alloc, got
 		},
