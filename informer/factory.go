@@ -293,7 +293,7 @@ func canonical[T reflector.Object](t reflector.Target) reflector.Target {
 	if err != nil {
 		return t
 	}
-	if t.Resource == (schema.GroupVersionResource{}) { // a partial one is NewListerWatcher's error
+	if t.Resource == (schema.GroupVersionResource{}) { // For refuses a partial one
 		t.Resource = gvr
 	}
 	if t.Kind == "" && t.Resource == gvr {
