@@ -19,11 +19,14 @@ import (
 
 // handleDeltas applies one key's deltas to the indexer, in order, and tells
 // the handlers about each change. The old state of an object comes from the
-// indexer, so it is the state the handlers were last told about.
+// indexer, so it is the state the handlers were last told about. Of a key
+// popped from the initial list (isInInitialList), only the list's own
+// delta (Replaced) is in it: the watch's changes queued behind it (a
+// delete, and a new object of the same name) are news.
 func (s *SharedIndexInformer[T]) handleDeltas(key string, deltas []deltafifo.Delta[T], isInInitialList bool) error {
 	var errs []error
 	for _, d := range deltas {
-		if err := s.applyDelta(key, d, isInInitialList); err != nil {
+		if err := s.applyDelta(key, d, isInInitialList && d.Type == deltafifo.Replaced); err != nil {
 			errs = append(errs, fmt.Errorf("applying %s of %s: %w", d.Type, key, err))
 		}
 	}
