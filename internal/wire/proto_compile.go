@@ -336,9 +336,12 @@ func externUnmarshal(t reflect.Type) func(p unsafe.Pointer, data []byte) error {
 		// A named slice's Unmarshal appends, leaving spare capacity,
 		// which the objects sharing the value would share too.
 		return func(p unsafe.Pointer, data []byte) error {
-			err := r2.PackEFace(p).(protoUnmarshaler).Unmarshal(data)
 			h := (*sliceHeader)(p)
-			h.cap = h.len
+			first := h.len == 0 // met again, it is the object's own (protoDecoder.owned)
+			err := r2.PackEFace(p).(protoUnmarshaler).Unmarshal(data)
+			if first {
+				h.cap = h.len
+			}
 			return err
 		}
 	}

@@ -42,6 +42,7 @@ type protoDecoder struct {
 	parts   *partTable   // nil: share no parts (proto_share.go)
 	depth   int
 	owned   ownedSet // the values made for this object: merged into without a copy
+	spare   int      // slices grown with spare capacity: a part holding one is not remembered
 
 	// a scratch value of type mapValType for the entries of maps (kMap)
 	mapValType reflect2.Type
@@ -92,6 +93,7 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 			continue
 		}
 		fp := unsafe.Add(p, f.offset)
+		selfMerged, before := false, unsafe.Pointer(nil)
 		// Sharing parts, maps, repeated fields and message pointers are
 		// decoded a run of entries at a time (proto_share.go).
 		if d.parts != nil && wt == wireBytes {
@@ -103,7 +105,7 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 				}
 				continue
 			case f.selfMerging && !emptyPart(fp, f.isSlice):
-				d.unshare(f, fp)
+				selfMerged, before = true, d.unshare(f, fp)
 			}
 		}
 		varint := wt == wireVarint && f.wireType == wireVarint
@@ -114,7 +116,7 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 		// known to fit (a packed run of varints sizes its slice itself).
 		if f.repeated && f.full(fp) && !(f.kind == kVarints && wt == wireBytes) {
 			run, n := spanRun(start, tag)
-			f.reserve(fp, max(n, 1), len(run))
+			f.reserve(fp, max(n, 1), len(run), d)
 		}
 		if varint {
 			v, n := consumeVarint(b)
@@ -122,7 +124,7 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 				return fmt.Errorf("%w: %s: truncated varint", errProtobuf, f.name)
 			}
 			b = b[n:]
-			f.setVarint(fp, v)
+			f.setVarint(fp, v, d)
 			continue
 		}
 		data, rest, err := f.lengthDelimited(b)
@@ -131,6 +133,9 @@ func (m *protoMessage) decodeFields(p unsafe.Pointer, b []byte, d *protoDecoder)
 		}
 		if err := f.decodeBytes(fp, data, d); err != nil {
 			return err
+		}
+		if selfMerged {
+			d.owned.made(fp, before) // a slice's copy is made as it grows
 		}
 		b = rest
 	}
@@ -183,7 +188,7 @@ const (
 
 // reserve makes room for n more elements in the slice or map at p, which
 // run for runBytes bytes of the frame.
-func (f *protoStructField) reserve(p unsafe.Pointer, n, runBytes int) {
+func (f *protoStructField) reserve(p unsafe.Pointer, n, runBytes int, d *protoDecoder) {
 	if f.elemSize > 0 {
 		n = max(1, min(n, max(minHintBytes, maxHintGrowth*runBytes)/int(f.elemSize)))
 	}
@@ -197,13 +202,13 @@ func (f *protoStructField) reserve(p unsafe.Pointer, n, runBytes int) {
 			*m = *(*unsafe.Pointer)(f.mapType.UnsafeMakeMap(min(n, maxMapHint)))
 		}
 	default:
-		f.growSlice(p, n)
+		f.growSlice(p, n, d)
 	}
 }
 
 // growSlice makes room for n more elements in the slice at p. The new
 // elements are zero: they are only ever taken by nextElem.
-func (f *protoStructField) growSlice(p unsafe.Pointer, n int) {
+func (f *protoStructField) growSlice(p unsafe.Pointer, n int, d *protoDecoder) {
 	h := (*sliceHeader)(p)
 	if h.cap-h.len >= n {
 		return
@@ -215,6 +220,9 @@ func (f *protoStructField) growSlice(p unsafe.Pointer, n int) {
 		// by doubling keeps that linear, where growing to the exact size
 		// copied every element again for each new one.
 		size = max(size, 2*h.cap)
+		if size > h.len+n {
+			d.spare++ // spare capacity: not to be remembered in a part
+		}
 	}
 	grown := *(*sliceHeader)(f.slice.UnsafeMakeSlice(h.len, size))
 	for i := range h.len {
@@ -224,10 +232,11 @@ func (f *protoStructField) growSlice(p unsafe.Pointer, n int) {
 }
 
 // nextElem appends a zero element to the slice at p and returns it.
-func (f *protoStructField) nextElem(p unsafe.Pointer) unsafe.Pointer {
+func (f *protoStructField) nextElem(p unsafe.Pointer, d *protoDecoder) unsafe.Pointer {
 	h := (*sliceHeader)(p)
 	if h.len == h.cap {
-		f.growSlice(p, max(h.len, 4))
+		f.growSlice(p, max(h.len, 4), d)
+		d.spare++
 	}
 	e := unsafe.Add(h.data, uintptr(h.len)*f.elemSize)
 	h.len++
@@ -235,7 +244,7 @@ func (f *protoStructField) nextElem(p unsafe.Pointer) unsafe.Pointer {
 }
 
 // setVarint stores a varint field's value (or appends it, kVarints).
-func (f *protoStructField) setVarint(p unsafe.Pointer, v uint64) {
+func (f *protoStructField) setVarint(p unsafe.Pointer, v uint64, d *protoDecoder) {
 	switch f.kind {
 	case kBool:
 		*(*bool)(p) = isTrue(v)
@@ -259,7 +268,7 @@ func (f *protoStructField) setVarint(p unsafe.Pointer, v uint64) {
 		i := int64(v)
 		*(**int64)(p) = &i
 	case kVarints:
-		storeVarint(f.nextElem(p), f.elemKind, v)
+		storeVarint(f.nextElem(p, d), f.elemKind, v)
 	}
 }
 
@@ -324,7 +333,7 @@ func (f *protoStructField) decodeBytes(p unsafe.Pointer, data []byte, d *protoDe
 		s := d.str(data, f.unique)
 		*(**string)(p) = &s
 	case kStrings:
-		*(*string)(f.nextElem(p)) = d.str(data, false)
+		*(*string)(f.nextElem(p, d)) = d.str(data, false)
 	case kBytes:
 		if f.intern && d.strings != nil {
 			*(*[]byte)(p) = d.strings.internBytesFrom(data)
@@ -332,14 +341,14 @@ func (f *protoStructField) decodeBytes(p unsafe.Pointer, data []byte, d *protoDe
 			*(*[]byte)(p) = append(make([]byte, 0, len(data)), data...)
 		}
 	case kVarints: // packed
-		f.growSlice(p, countVarints(data))
+		f.growSlice(p, countVarints(data), d)
 		for len(data) > 0 {
 			v, n := consumeVarint(data)
 			if n == 0 {
 				return fmt.Errorf("%w: %s: truncated packed varint", errProtobuf, f.name)
 			}
 			data = data[n:]
-			f.setVarint(p, v)
+			f.setVarint(p, v, d)
 		}
 	case kMessage:
 		return f.decodeMessage(p, data, d)
@@ -363,7 +372,7 @@ func (f *protoStructField) decodeBytes(p unsafe.Pointer, data []byte, d *protoDe
 		}
 		return f.decodeMessage(*q, data, d)
 	case kMessages:
-		return f.decodeMessage(f.nextElem(p), data, d)
+		return f.decodeMessage(f.nextElem(p, d), data, d)
 	case kStringMap:
 		return f.decodeStringMapEntry(p, data, d)
 	case kMap:
@@ -476,7 +485,7 @@ func (f *protoStructField) decodeMapEntry(p unsafe.Pointer, data []byte, d *prot
 			reflect.NewAt(vt, v).Elem().Set(reflect.MakeMap(vt))
 		}
 	case f.mapVal.wireType == wireVarint:
-		f.mapVal.setVarint(v, val.varint)
+		f.mapVal.setVarint(v, val.varint, d)
 	default:
 		if err := f.mapVal.decodeBytes(v, val.data, d); err != nil {
 			return err

@@ -155,10 +155,16 @@ func (t *partTable) share(f *protoStructField, p unsafe.Pointer, b, run []byte, 
 		setPart(p, v, f.isSlice)
 		return b[len(run):], nil
 	}
+	owned, spare := len(d.owned), d.spare
 	if err := f.decodeRun(p, run, n, d); err != nil {
 		return nil, err
 	}
-	remember(slot, f, p, run)
+	// A part that holds a value this object made (a field met again
+	// inside it) is not remembered: that value is merged into without a
+	// copy when met again, which must only change this object.
+	if len(d.owned) == owned && d.spare == spare {
+		remember(slot, f, p, run)
+	}
 	return b[len(run):], nil
 }
 
@@ -210,7 +216,7 @@ func spanRun(b []byte, tag uint64) (run []byte, n int) {
 // into the field at p.
 func (f *protoStructField) decodeRun(p unsafe.Pointer, run []byte, n int, d *protoDecoder) error {
 	if f.repeated {
-		f.reserve(p, max(n, 1), len(run))
+		f.reserve(p, max(n, 1), len(run), d)
 	}
 	for len(run) > 0 {
 		// Every tag of the run is the field's (its number, truncated to
