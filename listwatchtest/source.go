@@ -371,21 +371,14 @@ func (s *Source[T]) replaced(obj T) (T, error) {
 	return old, nil
 }
 
-// uidPrecondition is the first check of an update whose obj names a UID:
-// kube-apiserver makes it a precondition of the write, checked before
-// anything else against the stored object (stored, if ok), and against an
-// empty one when none is stored, whatever the kind (apierrors.IsConflict).
+// uidPrecondition is strategy.UIDPrecondition of obj against stored (if
+// ok: an object is stored).
 func (s *Source[T]) uidPrecondition(obj, stored T, ok bool) error {
-	uid := obj.GetUID()
 	var was types.UID
 	if ok {
 		was = stored.GetUID()
 	}
-	if uid == "" || uid == was {
-		return nil
-	}
-	return apierrors.NewConflict(s.resource, obj.GetName(),
-		fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, was))
+	return strategy.UIDPrecondition(s.resource, obj.GetName(), obj.GetUID(), was)
 }
 
 // copyOf returns a pointer to a copy of *p, or nil: a stored object's

@@ -215,23 +215,18 @@ func (s *Server) update(c *collection, in runtime.Object, pathNS string, kind wr
 	return v, false, nil
 }
 
-// uidPrecondition is the first check of a PUT that names a uid: the
-// generic store makes it a precondition, checked against the stored
-// object before anything else, and against an empty one when none is
-// stored (etcd3 GuaranteedUpdate, then InterpretUpdateError): 409 Conflict,
-// whether the kind creates on update or not. The direct Go API
-// (Objects.Update) sets what it likes.
+// uidPrecondition is strategy.UIDPrecondition of a PUT against cur (nil:
+// none stored), whether the kind creates on update or not. The direct Go
+// API (Objects.Update) sets what it likes.
 func (c *collection) uidPrecondition(m metav1.Object, cur *version, kind writeKind) error {
-	uid := m.GetUID()
-	if uid == "" || kind == writeWhole || (cur != nil && types.UID(cur.uid) == uid) {
+	if kind == writeWhole {
 		return nil
 	}
-	var stored string
+	var stored types.UID
 	if cur != nil {
-		stored = cur.uid
+		stored = types.UID(cur.uid)
 	}
-	return apierrors.NewConflict(c.res.GroupResource(), m.GetName(),
-		fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, stored))
+	return strategy.UIDPrecondition(c.res.GroupResource(), m.GetName(), m.GetUID(), stored)
 }
 
 // deletionMarks keeps old's deletion marks in m, as rest.BeforeUpdate

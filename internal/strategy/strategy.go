@@ -5,9 +5,10 @@
 // for the built-in kinds, the metadata a status write keeps (StatusMeta).
 // internal/apisim and listwatchtest keep the status apart themselves (a
 // PUT to an object keeps the stored status, one to its status the stored
-// spec) and call this package for the rest, for how the storage reads
-// a write's resourceVersion (WriteVersion), and for how much of a
-// generateName a generated name keeps (GenerateNameBase).
+// spec) and call this package for the rest, for how the storage reads a
+// write's resourceVersion (WriteVersion) and checks its UID
+// (UIDPrecondition), and for how much of a generateName a generated name
+// keeps (GenerateNameBase).
 package strategy
 
 import (
@@ -17,9 +18,11 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -265,4 +268,17 @@ func GenerateNameBase(generateName string) string {
 		return generateName[:MaxGeneratedNameLength]
 	}
 	return generateName
+}
+
+// UIDPrecondition is the first check of an update whose body names uid:
+// kube-apiserver's generic store makes it a precondition of the write,
+// which etcd3's GuaranteedUpdate checks before anything else against the
+// stored object's UID, stored ("" when none is stored: the empty object),
+// whatever the kind. A mismatch is 409 Conflict (InterpretUpdateError).
+func UIDPrecondition(gr schema.GroupResource, name string, uid, stored types.UID) error {
+	if uid == "" || uid == stored {
+		return nil
+	}
+	return apierrors.NewConflict(gr, name,
+		fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, stored))
 }
