@@ -22,8 +22,11 @@ type Processor[T metav1.Object] struct {
 
 	mu    sync.RWMutex
 	state runState
-	// listeners and syncing are copied on write, never changed in place, so
-	// Distribute can range over them after releasing mu.
+	// listeners and syncing are never changed below their length, so
+	// Distribute can range over them after releasing mu: AddListener
+	// appends (in place when there is room, past the end of every copy a
+	// reader may hold, so adding L listeners costs O(L)), RemoveListener
+	// and ShouldResync make new slices.
 	listeners []*Listener[T]
 	syncing   []*Listener[T] // the listeners picked by the last ShouldResync that picked any
 	added     int            // listeners added so far, to number them
@@ -79,7 +82,7 @@ func (p *Processor[T]) AddListener(h Handler[T], opts ListenerOptions, initial .
 	}
 	over := p.state == stopped
 	if !over { // a stopped Processor keeps no new listener
-		p.listeners = append(slices.Clip(p.listeners), l)
+		p.listeners = append(p.listeners, l)
 	}
 	if p.state == running {
 		l.start(&p.wg)
