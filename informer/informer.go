@@ -28,7 +28,10 @@ var ErrStarted = errors.New("informer already started")
 // SharedIndexInformer keeps a local, indexed cache of one resource and tells
 // any number of handlers about every change to it. Build one with New (or
 // through a Factory), add handlers, and call Run. All methods are safe for
-// concurrent use.
+// concurrent use. One not made by New (its zero value) does nothing, and
+// says so where it can: Run and AddIndexers return an error, AddEventHandler
+// a Registration that holds no handler (WaitForSync refuses it), and its
+// cache is empty.
 type SharedIndexInformer[T metav1.Object] struct {
 	name      string
 	lw        reflector.ListerWatcher[T]
@@ -341,6 +344,9 @@ func (s *SharedIndexInformer[T]) resyncLoop(ctx context.Context) {
 // registration is stopped at once, and never synced (client-go returns an
 // error then).
 func (s *SharedIndexInformer[T]) AddEventHandler(h processor.Handler[T], opts ...HandlerOption) *Registration[T] {
+	if s.processor == nil { // not made by New
+		return &Registration[T]{}
+	}
 	lo := processor.ListenerOptions{ResyncPeriod: s.resync}
 	for _, o := range opts {
 		if o != nil {
@@ -453,10 +459,15 @@ func (s *SharedIndexInformer[T]) Synced() <-chan struct{} {
 
 // Indexer returns the informer's cache. Read from it freely; writing to it
 // would make it disagree with the server.
-func (s *SharedIndexInformer[T]) Indexer() *indexer.Indexer[T] { return s.indexer }
+func (s *SharedIndexInformer[T]) Indexer() *indexer.Indexer[T] {
+	if s.indexer == nil { // not made by New: an empty cache
+		return indexer.New[T](nil)
+	}
+	return s.indexer
+}
 
 // Lister returns a typed, read-only view of the cache.
-func (s *SharedIndexInformer[T]) Lister() *Lister[T] { return &Lister[T]{indexer: s.indexer} }
+func (s *SharedIndexInformer[T]) Lister() *Lister[T] { return &Lister[T]{indexer: s.Indexer()} }
 
 // AddIndexers adds named indexes to the cache, indexing what it already
 // holds (see indexer.Indexer.AddIndexers). The informer goes on applying
@@ -466,6 +477,9 @@ func (s *SharedIndexInformer[T]) Lister() *Lister[T] { return &Lister[T]{indexer
 // every index function, it must not wait for a handler to be told of a
 // change: it runs on the goroutine that applies changes.
 func (s *SharedIndexInformer[T]) AddIndexers(ix indexer.Indexers[T]) error {
+	if s.indexer == nil {
+		return errors.New("informer: AddIndexers: a SharedIndexInformer made without New")
+	}
 	return s.indexer.AddIndexers(ix)
 }
 

@@ -1107,6 +1107,15 @@ func TestRunRefusesWhatItCannotRunWith(t *testing.T) {
 	// panicked, where Run refused it.
 	assert.False(t, zero.HasSynced())
 	assert.ErrorContains(t, informer.WaitForSync(t.Context(), zero), "nil")
+	// Nor does the rest of it panic: a handler is refused, indexes are
+	// refused, and the cache is empty.
+	reg := zero.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{})
+	assert.ErrorContains(t, informer.WaitForSync(t.Context(), reg), "nil")
+	zero.RemoveEventHandler(reg)
+	byName := func(p *corev1.Pod) ([]string, error) { return []string{p.Name}, nil }
+	assert.ErrorContains(t, zero.AddIndexers(indexer.Indexers[*corev1.Pod]{"byName": byName}), "without New")
+	assert.Empty(t, zero.Indexer().List())
+	assert.Empty(t, zero.Lister().List(labels.Everything()))
 }
 
 // An index named by two WithIndexers is an error from Run, which
