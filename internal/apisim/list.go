@@ -60,31 +60,40 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req request) 
 }
 
 // readPage picks the snapshot and reads one page from it.
+//
+// With a continue token, the token is checked first, then that no
+// resourceVersion but "" or "0" comes with it, as kube-apiserver's
+// storage.ValidateListOptions does; "0" reads the rest in one page there
+// too (the watch cache's list limit is 0 for it, continue or not).
 func (s *Server) readPage(ctx context.Context, c *collection, q *query) (*page, error) {
-	rv, err := parseRV(q.ResourceVersion, false)
-	if err != nil {
-		return nil, err
-	}
 	var (
 		startKey string
 		readRV   uint64 // 0: the newest state
 		exact    bool
 		tokenRV  int64
 		limit    = q.Limit
+		err      error
 	)
-	switch {
-	case q.Continue != "":
-		if rv != 0 {
-			return nil, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
-		}
+	if q.Continue != "" {
 		if tokenRV, startKey, err = decodeContinue(q.Continue); err != nil {
 			return nil, err
 		}
+		if q.ResourceVersion != "" && q.ResourceVersion != "0" {
+			return nil, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+	}
+	rv, err := parseRV(q.ResourceVersion, false)
+	if err != nil {
+		return nil, err
+	}
+	if q.ResourceVersion == "0" {
+		limit = 0
+	}
+	switch {
+	case q.Continue != "":
 		if tokenRV > 0 {
 			readRV, exact = uint64(tokenRV), true
 		}
-	case q.ResourceVersion == "0":
-		limit = 0
 	case rv > 0 && (q.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
 		(q.ResourceVersionMatch == "" && limit > 0)):
 		readRV, exact = rv, true

@@ -194,6 +194,14 @@ func TestListInvalidOptions(t *testing.T) {
 		{"resourceVersion=1&continue=" + first.Metadata.Continue, 400, metav1.StatusReasonBadRequest,
 			"specifying resource version is not allowed when using continue"},
 		{"continue=bm90LWpzb24", 400, metav1.StatusReasonBadRequest, "invalid continue token"},
+		// The token first, then the resourceVersion beside it, then the
+		// resourceVersion itself, as storage.ValidateListOptions checks.
+		{"resourceVersion=abc&continue=" + first.Metadata.Continue, 400, metav1.StatusReasonBadRequest,
+			"specifying resource version is not allowed when using continue"},
+		{"resourceVersion=00&continue=" + first.Metadata.Continue, 400, metav1.StatusReasonBadRequest,
+			"specifying resource version is not allowed when using continue"},
+		{"resourceVersion=1&continue=bm90LWpzb24", 400, metav1.StatusReasonBadRequest, "invalid continue token"},
+		{"resourceVersion=abc&continue=bm90LWpzb24", 400, metav1.StatusReasonBadRequest, "invalid continue token"},
 		{"labelSelector=" + url.QueryEscape("a b c"), 400, metav1.StatusReasonBadRequest, ""},
 		{"fieldSelector=spec.foo%3Dbar", 400, metav1.StatusReasonBadRequest, "field label not supported: spec.foo"},
 		{"resourceVersion=abc", 400, metav1.StatusReasonBadRequest,
@@ -206,6 +214,19 @@ func TestListInvalidOptions(t *testing.T) {
 			assert.Contains(t, st.Message, tc.message)
 		})
 	}
+}
+
+// A continue token with resourceVersion "0" reads the rest in one page,
+// whatever the limit: kube-apiserver's watch cache serves it, and its list
+// limit for "0" is none.
+func TestListContinueAtResourceVersionZeroIgnoresLimit(t *testing.T) {
+	s := start(t)
+	createPods(t, s, "default", 4)
+	first := getList(t, s, "/api/v1/namespaces/default/pods?limit=1")
+	require.NotEmpty(t, first.Metadata.Continue)
+	rest := getList(t, s, "/api/v1/namespaces/default/pods?limit=1&resourceVersion=0&continue="+url.QueryEscape(first.Metadata.Continue))
+	assert.Len(t, rest.Items, 3)
+	assert.Empty(t, rest.Metadata.Continue)
 }
 
 func TestListTooLargeResourceVersion(t *testing.T) {

@@ -126,6 +126,9 @@ func (e *event) exitVersion(c *collection) *version {
 //     allowWatchBookmarks, a BOOKMARK annotated k8s.io/initial-events-end
 //     at that state's resourceVersion, then live events;
 //   - sendInitialEvents=false: live events from now on;
+//   - a resourceVersion that is 0 without being "0" (such as "00"), with
+//     sendInitialEvents unset: the legacy watch from 0, an ADDED event for
+//     every object and then live events, with no bookmark between;
 //   - allowWatchBookmarks: periodic BOOKMARKs (WithBookmarkInterval);
 //   - timeoutSeconds (else WithWatchTimeout): a clean end after that long.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request) {
@@ -235,7 +238,7 @@ func (s *Server) startWatch(c *collection, q *query, rv uint64, initial bool) (*
 	var snapshot []*version
 	var backlog []delivery
 	switch {
-	case initial:
+	case initial || rv == 0 && q.SendInitialEvents == nil:
 		c.store.scan(scopePrefix(c.res, q.filter.namespace), "", s.rv, func(v *version) bool {
 			if q.filter.matches(v) {
 				snapshot = append(snapshot, v)

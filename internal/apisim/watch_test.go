@@ -55,6 +55,21 @@ func TestWatchWithoutResourceVersionStartsWithInitialEvents(t *testing.T) {
 	}
 }
 
+// "00" is 0 but not "0": sendInitialEvents is not defaulted for it, and
+// kube-apiserver takes the legacy path of a watch from 0: the current
+// state as ADDED events, no bookmark, then live events.
+func TestWatchFromAnotherSpellingOfZeroSendsTheStateWithoutBookmark(t *testing.T) {
+	s := start(t, apisim.WithBookmarkInterval(0))
+	createPods(t, s, "default", 2)
+	w := watch(t, s, "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion=00")
+	assert.Equal(t, "ADDED", w.next(t).Type)
+	assert.Equal(t, "ADDED", w.next(t).Type)
+	createPods(t, s, "other", 1)
+	e := w.next(t)
+	assert.Equal(t, "ADDED", e.Type, "a live event, after no bookmark")
+	assert.Equal(t, "other", e.obj(t).GetNamespace())
+}
+
 func TestWatchListEndsInitialEventsWithAnnotatedBookmark(t *testing.T) {
 	s := start(t, apisim.WithBookmarkInterval(0))
 	rv := createPods(t, s, "default", 3)
