@@ -557,8 +557,10 @@ func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add fu
 // opts.ResourceVersion, or, if opts.SendInitialEvents or the
 // resourceVersion is "" or "0", the current state as ADDED events and
 // then the events, as kube-apiserver does. A streaming list
-// (SendInitialEvents) marks the end of the state with the
-// initial-events-end BOOKMARK if opts.AllowBookmarks. If
+// (SendInitialEvents, or "" or "0" without a ResourceVersionMatch, which
+// kube-apiserver v1.37 makes one, unless RefuseStreaming) marks the end
+// of the state with the initial-events-end BOOKMARK if
+// opts.AllowBookmarks. If
 // opts.TimeoutSeconds > 0, the stream ends after that long, as
 // CloseWatches ends it. Each event's object is a copy of its own, as in
 // List.

@@ -1442,3 +1442,42 @@ func TestUpdateChecksTheUIDFirst(t *testing.T) {
 	_, err = leases.Update(l)
 	assert.True(t, apierrors.IsConflict(err), "another UID, no resourceVersion: %v", err)
 }
+
+// A watch from "" or "0" with bookmarks is a streaming list, as
+// kube-apiserver v1.37 makes it: the state, then the initial-events-end
+// BOOKMARK. After RefuseStreaming it is the legacy watch from 0: the
+// state, then live events, no bookmark.
+func TestWatchFromNothingEndsTheStateWithABookmark(t *testing.T) {
+	for _, rv := range []string{"", "0"} {
+		for _, refuse := range []bool{false, true} {
+			t.Run(fmt.Sprintf("rv=%q refuse=%v", rv, refuse), func(t *testing.T) {
+				src := listwatchtest.NewSource[*corev1.Pod]()
+				if refuse {
+					src.RefuseStreaming()
+				}
+				_, err := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}})
+				require.NoError(t, err)
+				w, err := src.Watch(t.Context(), reflector.WatchOptions{ResourceVersion: rv, AllowBookmarks: true})
+				require.NoError(t, err)
+				defer w.Close()
+				ev, err := w.Next()
+				require.NoError(t, err)
+				assert.Equal(t, reflector.Added, ev.Type)
+				_, err = src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b"}})
+				require.NoError(t, err)
+				ev, err = w.Next()
+				require.NoError(t, err)
+				if refuse {
+					assert.Equal(t, reflector.Added, ev.Type, "a live event, after no bookmark")
+					return
+				}
+				require.Equal(t, reflector.Bookmark, ev.Type)
+				assert.Equal(t, "true", ev.Object.GetAnnotations()[reflector.InitialEventsEndAnnotation])
+				ev, err = w.Next()
+				require.NoError(t, err)
+				assert.Equal(t, reflector.Added, ev.Type)
+				assert.Equal(t, "b", ev.Object.GetName())
+			})
+		}
+	}
+}

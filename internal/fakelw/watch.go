@@ -54,23 +54,25 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 	}
 	w := newWatcher(ctx, match)
 	w.bookmarks = opts.AllowBookmarks
+	// A watch from "" or "0" with no resourceVersionMatch is a streaming
+	// list on a server that serves them: kube-apiserver defaults
+	// sendInitialEvents to true for it (SetListOptionsDefaults). On one
+	// that does not, it is the legacy watch from 0: the state, no bookmark.
+	legacy := opts.ResourceVersion == "" || opts.ResourceVersion == "0"
 	switch {
-	case opts.SendInitialEvents:
-		if s.noInitialEvents {
+	case opts.SendInitialEvents || legacy:
+		if opts.SendInitialEvents && s.noInitialEvents {
 			return nil, Status(http.StatusBadRequest, metav1.StatusReasonBadRequest, "sendInitialEvents is forbidden")
 		}
 		for _, o := range filter(s.sortedLocked(), match) {
 			w.push(reflector.Event[T]{Type: reflector.Added, Object: o})
 		}
-		if w.bookmarks {
+		streaming := opts.SendInitialEvents || opts.ResourceVersionMatch == "" && !s.noInitialEvents
+		if w.bookmarks && streaming {
 			bm := s.newObj()
 			bm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
 			bm.SetAnnotations(map[string]string{reflector.InitialEventsEndAnnotation: "true"})
 			w.push(reflector.Event[T]{Type: reflector.Bookmark, Object: bm})
-		}
-	case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
-		for _, o := range filter(s.sortedLocked(), match) {
-			w.push(reflector.Event[T]{Type: reflector.Added, Object: o})
 		}
 	default:
 		if from < s.compact {
