@@ -210,6 +210,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	var first *firstGate
 	if base.Scheme == "https" && !c.DisableHTTP2 {
 		first = newFirstGate(tracker.idle) // HTTP/2: one connection to share
+		first.dials = func() bool { return tracker.dialed.Load() && !tracker.http1.Load() }
 	}
 	return &Client{
 		base:    base,
@@ -266,8 +267,15 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	if first {
 		defer round.done() // even if the transport panics
 	}
-	req = traced(req, round, first)
+	seeker, err := c.first.seek(req.Context(), first)
+	if err != nil {
+		return nil, err
+	}
+	answered := false
+	defer func() { seeker.finish(answered) }() // even if the transport panics
+	req = traced(req, round, first, seeker)
 	resp, err := c.http.Do(req)
+	answered = err == nil
 	if err != nil {
 		if first {
 			c.first.abandon(round)

@@ -66,7 +66,11 @@
 // through a wrapped transport that does not tell; at most two seconds,
 // after which nobody waits), so that a Factory starting hundreds of
 // informers at once, or watches coming back after their connection was
-// cut, share one HTTP/2 connection rather than dialing one each. A
-// request whose own timeout is shorter than that wait may run out while
-// it waits.
+// cut, share one HTTP/2 connection rather than dialing one each. After
+// that, one request at a time looks for a connection (two seconds at
+// most each): when every connection is at the server's stream limit
+// (kube-apiserver's is 100 streams), or the server does not finish its
+// TLS handshakes, one dials and the others wait for its connection, rather
+// than all dialing at once. A request whose own timeout is shorter than
+// these waits may run out while it waits.
 package rest

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -26,6 +27,14 @@ import (
 // their Reflectors' jittered backoff, made 43–127 dials through a slow
 // handshake (TestWatchesCutAtOnceComeBackOnOneConnection). With it, one.
 //
+// Past the gate, one request at a time looks for a connection (seek): it
+// holds the others until the transport has given it one, at once when a
+// connection has room. When every connection is at the server's stream
+// limit (kube-apiserver's is 100), net/http dials one for every request
+// that finds none with room; the requests the gate let go at its first
+// answer all did (68–101 dials for 200 watches in a review's test). One
+// dials now, and the others find its connection.
+//
 // A connection is usable once a request was given it, until it is closed
 // or fails to read (connTracker). A server that ends its streams before
 // its connection (a graceful shutdown, whose TLS close the HTTP/2 client
@@ -45,6 +54,20 @@ type firstGate struct {
 	// starts a new round).
 	idle func() bool
 	wait time.Duration // firstRequestWait; tests set it
+
+	// seeking is held by the request looking for a connection (seek).
+	seeking chan struct{}
+	// dials reports that requests reach the Client's own dialer (one
+	// was dialed) and share connections (the last one given speaks
+	// HTTP/2): only then does a request hold seeking. Over HTTP/1.1 every
+	// request dials its own; a transport of the caller's that answers by
+	// itself never dials (nil: never).
+	dials func() bool
+	// untraced is set once a request was answered without the transport
+	// telling which connection it was given (a transport of the caller's
+	// that does not reach net/http's): seeking would hold every request
+	// until the last one's answer, so nobody holds it any more.
+	untraced atomic.Bool
 }
 
 // gateRound is one round of the gate: from a first request to the gate
@@ -89,7 +112,7 @@ func newFirstGate(idle func() bool) *firstGate {
 	if idle == nil {
 		idle = func() bool { return false }
 	}
-	g := &firstGate{idle: idle, wait: firstRequestWait}
+	g := &firstGate{idle: idle, wait: firstRequestWait, seeking: make(chan struct{}, 1)}
 	g.round.Store(g.newRound(gateUnused))
 	return g
 }
@@ -185,6 +208,66 @@ func (r *gateRound) enter(ctx context.Context, timeout <-chan time.Time) (first,
 	}
 }
 
+// seek returns once no other request is looking for a connection, with the
+// seeker this request looks as: hand it to traced, and call its finish when
+// the transport is done with the request. The first of a round does not
+// seek (the gate holds the others); nor does any request over HTTP/1.1,
+// or before the Client has dialed.
+// A seeker gives way when its request has a connection, fails, or after
+// the gate's wait at most (a dial to a server that does not answer must
+// not hold the others for ever). A nil gate returns a nil seeker, which
+// does nothing.
+func (g *firstGate) seek(ctx context.Context, first bool) (*seeker, error) {
+	if g == nil || first || g.untraced.Load() || g.dials == nil || !g.dials() {
+		return nil, nil
+	}
+	select {
+	case g.seeking <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	s := &seeker{g: g}
+	s.timer = time.AfterFunc(g.wait, s.release) // release: s.timer may not be set yet
+	return s, nil
+}
+
+// seeker is a request looking for a connection: it holds the gate's
+// seeking until it gives way.
+type seeker struct {
+	g     *firstGate
+	timer *time.Timer
+	once  sync.Once
+	got   atomic.Bool // the transport gave it a connection
+}
+
+// gotConn is called when the transport has given the request a connection.
+func (s *seeker) gotConn() {
+	if s != nil {
+		s.got.Store(true)
+		s.giveWay()
+	}
+}
+
+// finish is called when the transport is done with the request: answered
+// is true if an answer came.
+func (s *seeker) finish(answered bool) {
+	if s == nil {
+		return
+	}
+	if answered && !s.got.Load() {
+		s.g.untraced.Store(true)
+	}
+	s.giveWay()
+}
+
+// giveWay lets the next request look for a connection.
+func (s *seeker) giveWay() {
+	s.timer.Stop()
+	s.release()
+}
+
+func (s *seeker) release() { s.once.Do(func() { <-s.g.seeking }) }
+
 // isOpen reports whether the round lets everyone through (a nil round
 // does).
 func (r *gateRound) isOpen() bool {
@@ -219,15 +302,19 @@ func (r *gateRound) done() {
 // connection it was given (gotConn); the first of a round lets up to the
 // connection's first streams go once it has it, not at its answer, which
 // may be a large LIST read from etcd; any answer in a round not open yet
-// opens it, the connection's stream limit then known. A nil round (no
-// gate) leaves req as it is.
-func traced(req *http.Request, round *gateRound, first bool) *http.Request {
+// opens it, the connection's stream limit then known; a seeker gives way
+// once its request has a connection. A nil round (no gate) leaves req as
+// it is.
+func traced(req *http.Request, round *gateRound, first bool, s *seeker) *http.Request {
 	if round == nil {
 		return req
 	}
 	// A new trace each time: WithClientTrace writes into the one it is
 	// given.
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { gotConn(info) }}
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		gotConn(info)
+		s.gotConn()
+	}}
 	switch {
 	case first:
 		trace.GotConn = func(info httptrace.GotConnInfo) {

@@ -716,3 +716,150 @@ func TestFirstGateHandsOverWhenTheFirstsConnectionFails(t *testing.T) {
 		}
 	})
 }
+
+// More watches than a connection's stream limit (kube-apiserver's is 100)
+// open one connection more, not one for each watch past the limit: the
+// first round's gate opens at the first answer, and every request waiting
+// then found the connection full and dialed (68–101 connections for 200
+// watches in a review's test). One request at a time looks for a
+// connection, so one dials and the rest find it.
+func TestWatchesPastTheStreamLimitOpenOneMoreConnection(t *testing.T) {
+	release := make(chan struct{})
+	conns := new(atomic.Int32)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select { // a watch, open until the test ends
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 100} // kube-apiserver's default
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	defer close(release) // before the server closes (a cleanup)
+	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+	const n = 250
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL("/watch", nil).String(), nil)
+			resp, err := c.Do(req)
+			if err == nil {
+				t.Cleanup(func() { _ = resp.Body.Close() }) // open until then, as a watch
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := conns.Load(); got > 3 {
+		t.Errorf("%d watches, 100 streams a connection: %d connections, want 3", n, got)
+	}
+}
+
+// A server that takes connections and never answers the TLS handshake (a
+// hung apiserver, a load balancer with nothing behind) is dialed once per
+// firstRequestWait, not once per waiting request: once the gate had waited
+// its longest, every request waiting dialed a connection of its own (200
+// connections held for 200 informers in a review's test).
+func TestAHungHandshakeIsDialedOnePerWait(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int32
+	var held sync.WaitGroup
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); ln.Close(); held.Wait() })
+	held.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			held.Go(func() { <-stop; conn.Close() })
+		}
+	})
+	c := newClient(t, &Config{Host: "https://" + ln.Addr().String(), TLS: TLSConfig{Insecure: true}})
+	const wait = 250 * time.Millisecond
+	c.first.wait = wait
+	ctx, cancel := context.WithTimeout(t.Context(), 8*wait)
+	defer cancel()
+	const n = 40
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL("/watch", nil).String(), nil)
+			if resp, err := c.Do(req); err == nil {
+				resp.Body.Close()
+				t.Error("a server that never answers answered")
+			}
+		})
+	}
+	wg.Wait()
+	// The first at once, then one each wait: about 8; a few more for the
+	// machine's delays.
+	if got := accepted.Load(); got > 12 {
+		t.Errorf("%d requests to a server that never answers, for %v: %d connections, want about %d", n, 8*wait, got, 8)
+	}
+}
+
+// A transport of the caller's that answers requests by itself, after one
+// went through to the server, does not say which connection it used: once
+// one such answer came, no request waits for another to have its
+// connection, so requests that answer each other (here, all at once) do
+// not wait for the gate's longest wait each.
+func TestRequestsAnsweredWithoutAConnectionDoNotWaitForEachOther(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	const n = 20
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	c, err := NewClient(&Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}},
+		WithWrapTransport(func(next http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				switch r.URL.Path {
+				case "/server":
+					return next.RoundTrip(r)
+				case "/together": // answered once all have arrived
+					arrived.Done()
+					arrived.Wait()
+				}
+				return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+			})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.first.wait = time.Hour // a request that waited for another's would wait for ever
+	for _, path := range []string{"/server", "/server", "/replayed"} {
+		if err := getErr(c, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if err := getErr(c, "/together"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+}
