@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // EnvKubeBin names the environment variable that points at a folder holding
@@ -17,8 +20,9 @@ const EnvKubeBin = "LISTWATCH_KUBEBIN"
 // LocateBinaries returns the folder holding kube-apiserver and etcd: the one
 // named by $LISTWATCH_KUBEBIN when set, otherwise the folder printed by the
 // build script buildScript (internal/e2e/kubebin/build.sh), which builds the
-// binaries when its cache lacks them. The error says what to do when neither
-// works.
+// binaries when its cache lacks them (its progress goes to stderr). The
+// build runs in a process group of its own, killed whole when ctx ends. The
+// error says what to do when neither works.
 func LocateBinaries(ctx context.Context, buildScript string) (string, error) {
 	if dir := os.Getenv(EnvKubeBin); dir != "" {
 		if err := checkBinaries(dir); err != nil {
@@ -32,7 +36,12 @@ func LocateBinaries(ctx context.Context, buildScript string) (string, error) {
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, script)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(&stderr, os.Stderr)
+	// The script's go build goes on after the script is killed: kill
+	// its whole group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building kube-apiserver and etcd with %s (set $%s to a folder holding both to skip the build): %w\n%s",
 			script, EnvKubeBin, err, tail(stderr.String(), 20))
