@@ -22,8 +22,10 @@
 //   - Keys are popped in the order they were first queued; a key's deltas
 //     are in the order they arrived.
 //   - Two Deleted deltas in a row for one key become one: the one whose
-//     final state is known, or else the newer (client-go keeps the older of
-//     two whose final state is unknown, a pair Replace never queues).
+//     final state is known, or else the newer. (client-go keeps the older
+//     of two whose final states are both known, as two watch DELETED
+//     events of one object: we keep the newer, the later state the server
+//     told.)
 //   - Replace (a fresh list) queues a Replaced delta for every listed object
 //     and a Deleted delta with FinalStateUnknown set for every key the
 //     consumer knows, or the queue holds, that the list lacks. That delete
