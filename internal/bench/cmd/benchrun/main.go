@@ -50,7 +50,7 @@ func main() {
 		profileAll = flag.Bool("profile-all", false, "with -profile, profile every scenario, its targets met or not")
 		gogc       = flag.String("gogc", "", "GOGC for every client (default: unset, Go's default)")
 		gomaxprocs = flag.String("gomaxprocs", "", "GOMAXPROCS for every client (default: unset, the number of CPUs)")
-		lwArgs     = flag.String("listwatch-args", "", "extra benchclient flags for listwatch's runs, such as -sharing (the issue's ratios are for defaults)")
+		lwArgs     = flag.String("listwatch-args", "", "extra benchclient flags for listwatch's runs: options such as -sharing (the issue's ratios are for defaults); a scenario parameter (-handlers, -strip, -slow, -content, -scenario) fails the scenarios it changes")
 		cmdline    = flag.String("command", "", "how the run was asked for, as the report quotes it (default: from the arguments)")
 		baseline   = flag.String("baseline", "", "compare with another build of listwatch, BIN/benchclient-baseline, in client-go's place; the value names it in the report")
 	)
@@ -159,34 +159,72 @@ func runScenario(ctx context.Context, bin string, e *env, sc scenario, rounds in
 	return sr, nil
 }
 
-// sameSetup checks that the runs compared were made alike: every run with
-// the same GOMAXPROCS and GOGC, and the libraries' runs asking the server
-// the same way (as many LISTs and streaming lists: a library that fell
-// back to paged LISTs is not timed against one that streamed).
+// sameSetup checks that the runs compared were made alike, and returns an
+// error naming the first two arms that were not:
+//   - every run with the same GOMAXPROCS and GOGC;
+//   - every run of the same work: the same benchclient scenario, resource,
+//     objects, events and content type;
+//   - the runs of arms that the scenario gives the same flags (listwatch
+//     and client_go, listwatch_stripped and client_go_stripped, ...) with
+//     the same handlers and variant, so that a scenario parameter given to
+//     one library only (-listwatch-args=-handlers=1, -strip, -slow) fails
+//     the scenario rather than skew its ratios;
+//   - the libraries' runs asking the server the same way (as many LISTs
+//     and streaming lists: a library that fell back to paged LISTs is not
+//     timed against one that streamed).
 func sameSetup(sc scenario, runs map[string][]result.Run) error {
-	var first *result.Run
-	var firstLib *result.Run
+	type seen struct {
+		arm string
+		run *result.Run
+	}
+	var first, firstLib *seen
+	sameFlags := map[string]*seen{} // the first run of each set of arm flags
 	for _, a := range sc.arms {
+		flags := strings.Join(a.args, " ")
 		for i := range runs[a.name] {
 			r := &runs[a.name][i]
 			if first == nil {
-				first = r
-			} else if r.GOMAXPROCS != first.GOMAXPROCS || r.GOGC != first.GOGC {
-				return fmt.Errorf("%s ran with GOMAXPROCS=%d GOGC=%s, another arm with GOMAXPROCS=%d GOGC=%s",
-					a.name, r.GOMAXPROCS, r.GOGC, first.GOMAXPROCS, first.GOGC)
+				first = &seen{a.name, r}
+			} else if r.GOMAXPROCS != first.run.GOMAXPROCS || r.GOGC != first.run.GOGC {
+				return fmt.Errorf("%s ran with GOMAXPROCS=%d GOGC=%s, %s with GOMAXPROCS=%d GOGC=%s",
+					a.name, r.GOMAXPROCS, r.GOGC, first.arm, first.run.GOMAXPROCS, first.run.GOGC)
+			} else if w, fw := work(r), work(first.run); w != fw {
+				return fmt.Errorf("%s ran %s, %s ran %s: the arms did not run the same work (a scenario parameter in -listwatch-args?)",
+					a.name, w, first.arm, fw)
+			}
+			if f, ok := sameFlags[flags]; !ok {
+				sameFlags[flags] = &seen{a.name, r}
+			} else if s, fs := shape(r), shape(f.run); s != fs {
+				return fmt.Errorf("%s ran with %s, %s with %s: the arms did not run the same work (a scenario parameter in -listwatch-args?)",
+					a.name, s, f.arm, fs)
 			}
 			if a.lib == "limit" || r.Server == nil {
 				continue
 			}
 			if firstLib == nil {
-				firstLib = r
-			} else if r.Server["lists"] != firstLib.Server["lists"] || r.Server["watch_lists"] != firstLib.Server["watch_lists"] {
-				return fmt.Errorf("%s made %d LISTs and %d streaming lists, another arm %d and %d: the libraries did not ask alike",
-					a.name, r.Server["lists"], r.Server["watch_lists"], firstLib.Server["lists"], firstLib.Server["watch_lists"])
+				firstLib = &seen{a.name, r}
+			} else if r.Server["lists"] != firstLib.run.Server["lists"] || r.Server["watch_lists"] != firstLib.run.Server["watch_lists"] {
+				return fmt.Errorf("%s made %d LISTs and %d streaming lists, %s %d and %d: the libraries did not ask alike",
+					a.name, r.Server["lists"], r.Server["watch_lists"], firstLib.arm, firstLib.run.Server["lists"], firstLib.run.Server["watch_lists"])
 			}
 		}
 	}
 	return nil
+}
+
+// work is what a run did, as every arm of a scenario must have done it.
+func work(r *result.Run) string {
+	return fmt.Sprintf("%s of %d %s with %d events as %s", r.Scenario, r.Objects, r.Resource, r.Events, r.Content)
+}
+
+// shape is how a run was set up beyond its work, as arms with the same
+// flags must have been.
+func shape(r *result.Run) string {
+	variant := r.Variant
+	if variant == "" {
+		variant = "none"
+	}
+	return fmt.Sprintf("%d handlers, variant %s", r.Handlers, variant)
 }
 
 // summary is one run in a log line.

@@ -209,6 +209,61 @@ func TestSameSetup(t *testing.T) {
 	}
 }
 
+// Arms must run the same work, and arms given the same flags the same
+// handlers and variant: a scenario parameter passed to listwatch only
+// (-listwatch-args=-handlers=1, -strip, -content=protobuf) fails the
+// scenario. Before, only GOMAXPROCS, GOGC and the server's counts were
+// compared, and listwatch with 1 handler was judged against client-go with
+// 10. Options that are not scenario parameters (-sharing) pass.
+func TestSameSetupComparesTheWork(t *testing.T) {
+	latency := []string{"-scenario=watch-latency", "-content=json", "-handlers=10"}
+	sc := scenario{arms: []arm{
+		{name: "listwatch", lib: "listwatch", args: slices.Concat(latency, []string{"-slow"})},
+		{name: "listwatch_base", lib: "listwatch", args: latency},
+		{name: "client_go", lib: "client-go", args: slices.Concat(latency, []string{"-slow"})},
+		{name: "client_go_base", lib: "client-go", args: latency},
+	}}
+	run := func(change func(r *result.Run)) result.Run {
+		r := result.Run{Scenario: "watch-latency", Resource: "pods", Content: "json", Objects: 1000, Events: 3000,
+			Handlers: 10, Variant: "base", GOMAXPROCS: 2, GOGC: "100"}
+		change(&r)
+		return r
+	}
+	same := func(*result.Run) {}
+	slow := func(r *result.Run) { r.Variant = "slow" }
+	for _, tc := range []struct {
+		name      string
+		listwatch func(r *result.Run)
+		wantErr   string
+	}{
+		{"alike", slow, ""},
+		{"an option that is no scenario parameter", func(r *result.Run) { r.Variant, r.Options = "slow", []string{"WithSharing"} }, ""},
+		{"fewer handlers", func(r *result.Run) { r.Variant, r.Handlers = "slow", 1 }, "client_go ran with 10 handlers, variant slow, listwatch with 1 handlers"},
+		{"another variant", same, "client_go ran with 10 handlers, variant slow, listwatch with 10 handlers, variant base"},
+		{"another content type", func(r *result.Run) { r.Variant, r.Content = "slow", "protobuf" }, "as protobuf"},
+		{"another scenario", func(r *result.Run) { r.Variant, r.Scenario = "slow", "watch-throughput" }, "watch-throughput of 1000 pods"},
+		{"fewer objects", func(r *result.Run) { r.Variant, r.Objects = "slow", 10 }, "of 10 pods"},
+		{"fewer events", func(r *result.Run) { r.Variant, r.Events = "slow", 30 }, "with 30 events"},
+		{"another resource", func(r *result.Run) { r.Variant, r.Resource = "slow", "configmaps" }, "1000 configmaps"},
+	} {
+		runs := map[string][]result.Run{
+			"listwatch":      {run(tc.listwatch)},
+			"listwatch_base": {run(same)},
+			"client_go":      {run(slow)},
+			"client_go_base": {run(same)},
+		}
+		err := sameSetup(sc, runs)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.wantErr != "" && err == nil:
+			t.Errorf("%s: no error", tc.name)
+		case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+			t.Errorf("%s: error %q, want it to say %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
 // The clients do not inherit what would change a library's defaults.
 func TestClientEnvDropsWhatChangesDefaults(t *testing.T) {
 	for _, kv := range []string{"KUBE_CACHE_MUTATION_DETECTOR=true", "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR=true",
