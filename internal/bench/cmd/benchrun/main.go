@@ -84,27 +84,18 @@ func main() {
 		rep.ClientGo, rep.Baseline = "", *baseline
 	}
 	e := &env{gogc: *gogc, gomaxprocs: *gomaxprocs, listwatchArgs: strings.Fields(*lwArgs), baseline: *baseline != ""}
-	started := time.Now()
-	failed := false
 	scs := scenarios(sz)
 	if *baseline != "" {
 		dropClientGoTargets(scs)
 	}
-	for _, sc := range scs {
-		if !filter.MatchString(sc.name) || (sc.extra && !*extra) {
-			continue
-		}
-		sr, err := runScenario(ctx, *bin, e, sc, sz.rounds, *profileDir, *profileAll)
-		if err != nil {
-			log.Printf("%s: %v", sc.name, err)
-			failed = true
-			sr = scenarioReport{Name: sc.name, Error: err.Error()}
-		}
-		rep.add(sc, sr)
-		if ctx.Err() != nil {
-			break
-		}
+	scs, err = selectScenarios(scs, filter, *extra)
+	if err != nil {
+		log.Fatal(err)
 	}
+	started := time.Now()
+	err = runAll(ctx, rep, scs, func(ctx context.Context, sc scenario) (scenarioReport, error) {
+		return runScenario(ctx, *bin, e, sc, sz.rounds, *profileDir, *profileAll)
+	})
 	rep.Seconds = time.Since(started).Seconds()
 	rep.Machine.LoadAfter = loadAverage()
 
@@ -118,9 +109,45 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	if failed {
+	if err != nil {
+		log.Print(err)
 		os.Exit(1)
 	}
+}
+
+// selectScenarios returns the scenarios of scs whose name matches filter,
+// less the extra ones unless extra is set.
+func selectScenarios(scs []scenario, filter *regexp.Regexp, extra bool) ([]scenario, error) {
+	var out []scenario
+	for _, sc := range scs {
+		if filter.MatchString(sc.name) && (extra || !sc.extra) {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+// runAll runs scs in order with run and adds each to rep, failed or not.
+// It stops after the scenario during which ctx ended, and returns an error
+// if a scenario failed.
+func runAll(ctx context.Context, rep *report, scs []scenario, run func(context.Context, scenario) (scenarioReport, error)) error {
+	failed := 0
+	for _, sc := range scs {
+		sr, err := run(ctx, sc)
+		if err != nil {
+			log.Printf("%s: %v", sc.name, err)
+			failed++
+			sr = scenarioReport{Name: sc.name, Error: err.Error()}
+		}
+		rep.add(sc, sr)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d scenarios failed", failed, len(scs))
+	}
+	return nil
 }
 
 // runScenario starts the scenario's server and alternates its arms.
