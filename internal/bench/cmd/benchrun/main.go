@@ -3,7 +3,10 @@
 // clients (each in its own process) alternating A B A B over several
 // rounds, takes the medians, computes the ratios listwatch ÷ client-go and
 // checks them against the targets. It prints a markdown table on stdout
-// and, with -out, writes every figure and every run as JSON.
+// and, with -out, writes every figure and every run as JSON. It exits 1 if
+// a scenario failed, if SIGINT or SIGTERM interrupted the run (after the
+// scenario under way, printing the partial table), or if -only matches no
+// scenario.
 //
 // internal/bench/run builds the binaries and calls it:
 //
@@ -116,23 +119,33 @@ func main() {
 }
 
 // selectScenarios returns the scenarios of scs whose name matches filter,
-// less the extra ones unless extra is set.
+// less the extra ones unless extra is set; an error, naming the pattern,
+// if that leaves none.
 func selectScenarios(scs []scenario, filter *regexp.Regexp, extra bool) ([]scenario, error) {
-	var out []scenario
+	var eligible []string
+	var selected []scenario
 	for _, sc := range scs {
-		if filter.MatchString(sc.name) && (extra || !sc.extra) {
-			out = append(out, sc)
+		if !extra && sc.extra {
+			continue
+		}
+		eligible = append(eligible, sc.name)
+		if filter.MatchString(sc.name) {
+			selected = append(selected, sc)
 		}
 	}
-	return out, nil
+	if len(selected) == 0 {
+		return nil, fmt.Errorf("-only %q matches none of the scenarios (%s)", filter, strings.Join(eligible, ", "))
+	}
+	return selected, nil
 }
 
 // runAll runs scs in order with run and adds each to rep, failed or not.
-// It stops after the scenario during which ctx ended, and returns an error
-// if a scenario failed.
+// It returns an error if a scenario failed or if ctx ended before the last
+// one ended: it stops after the scenario during which ctx ended and marks
+// the report as interrupted.
 func runAll(ctx context.Context, rep *report, scs []scenario, run func(context.Context, scenario) (scenarioReport, error)) error {
 	failed := 0
-	for _, sc := range scs {
+	for i, sc := range scs {
 		sr, err := run(ctx, sc)
 		if err != nil {
 			log.Printf("%s: %v", sc.name, err)
@@ -141,7 +154,8 @@ func runAll(ctx context.Context, rep *report, scs []scenario, run func(context.C
 		}
 		rep.add(sc, sr)
 		if ctx.Err() != nil {
-			break
+			rep.Interrupted = fmt.Sprintf("interrupted after %d of %d scenarios", i+1, len(scs))
+			return fmt.Errorf("%s (%d failed): the table is partial", rep.Interrupted, failed)
 		}
 	}
 	if failed > 0 {

@@ -32,8 +32,12 @@ type report struct {
 	ClientGoFeatureGates map[string]bool  `json:"client_go_feature_gates"`
 	Scenarios            []scenarioReport `json:"scenarios"`
 	// Missed lists "scenario ratio" for every target missed.
-	Missed  []string `json:"missed"`
-	Seconds float64  `json:"seconds"`
+	Missed []string `json:"missed"`
+	// Interrupted says how far a run got that a signal stopped before its
+	// last scenario ended; the report then holds only the scenarios that
+	// ran.
+	Interrupted string  `json:"interrupted,omitempty"`
+	Seconds     float64 `json:"seconds"`
 }
 
 // machine is where the run happened.
@@ -275,6 +279,9 @@ func (rep *report) markdown() string {
 	}
 	if len(rep.Missed) > 0 {
 		fmt.Fprintf(&b, "\nmissed: %s\n", strings.Join(rep.Missed, ", "))
+	}
+	if rep.Interrupted != "" {
+		fmt.Fprintf(&b, "\n%s: the table is partial\n", rep.Interrupted)
 	}
 	return b.String()
 }
