@@ -187,8 +187,14 @@ func runScenario(ctx context.Context, bin string, e *env, sc scenario, rounds in
 		return scenarioReport{}, fmt.Errorf("%s: %w", sc.name, err)
 	}
 	sr := summarize(sc, runs)
-	for _, k := range sr.missed() {
-		log.Printf("%s: %s = %.3f misses its target %s", sc.name, k, sr.Ratio[k], sr.Targets[k])
+	for _, rt := range sc.ratios {
+		if met, judged := sr.Met[rt.key]; judged && !met {
+			value := "no figure"
+			if v, measured := sr.Ratio[rt.key]; measured {
+				value = missText(v, rt.target)
+			}
+			log.Printf("%s: %s = %s misses its target %s", sc.name, rt.key, value, rt.describe())
+		}
 	}
 	if profileDir != "" && (profileAll || len(sr.missed()) > 0) {
 		files, err := profileListwatch(ctx, bin, e, srv.url, sc, profileDir)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -260,8 +261,8 @@ func (rep *report) markdown() string {
 				}
 			}
 			value := fmt.Sprintf("%.2f", v)
-			if judged && !met && value == fmt.Sprintf("%.2f", rt.target) {
-				value = fmt.Sprintf("%.3f", v) // 1.101 against ≤ 1.1, not 1.10
+			if judged && !met {
+				value = missText(v, rt.target)
 			}
 			if !measured {
 				value = "no figure"
@@ -284,6 +285,20 @@ func (rep *report) markdown() string {
 		fmt.Fprintf(&b, "\n%s: the table is partial\n", rep.Interrupted)
 	}
 	return b.String()
+}
+
+// missText prints a ratio v that missed its target with as many digits
+// as it takes to differ from the target (two at least): 1.101 against
+// ≤ 1.1, not 1.10; 0.5004 against ≤ 0.5, not 0.500. Past six digits it
+// prints v in full.
+func missText(v, target float64) string {
+	for digits := 2; digits <= 6; digits++ {
+		s := strconv.FormatFloat(v, 'f', digits, 64)
+		if printed, _ := strconv.ParseFloat(s, 64); printed != target {
+			return s
+		}
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 func sizeLabel(s scenarioReport) string {

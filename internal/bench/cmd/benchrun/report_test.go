@@ -121,6 +121,38 @@ func TestMissByARoundingIsShown(t *testing.T) {
 	}
 }
 
+// A miss within 0.0005 of its target is printed with the digits it takes
+// to differ from it: 0.500 beside ≤ 0.5 read as a miss printed as the
+// target itself.
+func TestMissCloseToItsTargetIsShown(t *testing.T) {
+	for _, tc := range []struct {
+		v, target float64
+		want      string
+	}{
+		{0.62, 0.5, "0.62"},
+		{1.101, 1.1, "1.101"},
+		{0.5004, 0.5, "0.5004"},
+		{0.50004, 0.5, "0.50004"},
+		{1.29996, 1.3, "1.29996"}, // an "at least" target: rounds up to it
+		{0.5000000001, 0.5, "0.5000000001"},
+	} {
+		if got := missText(tc.v, tc.target); got != tc.want {
+			t.Errorf("%v against %v: %q, want %q", tc.v, tc.target, got, tc.want)
+		}
+	}
+	sc := scenario{
+		name:   "initial-sync/pods/json",
+		server: serverArgs{resource: "pods", objects: 10},
+		ratios: []ratio{{key: "time", metric: "sync_seconds", num: "listwatch", den: "client_go", target: 0.5}},
+	}
+	sr := summarize(sc, map[string][]result.Run{"listwatch": {{SyncSeconds: 0.5004}}, "client_go": {{SyncSeconds: 1}}})
+	rep := &report{ClientGo: "v0.37.2", Date: "2026-12-07T00:00:00Z"}
+	rep.add(sc, sr)
+	if md := rep.markdown(); !strings.Contains(md, "| 0.5004 | ≤ 0.5 | ❌ |") {
+		t.Errorf("table:\n%s", md)
+	}
+}
+
 // The limit arm, which of_limit divides by, decodes as listwatch's runs
 // do: with -listwatch-args=-sharing it shares identical parts too. It got
 // none of listwatch's flags, so WithSharing's of_limit divided a decoder
