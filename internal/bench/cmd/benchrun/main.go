@@ -302,8 +302,20 @@ func command() string {
 			skip = true
 		case strings.HasPrefix(a, "-bin=") || strings.HasPrefix(a, "--bin="):
 		default:
-			args = append(args, a)
+			args = append(args, shellQuote(a))
 		}
 	}
 	return strings.TrimSpace("internal/bench/run " + strings.Join(args, " "))
+}
+
+// shellQuote returns s as a POSIX shell reads it back: as is if it holds
+// only letters, digits and -_./=:,@%+, else in single quotes.
+func shellQuote(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-_./=:,@%+", r))
+	}) < 0
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
