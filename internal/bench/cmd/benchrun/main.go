@@ -55,6 +55,8 @@ func main() {
 		gomaxprocs = flag.String("gomaxprocs", "", "GOMAXPROCS for every client (default: unset, the number of CPUs)")
 		lwArgs     = flag.String("listwatch-args", "", "extra benchclient flags for listwatch's runs: options such as -sharing (the issue's ratios are for defaults); a scenario parameter (-handlers, -strip, -slow, -content, -scenario) fails the scenarios it changes")
 		cmdline    = flag.String("command", "", "how the run was asked for, as the report quotes it (default: from the arguments)")
+		revision   = flag.String("revision", "", "the git revision of the tree measured, for the report (internal/bench/run passes HEAD)")
+		dirty      = flag.Bool("dirty", false, "the work tree differed from -revision, for the report")
 		baseline   = flag.String("baseline", "", "compare with another build of listwatch, BIN/benchclient-baseline, in client-go's place; the value names it in the report")
 	)
 	flag.Parse()
@@ -77,6 +79,8 @@ func main() {
 		Quick:    *quick,
 		Date:     time.Now().UTC().Format(time.RFC3339),
 		Command:  *cmdline,
+		Revision: *revision,
+		Dirty:    *dirty,
 		Machine:  describeMachine(),
 		Rounds:   sz.rounds,
 	}

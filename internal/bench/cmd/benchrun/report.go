@@ -18,11 +18,15 @@ type report struct {
 	ClientGo string `json:"client_go,omitempty"`
 	// Baseline names the build of listwatch that ran in client-go's place
 	// (benchrun -baseline); the "client_go" figures are then its.
-	Baseline string  `json:"baseline,omitempty"`
-	Go       string  `json:"go"`
-	Quick    bool    `json:"quick"`
-	Date     string  `json:"date"`
-	Command  string  `json:"command"`
+	Baseline string `json:"baseline,omitempty"`
+	Go       string `json:"go"`
+	Quick    bool   `json:"quick"`
+	Date     string `json:"date"`
+	Command  string `json:"command"`
+	// Revision is the git revision of the tree measured (empty if not
+	// known); Dirty says the work tree differed from it.
+	Revision string  `json:"revision,omitempty"`
+	Dirty    bool    `json:"dirty"`
 	Machine  machine `json:"machine"`
 	Rounds   int     `json:"rounds"`
 	// GOMAXPROCS and GOGC are what the clients ran with (the same for
@@ -235,7 +239,7 @@ func (rep *report) markdown() string {
 	}
 	fmt.Fprintf(&b, "listwatch vs %s — %s, %s, %d CPUs (%s), GOMAXPROCS=%d GOGC=%s, %d rounds, medians\n",
 		against, rep.Date[:10], rep.Go, rep.Machine.CPUs, rep.Machine.CPU, rep.GOMAXPROCS, rep.GOGC, rep.Rounds)
-	fmt.Fprintf(&b, "command: `%s`; load average before %s, after %s\n\n", rep.Command, rep.Machine.LoadBefore, rep.Machine.LoadAfter)
+	fmt.Fprintf(&b, "command: `%s`%s; load average before %s, after %s\n\n", rep.Command, rep.at(), rep.Machine.LoadBefore, rep.Machine.LoadAfter)
 	b.WriteString("| scenario | ratio | listwatch | compared with | ratio | target | |\n")
 	b.WriteString("|---|---|---:|---:|---:|---|---|\n")
 	for _, s := range rep.Scenarios {
@@ -299,6 +303,17 @@ func missText(v, target float64) string {
 		}
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// at says which revision was measured, as the table's header does.
+func (rep *report) at() string {
+	switch {
+	case rep.Revision == "":
+		return ""
+	case rep.Dirty:
+		return " at " + rep.Revision + " with changes not committed"
+	}
+	return " at " + rep.Revision
 }
 
 func sizeLabel(s scenarioReport) string {

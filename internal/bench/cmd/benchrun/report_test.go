@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -150,6 +151,38 @@ func TestMissCloseToItsTargetIsShown(t *testing.T) {
 	rep.add(sc, sr)
 	if md := rep.markdown(); !strings.Contains(md, "| 0.5004 | ≤ 0.5 | ❌ |") {
 		t.Errorf("table:\n%s", md)
+	}
+}
+
+// The report records the git revision measured and whether the work tree
+// differed from it, in the JSON and above the table.
+func TestReportRecordsTheRevision(t *testing.T) {
+	const rev = "765cfe4c0ffee0000000000000000000000000ab"
+	for _, tc := range []struct {
+		dirty bool
+		want  string
+	}{
+		{false, "command: `internal/bench/run -quick` at " + rev + ";"},
+		{true, "command: `internal/bench/run -quick` at " + rev + " with changes not committed;"},
+	} {
+		rep := &report{ClientGo: "v0.37.2", Date: "2026-12-07T00:00:00Z", Command: "internal/bench/run -quick", Revision: rev, Dirty: tc.dirty}
+		if md := rep.markdown(); !strings.Contains(md, tc.want) {
+			t.Errorf("dirty %v: table:\n%s", tc.dirty, md)
+		}
+		b, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Revision string `json:"revision"`
+			Dirty    *bool  `json:"dirty"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Revision != rev || got.Dirty == nil || *got.Dirty != tc.dirty {
+			t.Errorf("dirty %v: JSON %s", tc.dirty, b)
+		}
 	}
 }
 
