@@ -188,7 +188,7 @@ func runScenario(ctx context.Context, bin string, e *env, sc scenario, rounds in
 		}
 	}
 	if err := sameSetup(sc, runs); err != nil {
-		return scenarioReport{}, fmt.Errorf("%s: %w", sc.name, err)
+		return scenarioReport{}, err
 	}
 	sr := summarize(sc, runs)
 	for _, rt := range sc.ratios {

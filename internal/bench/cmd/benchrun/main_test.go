@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -66,5 +68,31 @@ func TestOnlyMatchingNothingFails(t *testing.T) {
 		case tc.want == 0 && (err == nil || !strings.Contains(err.Error(), `-only "`+tc.only+`"`)):
 			t.Errorf("-only %s -extra=%v: error %v, want one naming the pattern", tc.only, tc.extra, err)
 		}
+	}
+}
+
+// A scenario whose arms ran different work fails with an error that names
+// the arms and the difference, and names the scenario once: runAll and the
+// table put the name before it.
+func TestScenarioOfDifferentWorkFails(t *testing.T) {
+	bin := t.TempDir()
+	scripts := map[string]string{
+		"benchserver":           "#!/bin/sh\necho listening on http://127.0.0.1:1\n",
+		"benchclient-listwatch": "#!/bin/sh\necho '{\"scenario\":\"watch-latency\",\"handlers\":1,\"variant\":\"base\"}'\n",
+		"benchclient-client-go": "#!/bin/sh\necho '{\"scenario\":\"watch-latency\",\"handlers\":10,\"variant\":\"base\"}'\n",
+	}
+	for name, script := range scripts {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := scenario{name: "watch-latency/pods/json", arms: []arm{
+		{name: "listwatch", lib: "listwatch", args: []string{"-handlers=10"}},
+		{name: "client_go", lib: "client-go", args: []string{"-handlers=10"}},
+	}}
+	_, err := runScenario(t.Context(), bin, &env{listwatchArgs: []string{"-handlers=1"}}, sc, 1, "", false)
+	want := "client_go ran with 10 handlers, variant base, listwatch with 1 handlers, variant base: the arms did not run the same work"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %v, want one starting %q", err, want)
 	}
 }
