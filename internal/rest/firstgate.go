@@ -226,6 +226,10 @@ func (g *firstGate) seek(ctx context.Context, first bool) (*seeker, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	if g.untraced.Load() || !g.dials() { // learnt while it waited (HTTP/1.1)
+		<-g.seeking
+		return nil, nil
+	}
 	s := &seeker{g: g}
 	s.timer = time.AfterFunc(g.wait, s.release) // release: s.timer may not be set yet
 	return s, nil

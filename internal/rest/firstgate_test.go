@@ -863,3 +863,73 @@ func TestRequestsAnsweredWithoutAConnectionDoNotWaitForEachOther(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Requests that began to wait for a connection before the Client learnt
+// the server speaks only HTTP/1.1 (its first handshake outlasted the
+// gate's wait) do not go on waiting for each other's handshakes once it
+// has: each needs a connection of its own. They took turns, two seconds
+// each at most, found by a review helper.
+func TestRequestsWaitingWhenHTTP1IsLearntGoAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select { // a watch
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	const handshake = 300 * time.Millisecond
+	srv.Listener = slowHelloListener{Listener: srv.Listener, d: handshake}
+	srv.StartTLS() // HTTP/1.1 only
+	t.Cleanup(srv.Close)
+	defer close(release)
+	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
+	c.first.wait = handshake / 3
+	const n = 20
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL("/watch", nil).String(), nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			t.Cleanup(func() { resp.Body.Close() })
+		})
+	}
+	wg.Wait()
+	// The first handshake, then the others' at once: about two; in turns,
+	// about n/3 of them.
+	if took := time.Since(start); took > 4*handshake {
+		t.Errorf("%d watches over HTTP/1.1 with %v handshakes took %v, want about %v", n, handshake, took, 2*handshake)
+	}
+}
+
+// slowHelloListener delays each connection's first write (the server's
+// TLS ServerHello) by d: a TLS handshake that takes d.
+type slowHelloListener struct {
+	net.Listener
+	d time.Duration
+}
+
+func (l slowHelloListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &slowHelloConn{Conn: c, d: l.d}, nil
+}
+
+type slowHelloConn struct {
+	net.Conn
+	d    time.Duration
+	once sync.Once
+}
+
+func (c *slowHelloConn) Write(p []byte) (int, error) {
+	c.once.Do(func() { time.Sleep(c.d) })
+	return c.Conn.Write(p)
+}
