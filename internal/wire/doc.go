@@ -21,7 +21,10 @@
 // WithSharedParts makes them share identical maps, slices and pointed-to
 // values too, by the bytes of those parts while decoding, skipping the
 // parts seen before (proto_share.go, json_share.go); unstructured objects
-// by internal/share's walk after decoding.
+// by internal/share's walk after decoding. A codec remembers at most 2048
+// parts, each of at most 2 KiB of bytes that decode to at most 8 times
+// that many (or 2 KiB), counting slices, map entries and pointed-to
+// structs: what it keeps of deleted objects is bounded.
 //
 // Watch streams are read event by event:
 //

@@ -163,6 +163,9 @@ type mapDepth struct {
 	// owned: the values a sharedJSONDecoder made for the object being
 	// read on this iterator (forgetOwned forgets them after it).
 	owned ownedSet
+	// decoded: the sizes of the values the sharedJSONDecoders decoded on
+	// this iterator, summed (ownSize).
+	decoded int
 }
 
 // Decode implements jsoniter.ValDecoder.

@@ -16,7 +16,11 @@ import (
 // is read as raw bytes first, looked up by its Go type and those bytes,
 // and decoded from them only when the table does not have it. The
 // apiserver writes an object's JSON the same way every time (fields in
-// order, map keys sorted), so equal parts have equal bytes.
+// order, map keys sorted), so equal parts have equal bytes. A part is
+// remembered only if it is small enough for its bytes (smallEnough): each
+// decoder counts the size of what it decoded on its iterator, so a part
+// decoded on an iterator of its own is as large as what is counted there,
+// the parts inside it included however they were decoded.
 //
 // json-iterator decodes a key met twice in one object into what the field
 // holds: into a map's entries, a pointed-to struct, and a slice's elements
@@ -64,11 +68,7 @@ type sharedJSONDecoder struct {
 // Decode implements jsoniter.ValDecoder.
 func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	if !emptyPart(p, d.isSlice) {
-		st, _ := it.Attachment.(*mapDepth)
-		if st == nil {
-			st = new(mapDepth)
-			it.Attachment = st
-		}
+		st := iteratorState(it)
 		before := identity(p)
 		if !st.owned.has(p) {
 			d.unshare(p) // met again: decode into a copy
@@ -77,10 +77,11 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 		if it.Error == nil {
 			st.owned.made(p, before)
 		}
+		st.decoded += ownSize(d.typ, p)
 		return
 	}
 	if it.WhatIsNext() == jsoniter.NilValue || !d.table.worthLookingUp(d.id) {
-		d.inner.Decode(p, it)
+		d.decode(p, it)
 		return
 	}
 	// A part is looked up by its bytes where they lie in the read buffer;
@@ -98,7 +99,7 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	raw, inBuffer := valueInBuffer(it, maxPartLen)
 	if !inBuffer {
 		if buf, _ := unread(it); len(buf) > maxPartLen {
-			d.inner.Decode(p, it)
+			d.decode(p, it)
 			return
 		}
 		if raw = it.SkipAndReturnBytes(); it.Error != nil {
@@ -109,22 +110,53 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	if len(raw) <= maxPartLen {
 		v, ok, s := d.table.lookup(d.id, d.typ, raw)
 		if ok {
-			setPart(p, v, d.isSlice)
+			setPart(p, v.val, d.isSlice)
+			addDecoded(it, v.size)
 			return
 		}
 		slot = s
 	}
 	sub := it.Pool().BorrowIterator(raw)
 	defer it.Pool().ReturnIterator(sub)
-	d.inner.Decode(p, sub)
+	d.decode(p, sub)
 	if sub.Error != nil {
 		it.ReportError("decode "+d.typ.String(), sub.Error.Error())
 		return
 	}
+	size := 0
+	if st, _ := sub.Attachment.(*mapDepth); st != nil {
+		size = st.decoded
+	}
+	addDecoded(it, size)
 	// A part holding a Quantity in place is not remembered: its reads
 	// write (share.QuantityPlan).
-	if slot != nil && !d.quantity.In(p) {
-		slot.Store(&sharedPart{typ: d.typ, raw: string(raw), val: partAt(p, d.isSlice)})
+	if slot != nil && smallEnough(size, len(raw)) && !d.quantity.In(p) {
+		slot.Store(&sharedPart{typ: d.typ, raw: string(raw), val: partAt(p, d.isSlice), size: size})
+	}
+}
+
+// decode decodes the empty value at p from it, counting its size on it.
+func (d *sharedJSONDecoder) decode(p unsafe.Pointer, it *jsoniter.Iterator) {
+	d.inner.Decode(p, it)
+	addDecoded(it, ownSize(d.typ, p))
+}
+
+// iteratorState returns what it keeps of the values decoded on it.
+func iteratorState(it *jsoniter.Iterator) *mapDepth {
+	st, _ := it.Attachment.(*mapDepth)
+	if st == nil {
+		st = new(mapDepth)
+		it.Attachment = st
+	}
+	return st
+}
+
+// addDecoded counts n bytes more decoded on it (ownSize): a part decoded
+// on an iterator of its own is as large as what is counted on that
+// iterator.
+func addDecoded(it *jsoniter.Iterator, n int) {
+	if n > 0 {
+		iteratorState(it).decoded += n
 	}
 }
 

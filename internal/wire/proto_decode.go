@@ -43,6 +43,7 @@ type protoDecoder struct {
 	depth   int
 	owned   ownedSet // the values made for this object: merged into without a copy
 	spare   int      // slices grown with spare capacity: a part holding one is not remembered
+	decoded int      // the sizes of the maps, slices and pointers decoded, summed (ownSize)
 
 	// a scratch value of type mapValType for the entries of maps (kMap)
 	mapValType reflect2.Type

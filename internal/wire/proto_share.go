@@ -31,12 +31,46 @@ import (
 
 // partSlots is the number of parts a partTable remembers, in buckets of
 // partWays; maxPartLen the longest run of bytes remembered (at most 4 MiB
-// of keys in all).
+// of keys in all). The table keeps its parts until they are pushed out or
+// forgotten, however long ago their objects were deleted, so what a part
+// decodes to is bounded too: elements that are empty on the wire (2 bytes
+// of protobuf, 3 of JSON) decode to hundreds of bytes each. A part is
+// remembered only if its size (below) is at most maxPartGrowth times its
+// bytes, or maxPartLen: at most 32 MiB of values in all.
 const (
-	partSlots  = 2048
-	partWays   = 4
-	maxPartLen = 2 << 10
+	partSlots     = 2048
+	partWays      = 4
+	maxPartLen    = 2 << 10
+	maxPartGrowth = 8
 )
+
+// The size of a part counts the arrays of its slices, the entries of its
+// maps and the structs its pointers point to, those of the parts it holds
+// included (a part found in the table by its remembered size). Its
+// strings and numbers are not counted: they take no more than 8 times
+// their bytes (an int64 from a one-byte varint).
+
+// ownSize is the size of the value of type typ at p, a map, slice or
+// pointer to a struct, without that of the parts it holds.
+func ownSize(typ reflect.Type, p unsafe.Pointer) int {
+	switch typ.Kind() {
+	case reflect.Slice:
+		return (*sliceHeader)(p).cap * int(typ.Elem().Size())
+	case reflect.Map:
+		return reflect.NewAt(typ, p).Elem().Len() * int(typ.Key().Size()+typ.Elem().Size())
+	case reflect.Pointer:
+		if *(*unsafe.Pointer)(p) != nil {
+			return int(typ.Elem().Size())
+		}
+	}
+	return 0
+}
+
+// smallEnough reports whether a part of this size, decoded from rawLen
+// bytes, may be remembered.
+func smallEnough(size, rawLen int) bool {
+	return size <= max(maxPartLen, maxPartGrowth*rawLen)
+}
 
 // partTable is a bounded cache of decoded parts, like internTable, and
 // like it safe for concurrent use without locks: a slot is swapped
@@ -92,11 +126,12 @@ func (t *partTable) worthLookingUp(id uint32) bool {
 }
 
 // sharedPart is one remembered value: a slice header, or a map or message
-// pointer in data.
+// pointer in data, and its size (ownSize).
 type sharedPart struct {
-	typ reflect.Type
-	raw string
-	val sliceHeader
+	typ  reflect.Type
+	raw  string
+	val  sliceHeader
+	size int
 }
 
 func newPartTable() *partTable { return &partTable{seed: maphash.MakeSeed()} }
@@ -145,6 +180,7 @@ func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, t
 	if metAgain && err == nil {
 		d.owned.made(p, before) // a slice's copy is made as it grows
 	}
+	d.decoded += ownSize(f.typ, p)
 	return b[len(run):], err
 }
 
@@ -152,45 +188,46 @@ func (t *partTable) decodeRun(f *protoStructField, p unsafe.Pointer, b []byte, t
 func (t *partTable) share(f *protoStructField, p unsafe.Pointer, b, run []byte, n int, d *protoDecoder) ([]byte, error) {
 	v, ok, slot := t.lookup(f.id, f.typ, run)
 	if ok {
-		setPart(p, v, f.isSlice)
+		setPart(p, v.val, f.isSlice)
+		d.decoded += v.size
 		return b[len(run):], nil
 	}
-	owned, spare := len(d.owned), d.spare
+	owned, spare, decoded := len(d.owned), d.spare, d.decoded
 	if err := f.decodeRun(p, run, n, d); err != nil {
 		return nil, err
 	}
+	d.decoded += ownSize(f.typ, p)
 	// A part that holds a value this object made (a field met again
 	// inside it) is not remembered: that value is merged into without a
 	// copy when met again, which must only change this object.
-	if len(d.owned) == owned && d.spare == spare {
-		remember(slot, f, p, run)
+	if size := d.decoded - decoded; len(d.owned) == owned && d.spare == spare && smallEnough(size, len(run)) {
+		remember(slot, f, p, run, size)
 	}
 	return b[len(run):], nil
 }
 
-// remember has slot remember the part just decoded at p from run, unless
-// it holds a Quantity in place, whose reads write (share.QuantityPlan).
-// The plan is looked up here, on a miss, rather than kept in the field's
-// descriptor, which every decode reads.
-func remember(slot *atomic.Pointer[sharedPart], f *protoStructField, p unsafe.Pointer, run []byte) {
+// remember has slot remember the part of this size just decoded at p from
+// run, unless it holds a Quantity in place, whose reads write
+// (share.QuantityPlan). The plan is looked up here, on a miss, rather than
+// kept in the field's descriptor, which every decode reads.
+func remember(slot *atomic.Pointer[sharedPart], f *protoStructField, p unsafe.Pointer, run []byte, size int) {
 	if !share.QuantityPlanOf(f.typ).In(p) {
-		slot.Store(&sharedPart{typ: f.typ, raw: string(run), val: partAt(p, f.isSlice)})
+		slot.Store(&sharedPart{typ: f.typ, raw: string(run), val: partAt(p, f.isSlice), size: size})
 	}
 }
 
-// lookup returns the value remembered for a part of type typ decoded from
-// raw (and counts the hit for id), or else the slot that is to remember
-// it.
-func (t *partTable) lookup(id uint32, typ reflect.Type, raw []byte) (v sliceHeader, ok bool, slot *atomic.Pointer[sharedPart]) {
+// lookup returns the part remembered for type typ and the bytes raw (and
+// counts the hit for id), or else the slot that is to remember it.
+func (t *partTable) lookup(id uint32, typ reflect.Type, raw []byte) (part *sharedPart, ok bool, slot *atomic.Pointer[sharedPart]) {
 	h := maphash.Bytes(t.seed, raw)
 	bucket := t.slots[h%(partSlots/partWays)*partWays:][:partWays]
 	for i := range bucket {
 		if e := bucket[i].Load(); e != nil && e.typ == typ && e.raw == string(raw) {
 			t.stats[id%statSlots].hits.Add(1)
-			return e.val, true, nil
+			return e, true, nil
 		}
 	}
-	return sliceHeader{}, false, victim(bucket)
+	return nil, false, victim(bucket)
 }
 
 // spanRun returns the run of fields with this tag at the start of b (the

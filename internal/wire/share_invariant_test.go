@@ -47,13 +47,17 @@ func TestRememberedPartsHoldNothingWritable(t *testing.T) {
 }
 
 // checkRememberedParts fails t if a part parts remembers holds a slice
-// with room or a value in owned.
+// with room or a value in owned, or decodes to more than its bytes allow
+// (smallEnough).
 func checkRememberedParts(t *testing.T, parts *partTable, owned ownedSet, what string) {
 	t.Helper()
 	for i := range parts.slots {
 		e := parts.slots[i].Load()
 		if e == nil {
 			continue
+		}
+		if size := walkedSize(partValue(e)); !smallEnough(size, len(e.raw)) {
+			t.Errorf("%s: remembered part %s takes %d bytes, decoded from %d", what, e.typ, size, len(e.raw))
 		}
 		walkValues(partValue(e), e.typ.String(), map[unsafe.Pointer]bool{}, func(path string, v reflect.Value) {
 			if v.Kind() == reflect.Slice && v.Cap() > v.Len() {
