@@ -37,6 +37,13 @@ type store[T metav1.Object] struct {
 	// in one value, a namespace, leaves that value's set with the room of
 	// the burst, one burst after another.
 	setPeak map[setID]int
+	// valuesPeak[i], where present, is the largest power of two above
+	// shrinkAbove that the number of values[i] reached: an index whose
+	// objects' values burst and fall back (a label index, each object
+	// given many labels and then one) while the store keeps its size
+	// would keep the room of the burst in values[i]. At a quarter of its
+	// peak, values[i] is copied into a map of its size (unindex).
+	valuesPeak []int
 }
 
 // setID names the key set of value v of index i.
@@ -245,7 +252,7 @@ func (s *store[T]) compacted() compactedMaps[T] {
 // store holds.
 func (s *store[T]) install(c compactedMaps[T]) {
 	s.items, s.values, s.single = c.items, c.values, c.single
-	s.peak, s.setPeak = len(s.items), nil
+	s.peak, s.setPeak, s.valuesPeak = len(s.items), nil, nil
 }
 
 // resized returns a copy of m that has only the room it needs.
@@ -263,6 +270,13 @@ func (s *store[T]) index(i int, key string, values []string) {
 		if keys == nil {
 			keys = make(map[string]struct{}, 1)
 			s.values[i][v] = keys
+			// As for key sets: recorded at powers of two only.
+			if n := len(s.values[i]); n > shrinkAbove && n&(n-1) == 0 {
+				if len(s.valuesPeak) <= i {
+					s.valuesPeak = append(s.valuesPeak, make([]int, i+1-len(s.valuesPeak))...)
+				}
+				s.valuesPeak[i] = max(s.valuesPeak[i], n)
+			}
 		}
 		keys[key] = struct{}{}
 		// Recorded at powers of two only: a map write in 1 add of 2^k.
@@ -285,6 +299,7 @@ func (s *store[T]) unindex(i int, key string, values []string) {
 			delete(s.values[i], v)
 			delete(s.single, v) // no entry has v any more
 			delete(s.setPeak, setID{i, v})
+			s.shrinkValues(i)
 		case n&(n-1) == 0 && s.setPeak != nil:
 			// Down to a power of two: at a quarter of its peak, after at
 			// least 3/4 of the peak removals, it gives the room back, and
@@ -298,6 +313,27 @@ func (s *store[T]) unindex(i int, key string, values []string) {
 				}
 			}
 		}
+	}
+}
+
+// shrinkValues copies the values of index i, which has just lost one,
+// into a map of their size when they are down to a power of two and to a
+// quarter of their peak (valuesPeak): after at least 3/4 of the peak
+// removals, so the copy costs a constant per removal. single, which has
+// an entry for some of the values of the only index, is copied with them.
+func (s *store[T]) shrinkValues(i int) {
+	n := len(s.values[i])
+	if i >= len(s.valuesPeak) || s.valuesPeak[i] == 0 || n&(n-1) != 0 || n > s.valuesPeak[i]/4 {
+		return
+	}
+	s.values[i] = resized(s.values[i])
+	if s.single != nil {
+		s.single = resized(s.single)
+	}
+	if n > shrinkAbove {
+		s.valuesPeak[i] = n
+	} else {
+		s.valuesPeak[i] = 0
 	}
 }
 
