@@ -230,9 +230,10 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 //     the decoder.)
 //
 // The tables behind it remember a few thousand parts, and keep them alive
-// after their objects leave the cache, until the next list (the walk's
-// table counts parts, not bytes: large ones, such as a ConfigMap's data,
-// count as one, so a resource of large objects that change or come and go
+// after their objects leave the cache, until the next list (the decoders'
+// table bounds each part by its bytes and by what they decode to, a few
+// tens of MiB in all; the walk's table counts parts, not bytes: large
+// ones, such as a ConfigMap's data, count as one, so a resource of large objects that change or come and go
 // often can have the table keep hundreds of MiB of them alive between
 // lists: 135 MiB for ten live ConfigMaps of 16 KiB each, replaced over and
 // over; WithRelistInterval bounds how long).

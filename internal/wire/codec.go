@@ -154,8 +154,12 @@ func WithProtobufInterning() CodecOption {
 // (json_share.go); types decoded by a generated Unmarshal are shared by
 // internal/share's walk after decoding, which costs CPU. Unstructured
 // objects go through the walk too, but it does not look inside their
-// map[string]interface{} trees, so they share nothing. It is sound only if nobody modifies a decoded object's maps,
-// slices and pointed-to values in place.
+// map[string]interface{} trees, so they share nothing. The parts
+// remembered while decoding stay alive after their objects are dropped,
+// until pushed out: at most 2048 of them, each decoded from at most 2 KiB
+// to at most 16 KiB of slices, map entries and structs (proto_share.go).
+// It is sound only if nobody modifies a decoded object's maps, slices and
+// pointed-to values in place.
 func WithSharedParts() CodecOption {
 	return func(o *codecOptions) { o.sharedParts = true }
 }
