@@ -209,25 +209,7 @@ func TestManyWatchesShareOneConnectionDespiteLatency(t *testing.T) {
 	proxy := newLatencyProxy(t, srv.Listener.Addr().String(), 5*time.Millisecond)
 	c := newClient(t, &Config{Host: "https://" + proxy, TLS: TLSConfig{CAData: serverCAPEM(srv), ServerName: "example.com"}})
 	const n = 200
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for range n {
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL("/watch", nil).String(), nil)
-			resp, err := c.Do(req)
-			if err == nil {
-				t.Cleanup(func() { _ = resp.Body.Close() }) // open until then, as a watch
-			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	openWatches(t, c, n)
 	if got := conns.Load(); got != 1 {
 		t.Errorf("%d watches at once made %d connections, want 1", n, got)
 	}
@@ -746,25 +728,7 @@ func TestWatchesPastTheStreamLimitOpenOneMoreConnection(t *testing.T) {
 	defer close(release) // before the server closes (a cleanup)
 	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
 	const n = 250
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for range n {
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL("/watch", nil).String(), nil)
-			resp, err := c.Do(req)
-			if err == nil {
-				t.Cleanup(func() { _ = resp.Body.Close() }) // open until then, as a watch
-			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	openWatches(t, c, n)
 	if got := conns.Load(); got > 3 {
 		t.Errorf("%d watches, 100 streams a connection: %d connections, want 3", n, got)
 	}
@@ -888,19 +852,7 @@ func TestRequestsWaitingWhenHTTP1IsLearntGoAtOnce(t *testing.T) {
 	c.first.wait = handshake / 3
 	const n = 20
 	start := time.Now()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL("/watch", nil).String(), nil)
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			t.Cleanup(func() { resp.Body.Close() })
-		})
-	}
-	wg.Wait()
+	openWatches(t, c, n)
 	// The first handshake, then the others' at once: about two; in turns,
 	// about n/3 of them.
 	if took := time.Since(start); took > 4*handshake {
@@ -932,4 +884,30 @@ type slowHelloConn struct {
 func (c *slowHelloConn) Write(p []byte) (int, error) {
 	c.once.Do(func() { time.Sleep(c.d) })
 	return c.Conn.Write(p)
+}
+
+// openWatches sends n GETs of /watch through c at once and keeps each
+// answer's body open until the test ends, as watches; it fails the test
+// if any failed.
+func openWatches(t *testing.T, c *Client, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL("/watch", nil).String(), nil)
+			resp, err := c.Do(req)
+			if err == nil {
+				t.Cleanup(func() { _ = resp.Body.Close() }) // open until then, as a watch
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
