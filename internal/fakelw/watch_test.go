@@ -41,8 +41,9 @@ func TestInitialEventsEndOnlyWithBookmarks(t *testing.T) {
 }
 
 // A watch from resourceVersion "" or "0" begins with the current state, as
-// kube-apiserver's does, compacted history or not, and with no bookmark at
-// its end.
+// kube-apiserver's does, compacted history or not; with bookmarks, the
+// initial-events-end bookmark ends it, as kube-apiserver v1.37 makes such
+// a watch a streaming list.
 func TestWatchFromZeroBeginsWithTheState(t *testing.T) {
 	for _, rv := range []string{"", "0"} {
 		t.Run("rv="+rv, func(t *testing.T) {
@@ -58,6 +59,7 @@ func TestWatchFromZeroBeginsWithTheState(t *testing.T) {
 			defer w.Close()
 			src.Update(labeled("ns", "a", "api")) // 5
 			assert.Equal(t, "ADDED ns/a@3 db", next(t, w), "the current state, not the history")
+			assert.Equal(t, "BOOKMARK /@4 ", next(t, w), "the end of the state")
 			assert.Equal(t, "MODIFIED ns/a@5 api", next(t, w), "then the events after it")
 		})
 	}
