@@ -71,9 +71,10 @@
 // stop the bubble's clock and hang the test. A Source panics instead, with
 // a message that says so, once one client (the context it asks with) has
 // asked for more than 10,000 watches and lists (their first pages) at one
-// instant, or all clients together for more than a million; no informer
-// that waits between its attempts comes near that, nor do thousands of
-// informers started at one instant.
+// instant with the Source unchanged in between, or all clients together
+// for more than a million; no informer that waits between its attempts
+// comes near that, nor do thousands of informers started at one instant,
+// nor one whose watch a test ends after every write.
 //
 // Code that takes an informer.Factory can be given one whose informers of
 // type T use a Source, with no Config:

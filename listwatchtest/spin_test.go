@@ -2,6 +2,7 @@ package listwatchtest_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -43,5 +44,34 @@ func TestManyInformersStartedAtOnceOnOneSource(t *testing.T) {
 		}
 		cancel()
 		wg.Wait()
+	})
+}
+
+// A test that ends the watch after every write (a soak or fault loop) makes
+// the informer watch again at once, at one instant of a synctest bubble's
+// clock, more than 10,000 times: it follows the Source's changes and is
+// no spin. The Source's guard panicked at the 10,001st watch, blaming
+// the informer for a loop it was not in (found by a review helper).
+func TestWatchesEndedAfterEveryWriteAreNoSpin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listwatchtest.NewSource[*corev1.Pod]()
+		inf := informer.New[*corev1.Pod](src)
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = inf.Run(ctx) })
+		defer wg.Wait()
+		defer cancel()
+		synctest.Wait()
+		const n = 10_050
+		for i := range n {
+			if _, err := src.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("p", i)}}); err != nil {
+				t.Fatal(err)
+			}
+			src.CloseWatches()
+			synctest.Wait()
+		}
+		if got := len(inf.Indexer().List()); got != n {
+			t.Errorf("the cache holds %d pods, want %d", got, n)
+		}
 	})
 }

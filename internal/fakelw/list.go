@@ -41,7 +41,10 @@ func (s *Source[T]) List(ctx context.Context, opts reflector.ListOptions, add fu
 func (s *Source[T]) list(ctx context.Context, opts reflector.ListOptions, add func(T) error, match func(T) bool) (reflector.ListMeta, error) {
 	s.Lists.Add(1)
 	if opts.Continue == "" { // the next page of a list is no retry
-		s.spin.Asked(ctx)
+		s.mu.Lock()
+		rv := s.rv
+		s.mu.Unlock()
+		s.spin.AskedAt(ctx, rv)
 	}
 	s.mu.Lock()
 	if len(s.listErrs) > 0 {

@@ -38,7 +38,7 @@ func (s *Source[T]) watch(ctx context.Context, opts reflector.WatchOptions, matc
 	s.Watches.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.spin.Asked(ctx)
+	s.spin.AskedAt(ctx, s.rv)
 	if len(s.watchErrs) > 0 {
 		err := s.watchErrs[0]
 		s.watchErrs = s.watchErrs[1:]
