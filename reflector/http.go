@@ -194,6 +194,9 @@ func (lw *HTTPListerWatcher[T]) resolve(t Target) error {
 			switch {
 			case t.Kind != "":
 				gvk = gvr.GroupVersion().WithKind(t.Kind)
+				if unknown { // a CRD names its list kind as it likes
+					codecOpts = append(codecOpts, wire.WithAnyListKind())
+				}
 			case unknown:
 				return fmt.Errorf("Target.Kind is needed: %v is not a k8s.io/api type, whose kind is known", reflect.TypeFor[T]())
 			}

@@ -76,6 +76,36 @@ func TestTypeOfOnesOwnNeedsAKind(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// A custom resource's list kind is its CRD's spec.names.listKind, which
+// need not be Kind+"List" (and may be renamed while the kind cannot): a
+// type of one's own lists it whatever it is. Every LIST failed with "object
+// of the wrong kind", for ever (found by a review helper against
+// kube-apiserver); the items are still checked.
+func TestTypeOfOnesOwnTakesTheCRDsListKind(t *testing.T) {
+	item := `{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"name":"w","resourceVersion":"7"},"spec":{"size":3}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"WidgetCollection","apiVersion":"example.com/v1","metadata":{"resourceVersion":"7"},"items":[` + item + `]}`))
+	}))
+	defer srv.Close()
+	client, err := reflector.NewClient(&reflector.Config{Host: srv.URL})
+	require.NoError(t, err)
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	lw, err := reflector.NewListerWatcher[*widget](client, reflector.Target{Resource: widgets, Kind: "Widget"})
+	require.NoError(t, err)
+	var got []*widget
+	meta, err := lw.List(t.Context(), reflector.ListOptions{}, func(w *widget) error { got = append(got, w); return nil })
+	require.NoError(t, err)
+	assert.Equal(t, "7", meta.ResourceVersion)
+	require.Len(t, got, 1)
+	assert.Equal(t, int32(3), got[0].Spec.Size)
+
+	gadgets, err := reflector.NewListerWatcher[*widget](client, reflector.Target{Resource: widgets, Kind: "Gadget"})
+	require.NoError(t, err)
+	_, err = gadgets.List(t.Context(), reflector.ListOptions{}, func(*widget) error { return nil })
+	assert.ErrorContains(t, err, "wrong kind", "an item of another kind")
+}
+
 // TestClientLoggerGetsTheClientsOwnReports: what the HTTP client does on its
 // own (here: a token file it cannot read, with a static token standing in)
 // reaches WithClientLogger, without the credential.

@@ -39,6 +39,8 @@ type Codec[T any] struct {
 	// listKind is the kind a list body must have ("" accepts any: custom
 	// resources choose their own list kind).
 	listKind string
+	// anyListKind: WithAnyListKind (a typed codec's listKind stays "").
+	anyListKind bool
 	// alsoAccept is a second kind an object may have (a metadata codec
 	// accepts both PartialObjectMetadata and the full resource's kind).
 	alsoAPIVersion, alsoKind string
@@ -89,6 +91,7 @@ type codecOptions struct {
 	protoInterning    bool
 	generatedProto    bool // tests: decode protobuf with the generated Unmarshal
 	sharedParts       bool
+	anyListKind       bool     // WithAnyListKind
 	strings           *Strings // WithStrings; nil: a table of the codec's own
 }
 
@@ -179,6 +182,14 @@ func WithoutManagedFields() CodecOption {
 	return func(o *codecOptions) { o.dropManagedFields = true }
 }
 
+// WithAnyListKind makes a typed codec accept a list body of any kind, for a
+// Go type of one's own for a custom resource: its list kind is its CRD's
+// spec.names.listKind, which need not be Kind+"List" and may change while
+// the kind cannot. The items are still checked against the codec's kind.
+func WithAnyListKind() CodecOption {
+	return func(o *codecOptions) { o.anyListKind = true }
+}
+
 // GroupVersionKind returns the kind the codec was built for.
 func (c *Codec[T]) GroupVersionKind() schema.GroupVersionKind { return c.gvk }
 
@@ -207,7 +218,9 @@ func TypedCodec[T runtime.Object](gvk schema.GroupVersionKind, opts ...CodecOpti
 	newObject := func() T { return reflect.New(elem).Interface().(T) }
 
 	c := newCodec[T](gvk, opts)
-	c.listKind = gvk.Kind + "List"
+	if !c.anyListKind {
+		c.listKind = gvk.Kind + "List"
+	}
 	c.readJSON = func(it *jsoniter.Iterator) T {
 		obj := newObject()
 		it.ReadVal(obj)
@@ -319,6 +332,7 @@ func newCodec[T any](gvk schema.GroupVersionKind, opts []CodecOption) *Codec[T] 
 		json:              newJSONAPI(o.dropManagedFields, table, parts),
 		strings:           table,
 		dropManagedFields: o.dropManagedFields,
+		anyListKind:       o.anyListKind,
 	}
 }
 

@@ -77,6 +77,9 @@ func gvkString(gvk schema.GroupVersionKind) string {
 		return "(no kind)"
 	}
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	if apiVersion == "" {
+		return kind
+	}
 	return kind + " " + apiVersion
 }
 
