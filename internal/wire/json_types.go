@@ -238,8 +238,9 @@ func (microTimeDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	(*metav1.MicroTime)(ptr).Time = parseTime(it, metav1.RFC3339Micro)
 }
 
-// quantityDecoder is resource.Quantity.UnmarshalJSON: null zeroes it,
-// keeping its format; a string or a bare number is parsed.
+// quantityDecoder is resource.Quantity.UnmarshalJSON: null clears the
+// value and keeps the format and the cached string (String still gives
+// the value before the null); a string or a bare number is parsed.
 type quantityDecoder struct{ table *internTable }
 
 func (d quantityDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
@@ -247,7 +248,7 @@ func (d quantityDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	switch it.WhatIsNext() {
 	case jsoniter.NilValue:
 		it.ReadNil()
-		*q = resource.Quantity{Format: q.Format}
+		_ = q.UnmarshalJSON([]byte("null")) // never fails
 	case jsoniter.StringValue:
 		// A string is parsed once per table: the parsed quantity is
 		// remembered by the string's bytes (which, having no control

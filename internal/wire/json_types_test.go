@@ -57,6 +57,9 @@ func TestValueTypesMatchApimachinery(t *testing.T) {
 		`{"q":true}`,
 		`{"q":""}`,
 		`{"q":-5}`,
+		// null after a value clears the value and keeps the cached string
+		`{"q":"1Gi","q":null}`,
+		`{"q":"100m","q":null,"q":"2"}`,
 		`{"i":"25%","pi":8080}`,
 		`{"i":2147483648}`,
 		`{"i":1.5}`,
