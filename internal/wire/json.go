@@ -294,7 +294,7 @@ func convertNumber(s string) (any, error) {
 
 // validJSONNumber reports whether s is a number in JSON's grammar:
 // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func validJSONNumber(s string) bool {
+func validJSONNumber[S string | []byte](s S) bool {
 	digits := func(i int) int { // the end of a run of digits from i
 		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 			i++

@@ -25,23 +25,27 @@ import (
 //
 // refill also needs the reader the buffer is filled from and the bytes
 // being captured (SkipAndReturnBytes); without them, canRefill is false.
+// skipAndReturnBytes captures as SkipAndReturnBytes does, with those bytes
+// and where the capture started in the buffer.
 var iterFields = func() (f struct {
-	ok, refill                        bool
-	buf, head, tail, reader, captured uintptr
+	ok, refill, capture                                 bool
+	buf, head, tail, reader, captured, captureStartedAt uintptr
 }) {
 	t := reflect.TypeFor[jsoniter.Iterator]()
 	offset := func(name string, typ reflect.Type) (uintptr, bool) {
 		sf, ok := t.FieldByName(name)
 		return sf.Offset, ok && sf.Type == typ
 	}
-	var okBuf, okHead, okTail, okReader, okCaptured bool
+	var okBuf, okHead, okTail, okReader, okCaptured, okStartedAt bool
 	f.buf, okBuf = offset("buf", reflect.TypeFor[[]byte]())
 	f.head, okHead = offset("head", reflect.TypeFor[int]())
 	f.tail, okTail = offset("tail", reflect.TypeFor[int]())
 	f.reader, okReader = offset("reader", reflect.TypeFor[io.Reader]())
 	f.captured, okCaptured = offset("captured", reflect.TypeFor[[]byte]())
+	f.captureStartedAt, okStartedAt = offset("captureStartedAt", reflect.TypeFor[int]())
 	f.ok = okBuf && okHead && okTail
 	f.refill = f.ok && okReader && okCaptured
+	f.capture = f.ok && okCaptured && okStartedAt
 	return f
 }()
 

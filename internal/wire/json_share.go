@@ -102,7 +102,7 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 			d.decode(p, it)
 			return
 		}
-		if raw = it.SkipAndReturnBytes(); it.Error != nil {
+		if raw = skipAndReturnBytes(it); it.Error != nil {
 			return
 		}
 	}

@@ -65,6 +65,9 @@ func (v *valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 	case rawMessageType:
 		return rawMessageDecoder{}
 	}
+	if t := typ.Type1(); t.Kind() != reflect.Interface && t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
+		return unmarshalerDecoder{t} // runtime.RawExtension, a type of one's own
+	}
 	return nil
 }
 
@@ -101,7 +104,7 @@ func (jsonNumberDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 type rawMessageDecoder struct{}
 
 func (rawMessageDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
-	raw := it.SkipAndReturnBytes() // a copy, validated
+	raw := skipAndReturnBytes(it) // a copy, validated
 	if it.Error == nil {
 		*(*json.RawMessage)(ptr) = raw[:len(raw):len(raw)] // no spare capacity: it may be shared
 	}
@@ -170,7 +173,7 @@ func (d fieldsV1Decoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	}
 	raw, inBuffer := valueInBuffer(it, math.MaxInt)
 	if !inBuffer {
-		raw = it.SkipAndReturnBytes() // a fresh copy, validated
+		raw = skipAndReturnBytes(it) // a fresh copy, validated
 		if it.Error == nil {
 			setFieldsV1(f, d.table.internBytes(raw))
 		}
@@ -181,7 +184,7 @@ func (d fieldsV1Decoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 		return
 	}
 	sub := it.Pool().BorrowIterator(raw)
-	sub.Skip() // validated as SkipAndReturnBytes would
+	skipValue(sub) // validated as skipAndReturnBytes would
 	err := sub.Error
 	it.Pool().ReturnIterator(sub)
 	if err != nil {

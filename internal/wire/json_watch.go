@@ -142,13 +142,13 @@ func (d *JSONWatchDecoder[T]) next() (Event[T], error) {
 				// keys their merging). On a stream cut inside the value,
 				// the window keeps json-iterator from capturing its whole
 				// buffer again at every level (window.fail).
-				raw = it.SkipAndReturnBytes()
+				raw = skipAndReturnBytes(it)
 				return it.Error == nil
 			}
 			raw, decodedFor = nil, ev.Type
 			ev.Object, ev.Status, kindErr = d.decodeObject(it, ev.Type)
 		default:
-			it.Skip()
+			skipValue(it)
 		}
 		return it.Error == nil
 	})
@@ -188,7 +188,7 @@ func (d *JSONWatchDecoder[T]) decodeObject(it *jsoniter.Iterator, typ EventType)
 		// Read as a Status only if it is one: another object (a server's
 		// bug) may not fit a Status, and its kind is what the error can
 		// tell about it (rest.FromStatus), as from protobuf.
-		raw := it.SkipAndReturnBytes()
+		raw := skipAndReturnBytes(it)
 		if it.Error != nil {
 			return zero, nil, nil
 		}

@@ -142,7 +142,7 @@ func (l *jsonList[T]) field(it *jsoniter.Iterator, name string) bool {
 		it.ReadVal(&l.meta)
 	case "items":
 		if l.kind == "Status" {
-			it.Skip()
+			skipValue(it)
 			break
 		}
 		if l.sawItems {
@@ -158,9 +158,9 @@ func (l *jsonList[T]) field(it *jsoniter.Iterator, name string) bool {
 		if l.statusKV == nil {
 			l.statusKV = make(map[string][]byte)
 		}
-		l.statusKV[name] = it.SkipAndReturnBytes()
+		l.statusKV[name] = skipAndReturnBytes(it)
 	default:
-		it.Skip()
+		skipValue(it)
 	}
 	return it.Error == nil && l.stop == nil
 }

@@ -1,0 +1,186 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"unsafe"
+
+	jsoniter "github.com/json-iterator/go"
+)
+
+// Skipping values as encoding/json does. Where apimachinery skips a value
+// (a field it does not know) or keeps its bytes (runtime.RawExtension,
+// metav1.FieldsV1, json.RawMessage), it checks only the value's syntax.
+// json-iterator's Skip also parses a number with an exponent, or one that
+// reaches the end of its read buffer, as a float64, and fails on one
+// beyond float64's range: 1e400, or an integer of 400 digits lying across
+// two reads. One such value in one object failed the whole list or watch.
+
+// skipValue skips the next JSON value, checking its syntax and converting
+// nothing: a number is checked against JSON's grammar only. Objects and
+// arrays count their nesting in the iterator's depth, within
+// json-iterator's limit. Strings, true, false and null are skipped by
+// json-iterator.
+func skipValue(it *jsoniter.Iterator) {
+	switch it.WhatIsNext() {
+	case jsoniter.NumberValue:
+		skipNumber(it)
+	case jsoniter.ArrayValue:
+		it.ReadArrayCB(skipElement)
+	case jsoniter.ObjectValue:
+		skipObject(it)
+	default:
+		it.Skip() // a string, true, false or null; anything else is an error
+	}
+}
+
+func skipElement(it *jsoniter.Iterator) bool {
+	skipValue(it)
+	return it.Error == nil
+}
+
+func skipMember(it *jsoniter.Iterator, _ string) bool {
+	skipValue(it)
+	return it.Error == nil
+}
+
+// skipNumber skips a number where it lies in the read buffer, or reads
+// it with ReadNumber (which converts nothing) when it runs to the end of
+// the buffer.
+func skipNumber(it *jsoniter.Iterator) {
+	buf, head := unread(it)
+	n := 0
+	for n < len(buf) && isNumberByte(buf[n]) {
+		n++
+	}
+	if n < len(buf) {
+		if !validJSONNumber(buf[:n]) {
+			it.ReportError("skip number", fmt.Sprintf("invalid number %q", buf[:n]))
+			return
+		}
+		*head += n
+		return
+	}
+	if s := it.ReadNumber(); !validJSONNumber(string(s)) {
+		it.ReportError("skip number", fmt.Sprintf("invalid number %q", s))
+	}
+}
+
+// isNumberByte reports whether c may be part of a number, as
+// json-iterator's ReadNumber collects them.
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// skipObject skips an object (the caller has seen WhatIsNext report an
+// ObjectValue), its keys with json-iterator's Skip, which copies none of
+// them, and counts its nesting as readObjectCB does.
+func skipObject(it *jsoniter.Iterator) {
+	buf, head := unread(it)
+	if len(buf) == 0 || buf[0] != '{' || iterDepthOffset == 0 {
+		it.ReadMapCB(skipMember) // json-iterator's fields out of reach
+		return
+	}
+	depth := iterDepth(it)
+	if *depth++; *depth > maxMapDepth {
+		it.ReportError("skip object", "exceeded max depth")
+		return
+	}
+	*head++ // {
+	c, head := peek(it)
+	if c == '}' {
+		*head++
+		*depth--
+		return
+	}
+	for {
+		if c != '"' {
+			it.ReportError("skip object", `expect " to start a key`)
+			return
+		}
+		it.Skip() // the key
+		if c, head = peek(it); c != ':' {
+			if it.Error == nil {
+				it.ReportError("skip object", "expect : after a key")
+			}
+			return
+		}
+		*head++
+		if skipValue(it); it.Error != nil {
+			return
+		}
+		switch c, head = peek(it); c {
+		case ',':
+			*head++
+			c, _ = peek(it)
+		case '}':
+			*head++
+			*depth--
+			return
+		default:
+			it.ReportError("skip object", "expect , or } after a value")
+			return
+		}
+	}
+}
+
+// skipAndReturnBytes skips the next value as skipValue does and returns a
+// copy of its bytes, from its first byte (white space before it is not
+// part of it, as for encoding/json) to its last; nil on an error. It
+// collects the bytes with json-iterator's own capture (as its
+// SkipAndReturnBytes does), which appends the buffer to them at each
+// refill; if that is out of reach (json-iterator's layout differs), it is
+// SkipAndReturnBytes.
+func skipAndReturnBytes(it *jsoniter.Iterator) []byte {
+	if !iterFields.capture {
+		return it.SkipAndReturnBytes()
+	}
+	it.WhatIsNext() // past white space
+	if it.Error != nil {
+		return nil
+	}
+	p := unsafe.Pointer(it)
+	buf := (*[]byte)(unsafe.Add(p, iterFields.buf))
+	head := (*int)(unsafe.Add(p, iterFields.head))
+	captured := (*[]byte)(unsafe.Add(p, iterFields.captured))
+	startedAt := (*int)(unsafe.Add(p, iterFields.captureStartedAt))
+	if *captured != nil {
+		// Inside a capture already: the value is the end of that one,
+		// from where it stands now.
+		from := len(*captured) + *head - *startedAt
+		skipValue(it)
+		if it.Error != nil {
+			return nil
+		}
+		all := append(slices.Clip(*captured), (*buf)[*startedAt:*head]...)
+		return slices.Clip(all[from:])
+	}
+	*captured, *startedAt = []byte{}, *head // not nil: capturing
+	skipValue(it)
+	raw := append(*captured, (*buf)[*startedAt:*head]...)
+	*captured = nil
+	if it.Error != nil {
+		return nil
+	}
+	return raw
+}
+
+// unmarshalerDecoder decodes a type with its own UnmarshalJSON (other
+// than those valueTypes decodes itself), as json-iterator's does and as
+// encoding/json does: its bytes, null included, handed to UnmarshalJSON.
+// They are collected with skipAndReturnBytes, so that a
+// runtime.RawExtension keeps any value encoding/json takes.
+type unmarshalerDecoder struct{ typ reflect.Type }
+
+func (d unmarshalerDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	raw := skipAndReturnBytes(it)
+	if it.Error != nil {
+		return
+	}
+	u := reflect.NewAt(d.typ, ptr).Interface().(json.Unmarshaler)
+	if err := u.UnmarshalJSON(raw); err != nil {
+		it.ReportError("unmarshalerDecoder", err.Error())
+	}
+}
