@@ -17,7 +17,8 @@ import (
 // io.Reader into a typed Go value in one pass and is several times faster
 // than encoding/json (see BenchmarkJSONLibraries). It is configured the way
 // k8s.io/apimachinery used it for years: field names match case-sensitively,
-// unknown fields are ignored, and types with their own UnmarshalJSON
+// unknown fields are skipped (checking their syntax only, as encoding/json
+// does: json_skip.go), and types with their own UnmarshalJSON
 // (metav1.Time, resource.Quantity, intstr.IntOrString) decode themselves.
 
 // readBufferSize is the read size of the streaming JSON decoders. It is
@@ -33,7 +34,13 @@ const readBufferSize = 32 << 10
 // interned in it (see intern.go); with parts, maps, slices and struct
 // pointers are shared through it (json_share.go).
 func newJSONAPI(dropManagedFields bool, table *internTable, parts *partTable) jsoniter.API {
-	api := jsoniter.Config{CaseSensitive: true, SortMapKeys: true}.Froze()
+	// With DisallowUnknownFields, json-iterator gives every struct its
+	// general decoder, which exactStructs replaces with one that skips
+	// unknown fields as encoding/json does.
+	api := jsoniter.Config{CaseSensitive: true, SortMapKeys: true, DisallowUnknownFields: exactStructsWork}.Froze()
+	if exactStructsWork {
+		api.RegisterExtension(&exactStructs{}) // first: it replaces json-iterator's decoder
+	}
 	api.RegisterExtension(&stringInterner{table: table}) // a nil table copies
 	api.RegisterExtension(&valueTypes{table: table})
 	if dropManagedFields {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 )
@@ -86,4 +87,90 @@ func TestJSONRawValuesAsEncodingJSON(t *testing.T) {
 			semanticEqual(t, got, want)
 		}
 	}
+}
+
+// A field this client does not know (a newer server's) is skipped
+// whatever number it holds, in an object in the read buffer or across
+// two reads of it, as apimachinery skips it.
+func TestJSONUnknownFieldsTakeHugeNumbers(t *testing.T) {
+	codec, err := TypedCodec[*corev1.Pod](corev1.SchemeGroupVersion.WithKind("Pod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, num := range hugeNumbers {
+		pod := `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"5","future":` + num + `},"spec":{"futureField":{"x":[` + num + `]}},"future":` + num + `}`
+		var want corev1.Pod
+		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(pod), &want); err != nil {
+			t.Fatalf("apimachinery refuses it: %v", err)
+		}
+		list := `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[` + pod + `]}`
+		if _, err := DecodeJSONList(strings.NewReader(list), codec, 0, func(*corev1.Pod) error { return nil }); err != nil {
+			t.Errorf("list, unknown field %s: %v", num[:5], err)
+		}
+		if _, err := NewJSONWatchDecoder(strings.NewReader(`{"type":"ADDED","object":`+pod+`}`), codec, 0).Next(); err != nil {
+			t.Errorf("watch, unknown field %s: %v", num[:5], err)
+		}
+	}
+	big := hugeNumbers[3]
+	for pad := readBufferSize - 600; pad < readBufferSize; pad += 25 {
+		pod := `{"metadata":{"name":"a","resourceVersion":"5","annotations":{"p":"` + strings.Repeat("x", pad) + `"}},"futureField":` + big + `}`
+		list := `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[` + pod + `]}`
+		var got *corev1.Pod
+		if _, err := DecodeJSONList(strings.NewReader(list), codec, 0, func(p *corev1.Pod) error { got = p; return nil }); err != nil {
+			t.Fatalf("list with a 400-digit unknown number at offset ~%d: %v", pad, err)
+		}
+		if len(got.Annotations["p"]) != pad {
+			t.Fatalf("annotation of %d bytes, want %d", len(got.Annotations["p"]), pad)
+		}
+	}
+}
+
+// A struct's keys match exactly, case and all; one given twice is
+// decoded twice, the last winning where the field's type overwrites;
+// unknown ones are skipped; null leaves the struct as it was.
+func TestJSONStructFieldsAsEncodingJSON(t *testing.T) {
+	api := newJSONAPI(false, newInternTable(), nil)
+	for _, in := range []string{
+		`{"metadata":{"name":"a","Name":"b","NAME":"c"},"spec":{"nodeName":"n","nodeName":"m","NodeName":"x"}}`,
+		`{"metadata":{"labels":{"a":"1"},"labels":{"b":"2"}},"spec":null,"status":{"phase":"Running","phase":null}}`,
+		`{"metadata":{"na\u006de":"escaped","u":{"v":[{"w":1e999}]}},"spec":{"containers":[{"name":"c","x":-1E+400}]}}`,
+		`{"kind":"Pod","kind":"Other","x":{"y":"z"},"spec":{"containers":null}}`,
+		`{"metadata":5}`, `{"metadata":{"name":1}}`, `{"metadata":{"x":1,}}`, `{"metadata":{"x" 1}}`, `{"spec":{"x":[1e400,]}}`,
+		`{"spec":{"x":01}}`, `{"metadata":{"name":"a"}`, `{"metadata":{"name":"a"},}`,
+	} {
+		var want, got corev1.Pod
+		wantErr := kjson.UnmarshalCaseSensitivePreserveInts([]byte(in), &want)
+		gotErr := api.Unmarshal([]byte(in), &got)
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Errorf("%s: apimachinery: %v; this package: %v", in, wantErr, gotErr)
+			continue
+		}
+		if wantErr == nil {
+			semanticEqual(t, got, want)
+		}
+	}
+}
+
+// tree holds itself, and a type met twice: json-iterator's decoders of
+// both are built from placeholders.
+type tree struct {
+	Name     string           `json:"name"`
+	Children []tree           `json:"children"`
+	Left     *metav1.TypeMeta `json:"left"`
+	Right    *metav1.TypeMeta `json:"right"`
+}
+
+// Every struct skips unknown fields as encoding/json does, one that holds
+// itself and one met twice in a type included.
+func TestJSONUnknownFieldsInEveryStruct(t *testing.T) {
+	in := `{"name":"a","x":1e400,"left":{"kind":"K","x":1e400},"right":{"kind":"L","x":1e400},` +
+		`"children":[{"name":"b","x":1e400,"children":[{"name":"c","x":1e400,"left":{"x":1e400}}]}]}`
+	var want, got tree
+	if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(in), &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := newJSONAPI(false, nil, nil).Unmarshal([]byte(in), &got); err != nil {
+		t.Fatal(err)
+	}
+	semanticEqual(t, got, want)
 }

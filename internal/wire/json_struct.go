@@ -1,0 +1,223 @@
+package wire
+
+import (
+	"fmt"
+	"io"
+	"reflect"
+	"sync"
+	"unsafe"
+
+	jsoniter "github.com/json-iterator/go"
+	"github.com/modern-go/reflect2"
+)
+
+// exactStructs gives every struct a decoder of its own (structDecoder),
+// which skips a field it does not know with skipValue, as encoding/json
+// does: json-iterator's skips it with Skip, which fails on numbers beyond
+// float64's range (json_skip.go), so a newer server's field holding 1e400
+// failed every list. The fields are json-iterator's: newJSONAPI sets
+// DisallowUnknownFields, with which every struct's decoder is
+// json-iterator's general one, holding a decoder per JSON name, with the
+// names resolved as json-iterator resolves them (tags, embedded structs);
+// structDecoder takes them from it and replaces it. A name matches
+// exactly (case-sensitively), and a field given twice is decoded twice,
+// the last value winning, as before.
+type exactStructs struct{ jsoniter.DummyExtension }
+
+// DecorateDecoder implements jsoniter.Extension.
+func (*exactStructs) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDecoder) jsoniter.ValDecoder {
+	t := typ.Type1()
+	if t.Kind() != reflect.Struct {
+		return dec
+	}
+	if fields, ok := structFields(dec); ok {
+		return &structDecoder{typ: t, fields: fields}
+	}
+	if inner, ok := placeholderOf(dec); ok {
+		// A struct met again while its outermost type's decoders are
+		// built: json-iterator hands out a placeholder, filled once the
+		// struct's own decoder is built, later if the struct holds
+		// itself.
+		if fields, ok := structFields(inner()); ok {
+			return &structDecoder{typ: t, fields: fields}
+		}
+		return &lazyStructDecoder{typ: t, inner: inner}
+	}
+	return dec // a decoder of valueTypes', or a type decoding itself
+}
+
+// exactStructsWork reports whether structFields finds the fields in
+// json-iterator's general struct decoder; if not (its layout differs),
+// newJSONAPI leaves json-iterator's struct decoders as they are.
+var exactStructsWork = func() bool {
+	type probe struct{ A int }
+	api := jsoniter.Config{CaseSensitive: true, DisallowUnknownFields: true}.Froze()
+	fields, ok := structFields(api.DecoderOf(reflect2.TypeOf(&probe{})))
+	return ok && len(fields) == 1 && fields["A"] != nil
+}()
+
+// structFields returns the field decoders of json-iterator's general
+// struct decoder by JSON name, or false if dec is not one.
+func structFields(dec jsoniter.ValDecoder) (map[string]jsoniter.ValDecoder, bool) {
+	v := reflect.ValueOf(dec)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil, false
+	}
+	e := v.Elem()
+	if e.Kind() != reflect.Struct || e.Type().Name() != "generalStructDecoder" || e.Type().PkgPath() != "github.com/json-iterator/go" {
+		return nil, false
+	}
+	f := e.FieldByName("fields")
+	if !f.IsValid() || f.Kind() != reflect.Map || f.Type().Key().Kind() != reflect.String {
+		return nil, false
+	}
+	f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem() // readable
+	fields := make(map[string]jsoniter.ValDecoder, f.Len())
+	for k, d := range f.Seq2() {
+		fd, ok := d.Interface().(jsoniter.ValDecoder)
+		if !ok {
+			return nil, false
+		}
+		fields[k.String()] = fd
+	}
+	return fields, true
+}
+
+// placeholderOf returns what json-iterator's placeholder decoder stands
+// for (nil until it is filled), or false if dec is not one.
+func placeholderOf(dec jsoniter.ValDecoder) (func() jsoniter.ValDecoder, bool) {
+	v := reflect.ValueOf(dec)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil, false
+	}
+	e := v.Elem()
+	if e.Kind() != reflect.Struct || e.Type().Name() != "placeholderDecoder" || e.Type().PkgPath() != "github.com/json-iterator/go" {
+		return nil, false
+	}
+	f := e.FieldByName("decoder")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[jsoniter.ValDecoder]() {
+		return nil, false
+	}
+	p := (*jsoniter.ValDecoder)(unsafe.Pointer(f.UnsafeAddr()))
+	return func() jsoniter.ValDecoder { return *p }, true
+}
+
+// lazyStructDecoder is a structDecoder made at its first use, from a
+// placeholder filled since.
+type lazyStructDecoder struct {
+	typ   reflect.Type
+	inner func() jsoniter.ValDecoder
+	once  sync.Once
+	dec   jsoniter.ValDecoder
+}
+
+func (d *lazyStructDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	d.once.Do(func() {
+		d.dec = d.inner()
+		if fields, ok := structFields(d.dec); ok {
+			d.dec = &structDecoder{typ: d.typ, fields: fields}
+		}
+	})
+	d.dec.Decode(ptr, it)
+}
+
+// structDecoder decodes a struct's object: a key it has a field for by
+// that field's decoder, any other by skipValue. null leaves the struct as
+// it was. Keys without escapes are looked up where they lie in the read
+// buffer.
+type structDecoder struct {
+	typ    reflect.Type
+	fields map[string]jsoniter.ValDecoder
+}
+
+func (d *structDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	switch it.WhatIsNext() {
+	case jsoniter.NilValue:
+		it.ReadNil()
+		return
+	case jsoniter.ObjectValue:
+	default:
+		if it.Error == nil {
+			it.ReportError("decode "+d.typ.String(), "expect { or null")
+		}
+		return
+	}
+	d.readObject(ptr, it)
+	if it.Error != nil && it.Error != io.EOF && d.typ.Name() != "" {
+		it.Error = fmt.Errorf("%v.%s", d.typ, it.Error.Error()) // the path, as json-iterator gives it
+	}
+}
+
+func (d *structDecoder) readObject(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	buf, head := unread(it)
+	if len(buf) == 0 || buf[0] != '{' || iterDepthOffset == 0 {
+		it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool { // json-iterator's fields out of reach
+			d.field(ptr, it, key)
+			return it.Error == nil
+		})
+		return
+	}
+	depth := iterDepth(it)
+	if *depth++; *depth > maxMapDepth {
+		it.ReportError("decode "+d.typ.String(), "exceeded max depth")
+		return
+	}
+	*head++ // {
+	c, head := peek(it)
+	if c == '}' {
+		*head++
+		*depth--
+		return
+	}
+	for {
+		if c != '"' {
+			it.ReportError("decode "+d.typ.String(), `expect " to start a key`)
+			return
+		}
+		var fd jsoniter.ValDecoder
+		if b, ok := stringInBuffer(it); ok {
+			fd = d.fields[string(b)] // no allocation
+		} else if key := readStringValue(it, nil); it.Error == nil {
+			fd = d.fields[key]
+		}
+		if it.Error != nil {
+			return
+		}
+		if c, head = peek(it); c != ':' {
+			if it.Error == nil {
+				it.ReportError("decode "+d.typ.String(), "expect : after a key")
+			}
+			return
+		}
+		*head++
+		if fd != nil {
+			fd.Decode(ptr, it)
+		} else {
+			skipValue(it)
+		}
+		if it.Error != nil {
+			return
+		}
+		switch c, head = peek(it); c {
+		case ',':
+			*head++
+			c, _ = peek(it)
+		case '}':
+			*head++
+			*depth--
+			return
+		default:
+			it.ReportError("decode "+d.typ.String(), "expect , or } after a value")
+			return
+		}
+	}
+}
+
+// field decodes the value of key into its field, or skips it.
+func (d *structDecoder) field(ptr unsafe.Pointer, it *jsoniter.Iterator, key string) {
+	if fd := d.fields[key]; fd != nil {
+		fd.Decode(ptr, it)
+	} else {
+		skipValue(it)
+	}
+}
