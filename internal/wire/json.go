@@ -235,7 +235,7 @@ func readMap(it *jsoniter.Iterator, skip string) map[string]any {
 	m := make(map[string]any)
 	readObjectCB(it, nil, func(it *jsoniter.Iterator, key string) bool {
 		if skip != "" && key == skip {
-			it.Skip()
+			skipValueInRange(it)
 		} else {
 			m[key] = readAny(it)
 		}

@@ -23,39 +23,51 @@ import (
 // arrays count their nesting in the iterator's depth, within
 // json-iterator's limit. Strings, true, false and null are skipped by
 // json-iterator.
-func skipValue(it *jsoniter.Iterator) {
+func skipValue(it *jsoniter.Iterator) { skip(it, false) }
+
+// skipValueInRange is skipValue that also refuses, as readAny does, a
+// number beyond float64's range: apimachinery reads unstructured objects
+// into map[string]any whole, and refuses one such number anywhere, in
+// the managedFields WithoutManagedFields skips too.
+func skipValueInRange(it *jsoniter.Iterator) { skip(it, true) }
+
+func skip(it *jsoniter.Iterator, inRange bool) {
 	switch it.WhatIsNext() {
 	case jsoniter.NumberValue:
-		skipNumber(it)
+		skipNumber(it, inRange)
 	case jsoniter.ArrayValue:
-		it.ReadArrayCB(skipElement)
+		if inRange {
+			it.ReadArrayCB(skipElementInRange)
+		} else {
+			it.ReadArrayCB(skipElement)
+		}
 	case jsoniter.ObjectValue:
-		skipObject(it)
+		skipObject(it, inRange)
 	default:
 		it.Skip() // a string, true, false or null; anything else is an error
 	}
 }
 
 func skipElement(it *jsoniter.Iterator) bool {
-	skipValue(it)
+	skip(it, false)
 	return it.Error == nil
 }
 
-func skipMember(it *jsoniter.Iterator, _ string) bool {
-	skipValue(it)
+func skipElementInRange(it *jsoniter.Iterator) bool {
+	skip(it, true)
 	return it.Error == nil
 }
 
 // skipNumber skips a number where it lies in the read buffer, or reads
 // it with ReadNumber (which converts nothing) when it runs to the end of
-// the buffer.
-func skipNumber(it *jsoniter.Iterator) {
+// the buffer. With inRange, it refuses what convertNumber refuses.
+func skipNumber(it *jsoniter.Iterator, inRange bool) {
 	buf, head := unread(it)
 	n := 0
 	for n < len(buf) && isNumberByte(buf[n]) {
 		n++
 	}
-	if n < len(buf) {
+	if n < len(buf) && !inRange {
 		if !validJSONNumber(buf[:n]) {
 			it.ReportError("skip number", fmt.Sprintf("invalid number %q", buf[:n]))
 			return
@@ -63,7 +75,14 @@ func skipNumber(it *jsoniter.Iterator) {
 		*head += n
 		return
 	}
-	if s := it.ReadNumber(); !validJSONNumber(string(s)) {
+	s := string(it.ReadNumber())
+	if inRange {
+		if _, err := convertNumber(s); err != nil {
+			it.ReportError("skip number", err.Error())
+		}
+		return
+	}
+	if !validJSONNumber(s) {
 		it.ReportError("skip number", fmt.Sprintf("invalid number %q", s))
 	}
 }
@@ -77,10 +96,13 @@ func isNumberByte(c byte) bool {
 // skipObject skips an object (the caller has seen WhatIsNext report an
 // ObjectValue), its keys with json-iterator's Skip, which copies none of
 // them, and counts its nesting as readObjectCB does.
-func skipObject(it *jsoniter.Iterator) {
+func skipObject(it *jsoniter.Iterator, inRange bool) {
 	buf, head := unread(it)
 	if len(buf) == 0 || buf[0] != '{' || iterDepthOffset == 0 {
-		it.ReadMapCB(skipMember) // json-iterator's fields out of reach
+		it.ReadMapCB(func(it *jsoniter.Iterator, _ string) bool { // json-iterator's fields out of reach
+			skip(it, inRange)
+			return it.Error == nil
+		})
 		return
 	}
 	depth := iterDepth(it)
@@ -108,7 +130,7 @@ func skipObject(it *jsoniter.Iterator) {
 			return
 		}
 		*head++
-		if skipValue(it); it.Error != nil {
+		if skip(it, inRange); it.Error != nil {
 			return
 		}
 		switch c, head = peek(it); c {

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -173,4 +174,28 @@ func TestJSONUnknownFieldsInEveryStruct(t *testing.T) {
 		t.Fatal(err)
 	}
 	semanticEqual(t, got, want)
+}
+
+// Unstructured objects are read as apimachinery reads them, into maps
+// whole: a number beyond float64's range is refused anywhere, in the
+// managedFields WithoutManagedFields skips too, and skipped only where
+// apimachinery skips (the list body's keys).
+func TestUnstructuredRefusesHugeNumbers(t *testing.T) {
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	for _, num := range hugeNumbers {
+		obj := `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"5","managedFields":[{"fieldsV1":{"f:x":` + num + `}}]}}`
+		var m map[string]any
+		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(obj), &m); err == nil {
+			t.Fatalf("apimachinery takes %s", num[:5])
+		}
+		for _, codec := range []*Codec[*unstructured.Unstructured]{UnstructuredCodec(gvk), UnstructuredCodec(gvk, WithoutManagedFields())} {
+			if _, err := NewJSONWatchDecoder(strings.NewReader(`{"type":"ADDED","object":`+obj+`}`), codec, 0).Next(); err == nil {
+				t.Errorf("%s in managedFields taken", num[:5])
+			}
+		}
+		list := `{"kind":"PodList","apiVersion":"v1","x":` + num + `,"metadata":{"resourceVersion":"5"},"items":[]}`
+		if _, err := DecodeJSONList(strings.NewReader(list), UnstructuredCodec(gvk), 0, func(*unstructured.Unstructured) error { return nil }); err != nil {
+			t.Errorf("list body's unknown key %s: %v", num[:5], err)
+		}
+	}
 }
