@@ -55,7 +55,11 @@
 // decompressed body cannot exhaust memory. No input makes a decoder panic.
 //
 // Each event and item is decoded in one pass: JSON straight from the
-// stream into the typed value with json-iterator; protobuf by walking the
+// stream into the typed value with json-iterator, whose struct decoders
+// are replaced with ones that skip unknown fields checking their syntax
+// only, as encoding/json does (json_struct.go, json_skip.go: a number
+// beyond float64's range is skipped, or kept raw in a RawExtension);
+// protobuf by walking the
 // envelopes (WatchEvent, runtime.Unknown, XxxList) by hand in the read
 // buffer and decoding the object's bytes with a decoder compiled from its
 // Go type (proto_decode.go), which gives what the generated Unmarshal
