@@ -31,7 +31,7 @@ func (*exactStructs) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDecoder)
 		return dec
 	}
 	if fields, ok := structFields(dec); ok {
-		return &structDecoder{typ: t, fields: fields}
+		return newStructDecoder(t, fields)
 	}
 	if inner, ok := placeholderOf(dec); ok {
 		// A struct met again while its outermost type's decoders are
@@ -39,7 +39,7 @@ func (*exactStructs) DecorateDecoder(typ reflect2.Type, dec jsoniter.ValDecoder)
 		// struct's own decoder is built, later if the struct holds
 		// itself.
 		if fields, ok := structFields(inner()); ok {
-			return &structDecoder{typ: t, fields: fields}
+			return newStructDecoder(t, fields)
 		}
 		return &lazyStructDecoder{typ: t, inner: inner}
 	}
@@ -115,7 +115,7 @@ func (d *lazyStructDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	d.once.Do(func() {
 		d.dec = d.inner()
 		if fields, ok := structFields(d.dec); ok {
-			d.dec = &structDecoder{typ: d.typ, fields: fields}
+			d.dec = newStructDecoder(d.typ, fields)
 		}
 	})
 	d.dec.Decode(ptr, it)
@@ -128,6 +128,41 @@ func (d *lazyStructDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 type structDecoder struct {
 	typ    reflect.Type
 	fields map[string]jsoniter.ValDecoder
+	// few: the fields, when they are few enough that comparing the key
+	// with each is quicker than hashing it.
+	few []namedDecoder
+}
+
+type namedDecoder struct {
+	name string
+	dec  jsoniter.ValDecoder
+}
+
+// maxFewFields is where looking a key up in a map becomes quicker than
+// comparing it with each name (BenchmarkJSONWatchDecode).
+const maxFewFields = 8
+
+func newStructDecoder(t reflect.Type, fields map[string]jsoniter.ValDecoder) *structDecoder {
+	d := &structDecoder{typ: t, fields: fields}
+	if len(fields) <= maxFewFields {
+		for name, dec := range fields {
+			d.few = append(d.few, namedDecoder{name, dec})
+		}
+	}
+	return d
+}
+
+// lookup returns the decoder of the field named key, nil if none.
+func (d *structDecoder) lookup(key []byte) jsoniter.ValDecoder {
+	if d.few == nil {
+		return d.fields[string(key)] // no allocation
+	}
+	for _, f := range d.few {
+		if f.name == string(key) {
+			return f.dec
+		}
+	}
+	return nil
 }
 
 func (d *structDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
@@ -176,7 +211,7 @@ func (d *structDecoder) readObject(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 		}
 		var fd jsoniter.ValDecoder
 		if b, ok := stringInBuffer(it); ok {
-			fd = d.fields[string(b)] // no allocation
+			fd = d.lookup(b)
 		} else if key := readStringValue(it, nil); it.Error == nil {
 			fd = d.fields[key]
 		}
@@ -215,7 +250,7 @@ func (d *structDecoder) readObject(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 
 // field decodes the value of key into its field, or skips it.
 func (d *structDecoder) field(ptr unsafe.Pointer, it *jsoniter.Iterator, key string) {
-	if fd := d.fields[key]; fd != nil {
+	if fd := d.lookup([]byte(key)); fd != nil {
 		fd.Decode(ptr, it)
 	} else {
 		skipValue(it)
