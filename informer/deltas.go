@@ -140,17 +140,20 @@ func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w 
 	return true, nil
 }
 
-// unchanged reports whether a relisted object is the one cached: it has the
-// same resourceVersion, or, for a resource whose objects have none (one
-// that is listed on a timer, not watched: componentstatuses), the same
+// unchanged reports whether a relisted object is the one cached: the same
+// object (a Sync's), or one of the same resourceVersion and the same
 // content, compared as the mutation detector compares it (semantic.Equal:
-// a type with unexported fields too).
+// a type with unexported fields too). The content is compared whatever the
+// resourceVersion: a server may serve an object otherwise under the same
+// one (a CRD whose new schema prunes a field, by the review of a real
+// kube-apiserver), and the cache then changes, which the handlers must hear
+// of; and a resource whose objects have none (componentstatuses, listed on
+// a timer) has only its content to tell.
 func unchanged(old, cur metav1.Object) bool {
-	rv := old.GetResourceVersion()
-	if rv != cur.GetResourceVersion() {
-		return false
+	if old == cur {
+		return true
 	}
-	return rv != "" || semantic.Equal(old, cur)
+	return old.GetResourceVersion() == cur.GetResourceVersion() && semantic.Equal(old, cur)
 }
 
 // recreated reports whether cur is a different object than old under the

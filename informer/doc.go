@@ -10,11 +10,16 @@
 //
 // Three rules make the handlers' view exact:
 //
-//   - A relist that finds an object unchanged (same resourceVersion; the
-//     same content, for the objects of a resource that has no
-//     resourceVersions, such as componentstatuses, which is listed on a
-//     timer rather than watched) tells no handler anything; resync periods
-//     are the explicit way to get objects again.
+//   - A relist that finds an object unchanged (same resourceVersion and
+//     same content) tells no handler anything; resync periods are the
+//     explicit way to get objects again. One the server now serves
+//     otherwise under the same resourceVersion (a CRD's new schema prunes
+//     a field, or a resource has no resourceVersions, as
+//     componentstatuses, listed on a timer rather than watched) is an
+//     update: the cache and what the handlers were told stay the same.
+//     (The comparison costs a relist about 30 µs a pod on this project's
+//     machine, a little more than decoding it; client-go sends updates
+//     of every relisted object instead: see the README.)
 //   - An object deleted and created again under the same name while the
 //     informer was not watching (its UID changed) is delivered as a delete
 //     and then an add, not as an update.

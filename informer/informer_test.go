@@ -1560,3 +1560,64 @@ func TestAnObjectCreatedDuringTheInitialSyncIsNotInTheInitialList(t *testing.T) 
 		assert.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true", "delete b unknown=false", "add b@4 initial=false"}, calls)
 	})
 }
+
+// prunedLW lists src's objects without their labels once pruned is set:
+// a server that now serves the objects otherwise under the same
+// resourceVersions, as kube-apiserver does after a CRD's new schema
+// prunes a field.
+type prunedLW struct {
+	*fakelw.Source[*corev1.Pod]
+	pruned *atomic.Bool
+}
+
+func (l prunedLW) List(ctx context.Context, o reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	return l.Source.List(ctx, o, func(p *corev1.Pod) error {
+		if l.pruned.Load() {
+			p = p.DeepCopy() // the Source's own is the cached one
+			p.Labels = nil
+		}
+		return add(p)
+	})
+}
+
+// A relist that finds an object served otherwise under the same
+// resourceVersion changes the cache, and the handlers hear of it: they
+// heard nothing, and kept the state the cache no longer held (found by a
+// review helper against kube-apiserver, after a CRD's schema dropped a
+// field).
+func TestRelistOfAnObjectServedOtherwiseIsAnUpdate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		a := pod("ns", "a")
+		a.Labels = map[string]string{"app": "web"}
+		src.Create(a)
+		src.Create(pod("ns", "b"))
+		pruned := new(atomic.Bool)
+		inf := informer.New[*corev1.Pod](prunedLW{src, pruned},
+			informer.WithReflectorOptions(reflector.WithMode[*corev1.Pod](reflector.ListWatch)))
+		var mu sync.Mutex
+		var updates []string
+		inf.AddEventHandler(processor.HandlerFuncs[*corev1.Pod]{
+			UpdateFunc: func(old, cur *corev1.Pod) {
+				mu.Lock()
+				defer mu.Unlock()
+				updates = append(updates, fmt.Sprintf("%s %v->%v", cur.Name, old.Labels, cur.Labels))
+			},
+		})
+		defer start(t, inf)()
+		synctest.Wait()
+		require.True(t, inf.HasSynced())
+
+		pruned.Store(true)
+		src.FailWatch(fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version"))
+		src.CloseWatches()
+		src.Compact()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		cached, _ := inf.Indexer().GetByKey("ns/a")
+		assert.Empty(t, cached.Labels, "the cache holds what the server serves")
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, []string{"a map[app:web]->map[]"}, updates, "b is unchanged: nothing told")
+	})
+}
