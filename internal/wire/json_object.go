@@ -14,19 +14,76 @@ import (
 // ("\ud800\ud800\udc00") unlike encoding/json. Its nesting is counted as
 // ReadMapCB counts it, in the iterator's own depth.
 func readObjectCB(it *jsoniter.Iterator, t *internTable, f func(*jsoniter.Iterator, string) bool) {
+	var key string
+	if !walkObject(it, "decode object",
+		func(it *jsoniter.Iterator) { key = readStringValue(it, t) },
+		func(it *jsoniter.Iterator) bool { return f(it, key) }) {
+		it.ReadMapCB(f)
+	}
+}
+
+// walkObject reads an object in the read buffer (the caller has seen
+// WhatIsNext report an ObjectValue): for each member, key reads its key
+// (the iterator at the key's opening quote) and value its value (after
+// the colon), returning false to stop; it stops on the iterator's error
+// too, reporting a malformed object as what ("decode object"). Its
+// nesting is counted in the iterator's own depth, as json-iterator's
+// ReadMapCB counts it. It reports false, having read nothing, where
+// json-iterator's fields are out of reach: read the object with ReadMapCB
+// then. (key and value are only called: closures over the caller's
+// variables stay on its stack.)
+func walkObject(it *jsoniter.Iterator, what string, key func(*jsoniter.Iterator), value func(*jsoniter.Iterator) bool) bool {
 	buf, head := unread(it)
 	if len(buf) == 0 || buf[0] != '{' || iterDepthOffset == 0 {
-		it.ReadMapCB(f) // json-iterator's fields out of reach
-		return
+		return false
 	}
 	depth := iterDepth(it)
 	if *depth++; *depth > maxMapDepth {
-		it.ReportError("decode object", "exceeded max depth")
-		return
+		it.ReportError(what, "exceeded max depth")
+		return true
 	}
 	*head++ // {
-	readObjectBody(it, t, f)
-	*depth--
+	c, head := peek(it)
+	if c == '}' {
+		*head++
+		*depth--
+		return true
+	}
+	for {
+		if c != '"' {
+			if it.Error == nil {
+				it.ReportError(what, `expect " to start a key`)
+			}
+			return true
+		}
+		if key(it); it.Error != nil {
+			return true
+		}
+		if c, head = peek(it); c != ':' {
+			if it.Error == nil {
+				it.ReportError(what, "expect : after a key")
+			}
+			return true
+		}
+		*head++
+		if !value(it) || it.Error != nil {
+			return true
+		}
+		switch c, head = peek(it); c {
+		case ',':
+			*head++
+			c, _ = peek(it)
+		case '}':
+			*head++
+			*depth--
+			return true
+		default:
+			if it.Error == nil {
+				it.ReportError(what, "expect , or } after a value")
+			}
+			return true
+		}
+	}
 }
 
 // iterDepthOffset is where json-iterator's Iterator keeps its nesting
@@ -55,41 +112,4 @@ func peek(it *jsoniter.Iterator) (byte, *int) {
 		return 0, head
 	}
 	return buf[0], head
-}
-
-func readObjectBody(it *jsoniter.Iterator, t *internTable, f func(*jsoniter.Iterator, string) bool) {
-	c, head := peek(it)
-	if c == '}' {
-		*head++
-		return
-	}
-	for {
-		if c != '"' {
-			it.ReportError("decode object", `expect " to start a key`)
-			return
-		}
-		key := readStringValue(it, t)
-		if it.Error != nil {
-			return
-		}
-		if c, head = peek(it); c != ':' {
-			it.ReportError("decode object", "expect : after a key")
-			return
-		}
-		*head++
-		if !f(it, key) || it.Error != nil {
-			return
-		}
-		switch c, head = peek(it); c {
-		case ',':
-			*head++
-			c, _ = peek(it)
-		case '}':
-			*head++
-			return
-		default:
-			it.ReportError("decode object", "expect , or } after a value")
-			return
-		}
-	}
 }

@@ -97,54 +97,12 @@ func isNumberByte(c byte) bool {
 // ObjectValue), its keys with json-iterator's Skip, which copies none of
 // them, and counts its nesting as readObjectCB does.
 func skipObject(it *jsoniter.Iterator, inRange bool) {
-	buf, head := unread(it)
-	if len(buf) == 0 || buf[0] != '{' || iterDepthOffset == 0 {
-		it.ReadMapCB(func(it *jsoniter.Iterator, _ string) bool { // json-iterator's fields out of reach
-			skip(it, inRange)
-			return it.Error == nil
-		})
-		return
+	skipMember := func(it *jsoniter.Iterator) bool {
+		skip(it, inRange)
+		return it.Error == nil
 	}
-	depth := iterDepth(it)
-	if *depth++; *depth > maxMapDepth {
-		it.ReportError("skip object", "exceeded max depth")
-		return
-	}
-	*head++ // {
-	c, head := peek(it)
-	if c == '}' {
-		*head++
-		*depth--
-		return
-	}
-	for {
-		if c != '"' {
-			it.ReportError("skip object", `expect " to start a key`)
-			return
-		}
-		it.Skip() // the key
-		if c, head = peek(it); c != ':' {
-			if it.Error == nil {
-				it.ReportError("skip object", "expect : after a key")
-			}
-			return
-		}
-		*head++
-		if skip(it, inRange); it.Error != nil {
-			return
-		}
-		switch c, head = peek(it); c {
-		case ',':
-			*head++
-			c, _ = peek(it)
-		case '}':
-			*head++
-			*depth--
-			return
-		default:
-			it.ReportError("skip object", "expect , or } after a value")
-			return
-		}
+	if !walkObject(it, "skip object", func(it *jsoniter.Iterator) { it.Skip() }, skipMember) {
+		it.ReadMapCB(func(it *jsoniter.Iterator, _ string) bool { return skipMember(it) })
 	}
 }
 

@@ -127,6 +127,7 @@ func (d *lazyStructDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 // buffer.
 type structDecoder struct {
 	typ    reflect.Type
+	what   string // "decode " and typ, for errors
 	fields map[string]jsoniter.ValDecoder
 	// few: the fields, when they are few enough that comparing the key
 	// with each is quicker than hashing it.
@@ -143,7 +144,7 @@ type namedDecoder struct {
 const maxFewFields = 8
 
 func newStructDecoder(t reflect.Type, fields map[string]jsoniter.ValDecoder) *structDecoder {
-	d := &structDecoder{typ: t, fields: fields}
+	d := &structDecoder{typ: t, what: "decode " + t.String(), fields: fields}
 	if len(fields) <= maxFewFields {
 		for name, dec := range fields {
 			d.few = append(d.few, namedDecoder{name, dec})
@@ -184,67 +185,27 @@ func (d *structDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 }
 
 func (d *structDecoder) readObject(ptr unsafe.Pointer, it *jsoniter.Iterator) {
-	buf, head := unread(it)
-	if len(buf) == 0 || buf[0] != '{' || iterDepthOffset == 0 {
-		it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool { // json-iterator's fields out of reach
+	var fd jsoniter.ValDecoder // the field of the key read
+	if !walkObject(it, d.what,
+		func(it *jsoniter.Iterator) {
+			if b, ok := stringInBuffer(it); ok {
+				fd = d.lookup(b)
+			} else if key := readStringValue(it, nil); it.Error == nil {
+				fd = d.fields[key]
+			}
+		},
+		func(it *jsoniter.Iterator) bool {
+			if fd != nil {
+				fd.Decode(ptr, it)
+			} else {
+				skipValue(it)
+			}
+			return true
+		}) {
+		it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool {
 			d.field(ptr, it, key)
 			return it.Error == nil
 		})
-		return
-	}
-	depth := iterDepth(it)
-	if *depth++; *depth > maxMapDepth {
-		it.ReportError("decode "+d.typ.String(), "exceeded max depth")
-		return
-	}
-	*head++ // {
-	c, head := peek(it)
-	if c == '}' {
-		*head++
-		*depth--
-		return
-	}
-	for {
-		if c != '"' {
-			it.ReportError("decode "+d.typ.String(), `expect " to start a key`)
-			return
-		}
-		var fd jsoniter.ValDecoder
-		if b, ok := stringInBuffer(it); ok {
-			fd = d.lookup(b)
-		} else if key := readStringValue(it, nil); it.Error == nil {
-			fd = d.fields[key]
-		}
-		if it.Error != nil {
-			return
-		}
-		if c, head = peek(it); c != ':' {
-			if it.Error == nil {
-				it.ReportError("decode "+d.typ.String(), "expect : after a key")
-			}
-			return
-		}
-		*head++
-		if fd != nil {
-			fd.Decode(ptr, it)
-		} else {
-			skipValue(it)
-		}
-		if it.Error != nil {
-			return
-		}
-		switch c, head = peek(it); c {
-		case ',':
-			*head++
-			c, _ = peek(it)
-		case '}':
-			*head++
-			*depth--
-			return
-		default:
-			it.ReportError("decode "+d.typ.String(), "expect , or } after a value")
-			return
-		}
 	}
 }
 
