@@ -850,12 +850,12 @@ func TestRequestsWaitingWhenHTTP1IsLearntGoAtOnce(t *testing.T) {
 	defer close(release)
 	c := newClient(t, &Config{Host: srv.URL, TLS: TLSConfig{CAData: serverCAPEM(srv)}})
 	c.first.wait = handshake / 3
-	const n = 20
+	const n = 40
 	start := time.Now()
 	openWatches(t, c, n)
 	// The first handshake, then the others' at once: about two; in turns,
-	// about n/3 of them.
-	if took := time.Since(start); took > 4*handshake {
+	// about n/3 of them (13). Six leaves room for a loaded machine.
+	if took := time.Since(start); took > 6*handshake {
 		t.Errorf("%d watches over HTTP/1.1 with %v handshakes took %v, want about %v", n, handshake, took, 2*handshake)
 	}
 }
