@@ -82,6 +82,21 @@ func (w *writer) create(namespace, name string) *corev1.Pod {
 	return p
 }
 
+// createAsReplayed creates a pod stamped as created at a fixed time, as a
+// script replayed on two servers makes it on both: two apiservers over one
+// etcd serve one creationTimestamp for it, however far apart their
+// replays ran.
+func (w *writer) createAsReplayed(namespace, name string) *corev1.Pod {
+	w.t.Helper()
+	pod := smallPod(namespace, name)
+	pod.CreationTimestamp = metav1.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p, err := w.pods.Create(pod)
+	if err != nil {
+		w.t.Fatalf("create %s/%s: %v", namespace, name, err)
+	}
+	return p
+}
+
 // createN creates pods p0..p{n-1} in namespace.
 func (w *writer) createN(namespace string, n int) {
 	w.t.Helper()

@@ -470,7 +470,7 @@ func script(rnd *rand.Rand, n int) []func(*writer) {
 		switch {
 		case !exists[name]:
 			exists[name] = true
-			ops = append(ops, func(w *writer) { w.create("default", name) })
+			ops = append(ops, func(w *writer) { w.createAsReplayed("default", name) })
 		case rnd.IntN(4) == 0:
 			exists[name] = false
 			ops = append(ops, func(w *writer) { w.remove("default", name) })
