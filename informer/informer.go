@@ -486,8 +486,10 @@ func (s *SharedIndexInformer[T]) AddIndexers(ix indexer.Indexers[T]) error {
 // SetTransform sets a function applied to every object as it is decoded,
 // before it is cached or handed to a handler: dropping fields there keeps
 // them out of memory. It must keep the namespace, name and resourceVersion,
-// and should keep the UID (see reflector.WithTransform). It must be called
-// before Run. A transform set already is not replaced: a second one is
+// and should keep the UID (see reflector.WithTransform), and give equal
+// objects for equal ones: a relist compares what it finds with what the
+// cache holds, and tells the handlers of every difference. It must be
+// called before Run. A transform set already is not replaced: a second one is
 // refused with an error (a Factory's informer is shared by everyone who
 // asks for its Target, and one caller's transform would silently drop
 // another's); nil clears it.
