@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	jsoniter "github.com/json-iterator/go"
 	"strings"
 	"testing"
 
@@ -77,16 +78,7 @@ func TestJSONRawValuesAsEncodingJSON(t *testing.T) {
 		`{"raw":{"a" 1}}`, `{"raw":{1:1}}`, `{"raw":"a` + "\x01" + `"}`, `{"raw":[nul]}`,
 		`{"f":{"a":+1}}`, `{"e":{"data":{"a":.5}}}`, `{"raw":[1 2]}`,
 	} {
-		var want, got holder
-		wantErr := kjson.UnmarshalCaseSensitivePreserveInts([]byte(in), &want)
-		gotErr := api.Unmarshal([]byte(in), &got)
-		if (wantErr == nil) != (gotErr == nil) {
-			t.Errorf("%s: apimachinery: %v; this package: %v", in, wantErr, gotErr)
-			continue
-		}
-		if wantErr == nil {
-			semanticEqual(t, got, want)
-		}
+		decodesAsApimachinery[holder](t, api, in)
 	}
 }
 
@@ -139,16 +131,7 @@ func TestJSONStructFieldsAsEncodingJSON(t *testing.T) {
 		`{"metadata":5}`, `{"metadata":{"name":1}}`, `{"metadata":{"x":1,}}`, `{"metadata":{"x" 1}}`, `{"spec":{"x":[1e400,]}}`,
 		`{"spec":{"x":01}}`, `{"metadata":{"name":"a"}`, `{"metadata":{"name":"a"},}`,
 	} {
-		var want, got corev1.Pod
-		wantErr := kjson.UnmarshalCaseSensitivePreserveInts([]byte(in), &want)
-		gotErr := api.Unmarshal([]byte(in), &got)
-		if (wantErr == nil) != (gotErr == nil) {
-			t.Errorf("%s: apimachinery: %v; this package: %v", in, wantErr, gotErr)
-			continue
-		}
-		if wantErr == nil {
-			semanticEqual(t, got, want)
-		}
+		decodesAsApimachinery[corev1.Pod](t, api, in)
 	}
 }
 
@@ -197,5 +180,21 @@ func TestUnstructuredRefusesHugeNumbers(t *testing.T) {
 		if _, err := DecodeJSONList(strings.NewReader(list), UnstructuredCodec(gvk), 0, func(*unstructured.Unstructured) error { return nil }); err != nil {
 			t.Errorf("list body's unknown key %s: %v", num[:5], err)
 		}
+	}
+}
+
+// decodesAsApimachinery checks that api decodes in into a T as apimachinery
+// does, or refuses it as apimachinery does.
+func decodesAsApimachinery[T any](t *testing.T, api jsoniter.API, in string) {
+	t.Helper()
+	var want, got T
+	wantErr := kjson.UnmarshalCaseSensitivePreserveInts([]byte(in), &want)
+	gotErr := api.Unmarshal([]byte(in), &got)
+	if (wantErr == nil) != (gotErr == nil) {
+		t.Errorf("%s: apimachinery: %v; this package: %v", in, wantErr, gotErr)
+		return
+	}
+	if wantErr == nil {
+		semanticEqual(t, got, want)
 	}
 }

@@ -59,12 +59,8 @@ var exactStructsWork = func() bool {
 // structFields returns the field decoders of json-iterator's general
 // struct decoder by JSON name, or false if dec is not one.
 func structFields(dec jsoniter.ValDecoder) (map[string]jsoniter.ValDecoder, bool) {
-	v := reflect.ValueOf(dec)
-	if v.Kind() != reflect.Pointer || v.IsNil() {
-		return nil, false
-	}
-	e := v.Elem()
-	if e.Kind() != reflect.Struct || e.Type().Name() != "generalStructDecoder" || e.Type().PkgPath() != "github.com/json-iterator/go" {
+	e, ok := jsoniterStruct(dec, "generalStructDecoder")
+	if !ok {
 		return nil, false
 	}
 	f := e.FieldByName("fields")
@@ -83,15 +79,25 @@ func structFields(dec jsoniter.ValDecoder) (map[string]jsoniter.ValDecoder, bool
 	return fields, true
 }
 
+// jsoniterStruct returns the struct dec points to if it is json-iterator's
+// type of that name, or false.
+func jsoniterStruct(dec jsoniter.ValDecoder, name string) (reflect.Value, bool) {
+	v := reflect.ValueOf(dec)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return reflect.Value{}, false
+	}
+	e := v.Elem()
+	if e.Kind() != reflect.Struct || e.Type().Name() != name || e.Type().PkgPath() != "github.com/json-iterator/go" {
+		return reflect.Value{}, false
+	}
+	return e, true
+}
+
 // placeholderOf returns what json-iterator's placeholder decoder stands
 // for (nil until it is filled), or false if dec is not one.
 func placeholderOf(dec jsoniter.ValDecoder) (func() jsoniter.ValDecoder, bool) {
-	v := reflect.ValueOf(dec)
-	if v.Kind() != reflect.Pointer || v.IsNil() {
-		return nil, false
-	}
-	e := v.Elem()
-	if e.Kind() != reflect.Struct || e.Type().Name() != "placeholderDecoder" || e.Type().PkgPath() != "github.com/json-iterator/go" {
+	e, ok := jsoniterStruct(dec, "placeholderDecoder")
+	if !ok {
 		return nil, false
 	}
 	f := e.FieldByName("decoder")
