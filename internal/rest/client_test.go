@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -928,4 +929,63 @@ func TestCredentialsNotSentOverAnotherScheme(t *testing.T) {
 	if got := rec.reqs[1].Header.Get("Authorization"); got != "" {
 		t.Fatalf("http request to the same host got Authorization %q", got)
 	}
+}
+
+// CloseConnections reaches the dials under way: one that heeds its context
+// is cancelled, and a connection that comes up anyway after it is closed
+// at once, never handed to the HTTP client's pool (which dials on a
+// context of its own, outliving the request: a Factory shut down would
+// have left a connection open behind it). The error wraps net.ErrClosed,
+// so a request whose context is alive is sent once more.
+func TestCloseConnectionsReachesDialsUnderWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tracker := &connTracker{}
+		started := make(chan struct{}, 2)
+		finish := make(chan struct{})
+		var late net.Conn // the connection the stubborn dial comes up with
+		stubborn := tracker.wrap(func(context.Context, string, string) (net.Conn, error) {
+			started <- struct{}{}
+			<-finish // ignores its context
+			a, b := net.Pipe()
+			late = b
+			return a, nil
+		})
+		heeding := tracker.wrap(func(ctx context.Context, _, _ string) (net.Conn, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		type result struct {
+			conn net.Conn
+			err  error
+		}
+		stubbornDone, heedingDone := make(chan result, 1), make(chan result, 1)
+		go func() { c, err := stubborn(t.Context(), "tcp", "x:1"); stubbornDone <- result{c, err} }()
+		go func() { c, err := heeding(t.Context(), "tcp", "x:1"); heedingDone <- result{c, err} }()
+		<-started
+		<-started
+
+		tracker.closeConns()
+		r := <-heedingDone // without the cancel, it waits for ever: synctest fails the test
+		if !errors.Is(r.err, net.ErrClosed) {
+			t.Errorf("the dial that heeds its context: %v, want an error wrapping net.ErrClosed", r.err)
+		}
+		close(finish)
+		r = <-stubbornDone
+		if r.conn != nil || !errors.Is(r.err, net.ErrClosed) {
+			t.Fatalf("the dial that came up after CloseConnections: conn %v, %v; want no connection and net.ErrClosed", r.conn, r.err)
+		}
+		if _, err := late.Read(make([]byte, 1)); err == nil {
+			t.Error("the connection that came up after CloseConnections is still open")
+		}
+		if n := len(tracker.conns); n != 0 {
+			t.Errorf("%d connections tracked after CloseConnections", n)
+		}
+
+		// The tracker goes on: a dial after it is tracked as usual.
+		ok := tracker.wrap(func(context.Context, string, string) (net.Conn, error) { a, _ := net.Pipe(); return a, nil })
+		if c, err := ok(t.Context(), "tcp", "x:1"); err != nil || c == nil {
+			t.Fatalf("a dial after CloseConnections: %v", err)
+		}
+	})
 }

@@ -169,25 +169,62 @@ func clientKeyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 // connections authenticated with the old one must not be reused, and
 // Client.CloseConnections closes them all. It is safe for concurrent use.
 type connTracker struct {
-	mu     sync.Mutex
-	conns  map[*trackedConn]struct{}
-	closes atomic.Uint64 // how many times closeAll ran
-	dialed atomic.Bool   // a connection was dialed (whether it came up or not)
-	usable atomic.Int32  // connections a request was given and not closed since
-	http1  atomic.Bool   // the last connection given speaks HTTP/1.1: nothing to share
+	mu      sync.Mutex
+	conns   map[*trackedConn]struct{}
+	dialing map[*dialing]struct{} // dials under way; guarded by mu
+	closes  atomic.Uint64         // how many times closeAll ran
+	dialed  atomic.Bool           // a connection was dialed (whether it came up or not)
+	usable  atomic.Int32          // connections a request was given and not closed since
+	http1   atomic.Bool           // the last connection given speaks HTTP/1.1: nothing to share
 }
 
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
+// dialing is a dial under way: closeConns cancels it, and a connection it
+// comes up with afterwards is closed at once.
+type dialing struct {
+	cancel context.CancelFunc
+	closed bool // closeConns ran while it dialed; guarded by connTracker.mu
+}
+
+// errClosedWhileDialing fails a dial that closeConns ran during. It wraps
+// net.ErrClosed, so that authTransport sends the request once more, on a
+// new connection, if its context is still alive.
+var errClosedWhileDialing = fmt.Errorf("connections closed while this one was dialed: %w", net.ErrClosed)
+
 func (t *connTracker) wrap(dial dialFunc) dialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		t.dialed.Store(true) // tried: a server not up yet is "no connection up" too
+		// The HTTP client dials on a context of its own, which outlives
+		// the request that asked for the connection and would put the
+		// connection in its pool after closeConns: closeConns must reach
+		// the dials under way too.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		d := &dialing{cancel: cancel}
+		t.mu.Lock()
+		if t.dialing == nil {
+			t.dialing = map[*dialing]struct{}{}
+		}
+		t.dialing[d] = struct{}{}
+		t.mu.Unlock()
+
 		conn, err := dial(ctx, network, addr)
+
+		t.mu.Lock()
+		delete(t.dialing, d)
+		if d.closed {
+			t.mu.Unlock()
+			if conn != nil {
+				_ = conn.Close()
+			}
+			return nil, errClosedWhileDialing
+		}
 		if err != nil {
+			t.mu.Unlock()
 			return nil, err
 		}
 		tc := &trackedConn{Conn: conn, tracker: t}
-		t.mu.Lock()
 		if t.conns == nil {
 			t.conns = map[*trackedConn]struct{}{}
 		}
@@ -239,11 +276,16 @@ func (t *connTracker) closeAll() {
 	t.closeConns()
 }
 
-// closeConns closes every connection.
+// closeConns closes every connection, and cancels the dials under way:
+// a connection one of them comes up with anyway is closed at once.
 func (t *connTracker) closeConns() {
 	t.mu.Lock()
 	conns := t.conns
 	t.conns = nil
+	for d := range t.dialing {
+		d.closed = true
+		d.cancel()
+	}
 	t.mu.Unlock()
 	for c := range conns {
 		c.setClosed()
