@@ -28,7 +28,9 @@
 // number of values, and once it has all its slots, a value that finds its
 // bucket full replaces one of the four it holds, at random. An object whose
 // parts were forgotten keeps its own copies: sharing is lost, never
-// correctness. The bound is on values, not bytes: a remembered value stays
-// in memory after the objects that held it left the cache, until it is
-// pushed out (a ConfigMap's data map of 1 MiB as well as a label map).
+// correctness. A remembered value stays in memory after the objects that
+// held it left the cache, until it is pushed out, so the Table bounds
+// bytes as well: a value of more than 64 KiB is never remembered (so never
+// shared), and once the values remembered would pass 32 MiB the Table
+// forgets them all.
 package share

@@ -29,3 +29,20 @@ func RememberedOf(t *Table) int {
 	}
 	return n
 }
+
+// RememberedBytesOf returns the sizes of the values t remembers, summed
+// over its slots, and the sum t keeps as it goes; the two must agree.
+func RememberedBytesOf(t *Table) (summed, kept int) {
+	for _, s := range t.slots {
+		if s.plan != nil {
+			summed += s.size
+		}
+	}
+	return summed, t.bytes
+}
+
+// MaxValueBytes and MaxBytes are the Table's bounds in bytes.
+const (
+	MaxValueBytes = maxValueBytes
+	MaxBytes      = maxBytes
+)

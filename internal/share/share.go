@@ -10,13 +10,27 @@ import (
 // DefaultSlots is the number of values a Table made by New remembers at
 // most: enough for the distinct parts of a few hundred pods, so that the
 // pods of one ReplicaSet, listed one after the other, share theirs. A slot
-// takes 40 bytes, so a full Table takes 640 KiB. It starts with firstSlots
+// takes 48 bytes, so a full Table takes 768 KiB. It starts with firstSlots
 // and grows as it fills, or when a bucket is full before the Table is: an
 // informer of a few objects keeps a small one, and a Table forgets values
-// only once it has all its slots.
+// only once it has all its slots, or once what it remembers reaches
+// maxBytes.
 const DefaultSlots = 1 << 14
 
 const firstSlots = 1 << 10
+
+// What a Table keeps alive is bounded in bytes as well as in values: a
+// value's size is the bytes its hash read (its own memory and the strings
+// it holds; the maps, slices and pointed-to values inside it are values of
+// their own). A value larger than maxValueBytes (a ConfigMap's data of a
+// megabyte) is never remembered, so never shared; once the values
+// remembered would pass maxBytes, the Table forgets them all and starts
+// afresh. Pods' parts are far smaller: a managedFields entry, the largest,
+// is a few kilobytes.
+const (
+	maxValueBytes = 64 << 10
+	maxBytes      = 32 << 20
+)
 
 // Table remembers values recently shared. It is not safe for concurrent
 // use: a Reflector owns one and shares objects from its own goroutine.
@@ -24,6 +38,7 @@ type Table struct {
 	n      int    // the most slots
 	slots  []slot // in buckets of ways; allocated on first use
 	misses int    // values remembered since slots last grew
+	bytes  int    // the sizes of the values remembered, summed
 	h      hasher
 	entry  hasher // for one map entry; entries are summed in any order
 
@@ -47,6 +62,7 @@ type slot struct {
 	hash uint64
 	plan *nodePlan
 	node node
+	size int // the bytes its hash read (see maxBytes)
 }
 
 // node is the words by which a parent holds a map, a pointer (ptr) or a
@@ -150,7 +166,7 @@ func (t *Table) canon(c *content, p unsafe.Pointer) {
 // what comes next, nor kept alive by the Table. A Reflector calls it
 // before each list, so that every list starts sharing afresh.
 func (t *Table) Forget() {
-	t.slots, t.misses = nil, 0
+	t.slots, t.misses, t.bytes = nil, 0, 0
 }
 
 // A kind of node that differs in most objects (a pod's containers when
@@ -198,13 +214,14 @@ func trim(np *nodePlan, p unsafe.Pointer, n node) node {
 }
 
 // lookup returns the remembered node equal to n, or remembers n and
-// returns the slot that does (nil if the table grew and had no room left
-// for it).
+// returns the slot that does (nil if it is too large to remember, or if
+// the table grew and had no room left for it).
 func (t *Table) lookup(np *nodePlan, n node) (shared node, ok bool, remembered *slot) {
 	if t.slots == nil {
 		t.slots = make([]slot, min(firstSlots, t.n))
 	}
-	h := t.hashNode(np, n) & t.hashMask
+	h, size := t.hashNode(np, n)
+	h &= t.hashMask
 	bucket := t.bucket(h)
 	for i := range bucket {
 		s := &bucket[i]
@@ -212,6 +229,14 @@ func (t *Table) lookup(np *nodePlan, n node) (shared node, ok bool, remembered *
 			t.stats[np.id].hits++
 			return s.node, true, nil
 		}
+	}
+	if size > maxValueBytes {
+		return node{}, false, nil
+	}
+	if t.bytes+size > maxBytes {
+		t.Forget()
+		t.slots = make([]slot, min(firstSlots, t.n))
+		bucket = t.bucket(h)
 	}
 	victim := free(bucket)
 	for victim == nil && len(t.slots) < t.n {
@@ -226,7 +251,8 @@ func (t *Table) lookup(np *nodePlan, n node) (shared node, ok bool, remembered *
 		// back to a full bucket would push each other out every time.
 		victim = &bucket[rand.IntN(ways)]
 	}
-	*victim = slot{hash: h, plan: np, node: n}
+	t.bytes += size - victim.size
+	*victim = slot{hash: h, plan: np, node: n, size: size}
 	if t.misses++; t.misses > len(t.slots) && len(t.slots) < t.n {
 		t.grow()
 		return node{}, false, t.find(h, np, n)
@@ -274,10 +300,11 @@ func (t *Table) find(h uint64, np *nodePlan, n node) *slot {
 }
 
 // hashNode hashes what n holds: the contents of its elements, or of its
-// entries in any order.
-func (t *Table) hashNode(np *nodePlan, n node) uint64 {
+// entries in any order. It also returns n's size: the bytes it hashed.
+func (t *Table) hashNode(np *nodePlan, n node) (hash uint64, size int) {
 	h := &t.h
 	h.reset(uint64(uintptr(unsafe.Pointer(np))))
+	h.n, t.entry.n = 0, 0
 	switch np.kind {
 	case reflect.Pointer:
 		np.elem.hash(h, n.ptr)
@@ -294,5 +321,5 @@ func (t *Table) hashNode(np *nodePlan, n node) uint64 {
 		h.word(uint64(np.mapLen(t, n.ptr)))
 		h.word(np.mapSum(t, n.ptr))
 	}
-	return h.sum()
+	return h.sum(), int(h.n + t.entry.n)
 }

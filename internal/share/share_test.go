@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -688,4 +689,51 @@ func TestQuantityPlan(t *testing.T) {
 		got := share.QuantityPlanOf(v.Type().Elem()).In(v.UnsafePointer())
 		assert.Equal(t, c.want, got, c.name)
 	}
+}
+
+// configMapLike holds one map, as a ConfigMap's data does.
+type configMapLike struct{ Data map[string]string }
+
+// What a Table keeps alive is bounded in bytes, not only in values: it
+// remembered 16,384 values however large, so a stream of distinct 60 KB
+// maps (ConfigMaps' data) kept 16,384 × 60 KB alive after every object
+// holding them had left the cache. Now the values remembered stay under
+// MaxBytes, and the sum kept as values come and go matches the slots.
+func TestTableBoundsTheBytesItRemembers(t *testing.T) {
+	tab := share.New(0)
+	const n = 1000
+	value := strings.Repeat("x", 60<<10-10)
+	for i := range n {
+		obj := &configMapLike{Data: map[string]string{"config": fmt.Sprintf("%10d", i) + value}}
+		share.Share(tab, obj)
+		summed, kept := share.RememberedBytesOf(tab)
+		require.Equal(t, summed, kept, "after object %d", i)
+		require.LessOrEqual(t, kept, share.MaxBytes, "after object %d", i)
+	}
+	// And it goes on sharing after it forgot.
+	a := &configMapLike{Data: map[string]string{"k": "v"}}
+	b := &configMapLike{Data: map[string]string{"k": "v"}}
+	share.Share(tab, a)
+	share.Share(tab, b)
+	assert.True(t, sameMap(a.Data, b.Data), "equal small maps are shared after the Table forgot")
+}
+
+// A value larger than MaxValueBytes is never remembered, so never shared;
+// smaller ones still are.
+func TestTableDoesNotRememberHugeValues(t *testing.T) {
+	tab := share.New(0)
+	huge := strings.Repeat("x", share.MaxValueBytes+1)
+	a := &configMapLike{Data: map[string]string{"config": huge}}
+	b := &configMapLike{Data: map[string]string{"config": huge}}
+	share.Share(tab, a)
+	share.Share(tab, b)
+	assert.False(t, sameMap(a.Data, b.Data), "a map of more than MaxValueBytes was shared")
+	assert.Zero(t, share.RememberedOf(tab))
+
+	small := strings.Repeat("x", share.MaxValueBytes-100)
+	c := &configMapLike{Data: map[string]string{"config": small}}
+	d := &configMapLike{Data: map[string]string{"config": small}}
+	share.Share(tab, c)
+	share.Share(tab, d)
+	assert.True(t, sameMap(c.Data, d.Data), "a map under MaxValueBytes was not shared")
 }
