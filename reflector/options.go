@@ -230,13 +230,13 @@ func WithRelistInterval[T metav1.Object](d time.Duration) Option[T] {
 //     the decoder.)
 //
 // The tables behind it remember a few thousand parts, and keep them alive
-// after their objects leave the cache, until the next list (the decoders'
-// table bounds each part by its bytes and by what they decode to, a few
-// tens of MiB in all; the walk's table counts parts, not bytes: large
-// ones, such as a ConfigMap's data, count as one, so a resource of large objects that change or come and go
-// often can have the table keep hundreds of MiB of them alive between
-// lists: 135 MiB for ten live ConfigMaps of 16 KiB each, replaced over and
-// over; WithRelistInterval bounds how long).
+// after their objects leave the cache, until the next list or until they
+// are pushed out. Both bound what they keep in bytes, a few tens of MiB in
+// all: the decoders' table remembers a part only if its bytes, and what
+// they decode to, are small; the walk's table does not remember a part of
+// more than 64 KiB, and forgets everything once what it remembers would
+// pass 32 MiB (ConfigMaps of 16 KiB replaced over and over had it keep
+// 135 MiB alive before it bounded bytes).
 // Measured with the side-by-side benchmarks (internal/bench/README.md has
 // the runs), 100k pods on 2 CPUs, while decoding: protobuf sync 3.78 →
 // 3.17 s and peak RSS 782 → 491 MiB; JSON sync 7.82 → 6.51 s of CPU and
