@@ -229,9 +229,9 @@ func listerWatcherFor[T reflector.Object](f *Factory, target reflector.Target) (
 		}
 		name := reflect.TypeFor[T]().String()
 		if _, gvr, err := kinds.Of[T](); err == nil {
-			name = describe(gvr, target)
+			name = describe[T](gvr, target)
 		} else if target.Resource.Resource != "" {
-			name = describe(target.Resource, target)
+			name = describe[T](target.Resource, target)
 		}
 		lw, err := lwFor.(func(reflector.Target) (reflector.ListerWatcher[T], error))(target)
 		switch {
@@ -249,7 +249,7 @@ func listerWatcherFor[T reflector.Object](f *Factory, target reflector.Target) (
 	if err != nil {
 		return nil, "", fmt.Errorf("informer factory: an informer of %v: %w", reflect.TypeFor[T](), err)
 	}
-	return lw, describe(lw.Resource(), target), nil
+	return lw, describe[T](lw.Resource(), target), nil
 }
 
 // canonicalLabels spells a parsed label selector one way: its parser sorts
@@ -335,8 +335,11 @@ func withResource(target *reflector.Target, gvr schema.GroupVersionResource) err
 	return nil
 }
 
-// describe names an informer in errors: `pods in "default" (app=web)`.
-func describe(gvr schema.GroupVersionResource, t reflector.Target) string {
+// describe names an informer of T in errors: `pods in "default" (app=web)`,
+// and `pods [metadata]` or `pods [unstructured]` for informers of
+// metadata-only and unstructured objects, which a Factory may hold beside
+// the typed informer of the same resource.
+func describe[T any](gvr schema.GroupVersionResource, t reflector.Target) string {
 	var b strings.Builder
 	b.WriteString(gvr.Resource)
 	if gvr.Group != "" {
@@ -347,6 +350,12 @@ func describe(gvr schema.GroupVersionResource, t reflector.Target) string {
 	}
 	if sel := strings.Trim(t.LabelSelector+","+t.FieldSelector, ","); sel != "" {
 		fmt.Fprintf(&b, " (%s)", sel)
+	}
+	switch any(*new(T)).(type) {
+	case *metav1.PartialObjectMetadata:
+		b.WriteString(" [metadata]")
+	case *unstructured.Unstructured:
+		b.WriteString(" [unstructured]")
 	}
 	return b.String()
 }

@@ -45,7 +45,7 @@ func TestFactoryWithListerWatchers(t *testing.T) {
 		gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 		ws, err := informer.ForResource(f, gvr, reflector.Target{Kind: "Widget"})
 		require.NoError(t, err)
-		assert.Equal(t, "widgets.example.com", ws.Name())
+		assert.Equal(t, "widgets.example.com [unstructured]", ws.Name())
 		_, err = informer.For[*corev1.ConfigMap](f, reflector.Target{})
 		assert.ErrorContains(t, err, "no ListerWatcher for *v1.ConfigMap")
 		_, err = informer.For[*corev1.Secret](f, reflector.Target{})

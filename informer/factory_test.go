@@ -273,8 +273,8 @@ func TestFactoryHandlerPanicsNameTheInformer(t *testing.T) {
 	require.NoError(t, f.WaitForCacheSync(ctx))
 	eventually(t, "two panics", func() bool { mu.Lock(); defer mu.Unlock(); return len(panics) == 2 })
 	assert.ElementsMatch(t, []string{
-		`pods in "default": listener 1 (processor.HandlerFuncs[*k8s.io/apimachinery/pkg/apis/meta/v1/unstructured.Unstructured]): default/a`,
-		`deployments.apps in "default": listener 1 (processor.HandlerFuncs[*k8s.io/apimachinery/pkg/apis/meta/v1/unstructured.Unstructured]): default/d`,
+		`pods in "default" [unstructured]: listener 1 (processor.HandlerFuncs[*k8s.io/apimachinery/pkg/apis/meta/v1/unstructured.Unstructured]): default/a`,
+		`deployments.apps in "default" [unstructured]: listener 1 (processor.HandlerFuncs[*k8s.io/apimachinery/pkg/apis/meta/v1/unstructured.Unstructured]): default/d`,
 	}, panics)
 
 	client, err := reflector.NewClient(simConfig(s))
@@ -282,7 +282,7 @@ func TestFactoryHandlerPanicsNameTheInformer(t *testing.T) {
 	lw, err := reflector.NewListerWatcher[*unstructured.Unstructured](client, reflector.Target{
 		Resource: appsv1.SchemeGroupVersion.WithResource("deployments"), LabelSelector: "app=d"})
 	require.NoError(t, err)
-	assert.Equal(t, "deployments.apps (app=d)", informer.New[*unstructured.Unstructured](lw).Name())
+	assert.Equal(t, "deployments.apps (app=d) [unstructured]", informer.New[*unstructured.Unstructured](lw).Name())
 	assert.Equal(t, "mine", informer.New[*unstructured.Unstructured](lw, informer.WithName[*unstructured.Unstructured]("mine")).Name())
 }
 
@@ -295,6 +295,12 @@ func TestFactoryMetadataOnly(t *testing.T) {
 	require.NoError(t, err)
 	inf, err := informer.ForMetadata(f, corev1.SchemeGroupVersion.WithResource("pods"), reflector.Target{Kind: "Pod"})
 	require.NoError(t, err)
+	// Beside the typed informer of pods, its name tells it apart (in
+	// WaitForCacheSync's errors and handlers' panics).
+	typed, err := informer.For[*corev1.Pod](f, reflector.Target{})
+	require.NoError(t, err)
+	assert.Equal(t, "pods", typed.Name())
+	assert.Equal(t, "pods [metadata]", inf.Name())
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	f.Start(ctx)

@@ -80,7 +80,7 @@ func New[T metav1.Object](lw reflector.ListerWatcher[T], opts ...Option[T]) *Sha
 		}
 	}
 	if d, ok := lw.(describer); ok && !o.nameSet && !isNilPointer(lw) {
-		o.name = describe(d.Resource(), d.Target())
+		o.name = describe[T](d.Resource(), d.Target())
 	}
 	s := &SharedIndexInformer[T]{
 		name:      o.name,
