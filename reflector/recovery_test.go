@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -205,5 +206,139 @@ func TestStuckWatchesAreCountedAfreshAfterARelist(t *testing.T) {
 		lw.cancel = cancel
 		reflector.New[*corev1.Pod](sameRVLists{lw}, newRecorder(), reflector.WithMode[*corev1.Pod](reflector.ListWatch)).Run(ctx)
 		assert.Equal(t, []int{1, 1, 2, 2, 3}, listsBefore, "two watches after each list")
+	})
+}
+
+// countsLists counts the LISTs and the streaming lists asked of a Source.
+type countsLists struct {
+	*fakelw.Source[*corev1.Pod]
+	lists, streaming atomic.Int32
+}
+
+func (c *countsLists) List(ctx context.Context, opts reflector.ListOptions, add func(*corev1.Pod) error) (reflector.ListMeta, error) {
+	c.lists.Add(1)
+	return c.Source.List(ctx, opts, add)
+}
+
+func (c *countsLists) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	if opts.SendInitialEvents {
+		c.streaming.Add(1)
+	}
+	return c.Source.Watch(ctx, opts)
+}
+
+// A server (or a proxy) that answers lists and fails every watch: the
+// cache follows it at the pace of its relists, as client-go's does (it
+// relists after every failed watch). The Reflector resumed such watches
+// for ever: the cache stayed at its first list. A watch refused with 429
+// is only resumed: a list would add to the load the server turns away.
+func TestWatchesThatKeepFailingAreRelisted(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	for name, tc := range map[string]struct {
+		err    error
+		relist bool
+	}{
+		"500":   {fakelw.Status(http.StatusInternalServerError, metav1.StatusReasonInternalError, "etcdserver: leader changed"), true},
+		"503":   {fakelw.Status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "no endpoints"), true},
+		"504":   {fakelw.Status(http.StatusGatewayTimeout, metav1.StatusReasonTimeout, "gateway timeout"), true},
+		"reset": {reset, true},
+		"429":   {fakelw.Status(http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, "too many requests"), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, store := newSource(), newRecorder()
+				src.Create(pod("a"))
+				lw := &countsLists{Source: src}
+				r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch))
+				defer run(t, r)()
+				synctest.Wait()
+				errs := make([]error, 10000)
+				for i := range errs {
+					errs[i] = tc.err
+				}
+				src.FailWatch(errs...)
+				src.BreakWatches(reset)
+				p := pod("a")
+				p.Labels = map[string]string{"v": "2"}
+				src.Update(p)
+				time.Sleep(30 * time.Minute)
+				synctest.Wait()
+				lists := int(lw.lists.Load())
+				if !tc.relist {
+					assert.Equal(t, 1, lists, "relisted after watches refused with 429")
+					return
+				}
+				assert.Equal(t, sourceKeys(src), store.keys(), "after 30 min of failed watches; calls: %v", store.calls())
+				// At least the backoff's cap (30 s) of failed watches
+				// before each relist: not a storm of lists.
+				assert.LessOrEqual(t, lists, 1+30*2, "lists in 30 minutes")
+			})
+		})
+	}
+}
+
+// WithRelistInterval's relist comes on time while no watch is open for
+// its timer to close: watches that keep failing (here refused with 429,
+// which are otherwise resumed for ever).
+func TestRelistIntervalWhileWatchesFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, store := newSource(), newRecorder()
+		src.Create(pod("a"))
+		lw := &countsLists{Source: src}
+		r := reflector.New[*corev1.Pod](lw, store, reflector.WithMode[*corev1.Pod](reflector.ListWatch),
+			reflector.WithRelistInterval[*corev1.Pod](time.Minute))
+		defer run(t, r)()
+		synctest.Wait()
+		errs := make([]error, 10000)
+		for i := range errs {
+			errs[i] = fakelw.Status(http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, "too many requests")
+		}
+		src.FailWatch(errs...)
+		src.BreakWatches(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET})
+		p := pod("a")
+		p.Labels = map[string]string{"v": "2"}
+		src.Update(p)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		assert.Equal(t, sourceKeys(src), store.keys(), "WithRelistInterval(1m), 10 min of failed watches; calls: %v", store.calls())
+		// One a minute (and up to a tenth later, and a backoff's wait).
+		assert.GreaterOrEqual(t, int(lw.lists.Load()), 7, "lists in 10 minutes")
+	})
+}
+
+// stallsOnce's first streaming list goes quiet (the watchdog's
+// ErrStalled) before its end bookmark; every later request is the Source's.
+type stallsOnce struct {
+	*countsLists
+	stalled atomic.Bool
+}
+
+func (s *stallsOnce) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	if opts.SendInitialEvents && !s.stalled.Swap(true) {
+		s.streaming.Add(1)
+		return &stalledWatcher{}, nil
+	}
+	return s.countsLists.Watch(ctx, opts)
+}
+
+// A streaming list that went quiet once (a connection lost during the
+// initial events) is followed by a LIST, and the next refill streams
+// again, as after one that ended early. It turned streaming off for the
+// Reflector's life; client-go streams again at every relist.
+func TestOneQuietStreamingListDoesNotTurnStreamingOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		src.Create(pod("a"))
+		lw := &stallsOnce{countsLists: &countsLists{Source: src}}
+		r := reflector.New[*corev1.Pod](lw, newRecorder())
+		defer run(t, r)()
+		time.Sleep(2 * time.Minute) // past the stall
+		synctest.Wait()
+		require.Equal(t, int32(1), lw.lists.Load(), "a LIST after the quiet streaming list")
+		time.Sleep(time.Minute)
+		src.BreakWatches(fakelw.Status(http.StatusGone, metav1.StatusReasonExpired, "too old resource version"))
+		synctest.Wait()
+		assert.Equal(t, int32(2), lw.streaming.Load(), "streaming lists asked for, the relist after a 410 included")
+		assert.Equal(t, int32(1), lw.lists.Load(), "LISTs")
 	})
 }

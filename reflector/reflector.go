@@ -135,6 +135,12 @@ func (r *Reflector[T]) Run(ctx context.Context) {
 		backoff:   newBackoff(r.opt.backoffInitial, r.opt.backoffMax),
 	}
 	for ctx.Err() == nil {
+		if d, ok := r.relistEvery(&s); ok && !s.needList && time.Since(s.listedAt) >= d {
+			// Due while no watch was open to be closed for it (watches
+			// that keep failing, a server out of reach): the relist is
+			// the next attempt.
+			s.needList = true
+		}
 		if s.needList {
 			// Every list starts sharing afresh (see WithSharing).
 			if pf, ok := r.lw.(partForgetter); ok {

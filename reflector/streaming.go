@@ -82,8 +82,10 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 			if errors.Is(err, ErrStalled) {
 				// A server that serves streaming lists sends the bookmark
 				// right after the initial events; one that goes quiet
-				// instead would do so again on every attempt.
-				return r.streamingFailed(&streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark"})
+				// instead may do so again on every attempt, or may have
+				// lost its connection once: as a stream that ended, LIST
+				// this once, and give up streaming after two in a row.
+				return r.streamingFailed(&streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark", ended: true})
 			}
 			if errors.Is(err, ErrSkipped) {
 				// An event skipped (one of another kind) fails the list:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -74,16 +73,10 @@ func (r *Reflector[T]) follow(s *runState, w Watcher[T], started time.Time) erro
 	defer func() { s.progressed = r.LastSyncResourceVersion() != from }()
 	s.failedInStream = true // an error from here on came in the stream
 	var relistDue atomic.Bool
-	if r.opt.relistInterval > 0 {
+	if d, ok := r.relistEvery(s); ok {
 		// Due one interval after the last refill, however many watches
 		// came in between: watches that end sooner must not postpone it.
 		closed := make(chan struct{})
-		// Up to a tenth of the interval later, drawn at each refill, so
-		// that informers started together do not relist together.
-		d := r.opt.relistInterval
-		if late := time.Duration(s.relistDraw * float64(d/10)); late < math.MaxInt64-d {
-			d += late // not past what a Duration holds: MaxInt64 means never
-		}
 		t := time.AfterFunc(time.Until(s.listedAt.Add(d)), func() {
 			defer close(closed)
 			relistDue.Store(true)
