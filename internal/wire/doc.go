@@ -21,9 +21,10 @@
 // WithSharedParts makes them share identical maps, slices and pointed-to
 // values too, by the bytes of those parts while decoding, skipping the
 // parts seen before (proto_share.go, json_share.go); unstructured objects
-// by internal/share's walk after decoding. A codec remembers at most 2048
-// parts, each of at most 2 KiB of bytes that decode to at most 8 times
-// that many (or 2 KiB), counting slices, map entries and pointed-to
+// share nothing (internal/share's walk, which they go through, does not
+// look inside their map[string]interface{} trees). A codec remembers at
+// most 2048 parts, each of at most 2 KiB of bytes that decode to at most 8
+// times that many (or 2 KiB), counting slices, map entries and pointed-to
 // structs: what it keeps of deleted objects is bounded.
 //
 // Watch streams are read event by event:
@@ -58,12 +59,13 @@
 // stream into the typed value with json-iterator, whose struct decoders
 // are replaced with ones that skip unknown fields checking their syntax
 // only, as encoding/json does (json_struct.go, json_skip.go: a number
-// beyond float64's range is skipped, or kept raw in a RawExtension);
-// protobuf by walking the
-// envelopes (WatchEvent, runtime.Unknown, XxxList) by hand in the read
-// buffer and decoding the object's bytes with a decoder compiled from its
-// Go type (proto_decode.go), which gives what the generated Unmarshal
-// gives with a third of its allocations.
+// beyond float64's range is skipped, or kept raw in a RawExtension); an
+// object is read, skipped or decoded into a struct by one walker of its
+// members in the read buffer (json_object.go). Protobuf is decoded in one
+// pass too, by walking the envelopes (WatchEvent, runtime.Unknown,
+// XxxList) by hand in the read buffer and decoding the object's bytes with
+// a decoder compiled from its Go type (proto_decode.go), which gives what
+// the generated Unmarshal gives with a third of its allocations.
 //
 // Decoders are not safe for concurrent use; codecs are.
 package wire

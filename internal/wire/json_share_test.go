@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // jsonBoth decodes data as a typ with a codec's JSON configuration without
@@ -101,6 +102,25 @@ func TestJSONSharedParts(t *testing.T) {
 	require.True(t, same(a.Spec.Containers, b.Spec.Containers), "containers")
 	require.True(t, same(a.OwnerReferences, b.OwnerReferences), "owner references")
 	require.False(t, same(a.Status.PodIPs, b.Status.PodIPs), "pod IPs differ")
+}
+
+// Unstructured objects share nothing, WithSharedParts or not: the walk
+// they go through does not look inside their map[string]interface{}
+// trees, so two items with the same labels hold two maps.
+func TestUnstructuredSharesNothing(t *testing.T) {
+	body := `{"kind":"WidgetList","apiVersion":"example.com/v1","metadata":{"resourceVersion":"9"},"items":[
+{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"name":"a","resourceVersion":"1","labels":{"app":"web","tier":"front"}}},
+{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"name":"b","resourceVersion":"2","labels":{"app":"web","tier":"front"}}}]}`
+	c := UnstructuredCodec(schemaGVK("example.com", "v1", "Widget"), WithSharedParts())
+	var labels []any
+	_, err := DecodeJSONList(strings.NewReader(body), c, 0, func(o *unstructured.Unstructured) error {
+		labels = append(labels, o.Object["metadata"].(map[string]any)["labels"])
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, labels, 2)
+	require.Equal(t, labels[0], labels[1])
+	require.NotEqual(t, reflect.ValueOf(labels[0]).UnsafePointer(), reflect.ValueOf(labels[1]).UnsafePointer(), "the labels maps are shared")
 }
 
 // A key met twice in one object decodes into what the field holds, which
