@@ -41,8 +41,9 @@ type Codec[T any] struct {
 	listKind string
 	// anyListKind: WithAnyListKind (a typed codec's listKind stays "").
 	anyListKind bool
-	// alsoAccept is a second kind an object may have (a metadata codec
-	// accepts both PartialObjectMetadata and the full resource's kind).
+	// alsoAPIVersion and alsoKind are a second kind an object may have (a
+	// metadata codec accepts both PartialObjectMetadata and the full
+	// resource's kind).
 	alsoAPIVersion, alsoKind string
 	// anyKind accepts objects and lists of any kind (a metadata codec that
 	// was not told the resource's kind); with sameVersion, only of
@@ -124,8 +125,8 @@ func withGeneratedUnmarshal() CodecOption {
 // it decodes. By default the codec interns strings of up to 128 bytes
 // (namespaces, label keys and values, image and node names, condition
 // types, ...) in a bounded table of its own, so that decoded objects share
-// one copy of each, and managedFields' bytes and (protobuf) parsed
-// quantities likewise: about a sixth less memory held per cached pod
+// one copy of each, and managedFields' bytes and parsed quantities
+// likewise: about a sixth less memory held per cached pod
 // (BenchmarkJSONRetainedHeap, BenchmarkProtobufRetainedHeap), for a few
 // percent more decode CPU with JSON and less with protobuf, whose strings
 // would otherwise each be an allocation. Fields that differ in every

@@ -87,7 +87,7 @@ func walkObject(it *jsoniter.Iterator, what string, key func(*jsoniter.Iterator)
 }
 
 // iterDepthOffset is where json-iterator's Iterator keeps its nesting
-// depth (0: not found), which readObjectCB counts in as ReadMapCB does.
+// depth (0: not found), which walkObject counts in as ReadMapCB does.
 var iterDepthOffset = func() uintptr {
 	sf, ok := reflect.TypeFor[jsoniter.Iterator]().FieldByName("depth")
 	if !ok || sf.Type != reflect.TypeFor[int]() || sf.Offset == 0 {

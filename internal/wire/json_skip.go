@@ -60,7 +60,8 @@ func skipElementInRange(it *jsoniter.Iterator) bool {
 
 // skipNumber skips a number where it lies in the read buffer, or reads
 // it with ReadNumber (which converts nothing) when it runs to the end of
-// the buffer. With inRange, it refuses what convertNumber refuses.
+// the buffer. With inRange it always reads it with ReadNumber, and refuses
+// what convertNumber refuses.
 func skipNumber(it *jsoniter.Iterator, inRange bool) {
 	buf, head := unread(it)
 	n := 0
@@ -94,8 +95,8 @@ func isNumberByte(c byte) bool {
 }
 
 // skipObject skips an object (the caller has seen WhatIsNext report an
-// ObjectValue), its keys with json-iterator's Skip, which copies none of
-// them, and counts its nesting as readObjectCB does.
+// ObjectValue) through walkObject, which counts its nesting, its keys with
+// json-iterator's Skip, which copies none of them.
 func skipObject(it *jsoniter.Iterator, inRange bool) {
 	skipMember := func(it *jsoniter.Iterator) bool {
 		skip(it, inRange)

@@ -20,8 +20,11 @@ import (
 // json-iterator's general one, holding a decoder per JSON name, with the
 // names resolved as json-iterator resolves them (tags, embedded structs);
 // structDecoder takes them from it and replaces it. A name matches
-// exactly (case-sensitively), and a field given twice is decoded twice,
-// the last value winning, as before.
+// exactly (case-sensitively), and a field given twice is decoded twice
+// into the same value, as encoding/json does: a scalar takes the last
+// value, an object or a map merges into what the first value made, and an
+// array's elements merge into the first's, one by one (its length is the
+// last's).
 type exactStructs struct{ jsoniter.DummyExtension }
 
 // DecorateDecoder implements jsoniter.Extension.
@@ -180,7 +183,7 @@ func (d *structDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 	case jsoniter.ObjectValue:
 	default:
 		if it.Error == nil {
-			it.ReportError("decode "+d.typ.String(), "expect { or null")
+			it.ReportError(d.what, "expect { or null")
 		}
 		return
 	}
