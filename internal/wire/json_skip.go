@@ -36,26 +36,15 @@ func skip(it *jsoniter.Iterator, inRange bool) {
 	case jsoniter.NumberValue:
 		skipNumber(it, inRange)
 	case jsoniter.ArrayValue:
-		if inRange {
-			it.ReadArrayCB(skipElementInRange)
-		} else {
-			it.ReadArrayCB(skipElement)
-		}
+		it.ReadArrayCB(func(it *jsoniter.Iterator) bool {
+			skip(it, inRange)
+			return it.Error == nil
+		})
 	case jsoniter.ObjectValue:
 		skipObject(it, inRange)
 	default:
 		it.Skip() // a string, true, false or null; anything else is an error
 	}
-}
-
-func skipElement(it *jsoniter.Iterator) bool {
-	skip(it, false)
-	return it.Error == nil
-}
-
-func skipElementInRange(it *jsoniter.Iterator) bool {
-	skip(it, true)
-	return it.Error == nil
 }
 
 // skipNumber skips a number where it lies in the read buffer, or reads
