@@ -152,6 +152,10 @@ func TestCheckResponseWithoutStatusBody(t *testing.T) {
 		{"json but not a Status", "application/json", `{"kind":"PodList","items":[]}`, 500, metav1.StatusReasonInternalError,
 			`{"kind":"PodList","items":[]}`},
 		{"garbage protobuf", "application/vnd.kubernetes.protobuf", "k8s\x00\xff\xff", 500, metav1.StatusReasonInternalError, ""},
+		{"protobuf envelope cut short", "application/vnd.kubernetes.protobuf", "k8s\x00\x12\x05", 500, metav1.StatusReasonInternalError, ""},
+		// An envelope that says Status around bytes that are not one.
+		{"protobuf Status cut short", "application/vnd.kubernetes.protobuf", "k8s\x00\x0a\x08\x12\x06Status\x12\x02\x2a\x10", 500,
+			metav1.StatusReasonInternalError, ""},
 		{"not utf-8", "application/octet-stream", "\xff\xfe\xfd", 400, metav1.StatusReasonBadRequest,
 			"the server responded with 400 Bad Request and no Status object"},
 		{"long and not utf-8", "application/octet-stream", "\x1f\x8b" + strings.Repeat("a", 600), 502, metav1.StatusReasonInternalError,

@@ -41,6 +41,8 @@ func FuzzCheckResponse(f *testing.F) {
 	f.Add(429, "text/plain", "Wed, 21 Oct 2015 07:28:00 GMT", []byte("slow down"))
 	f.Add(502, "text/html", "", []byte("<html><body>Bad Gateway</body></html>"))
 	f.Add(500, "", "", []byte("k8s\x00\xff\xff"))
+	f.Add(500, "application/vnd.kubernetes.protobuf", "", []byte("k8s\x00"))
+	f.Add(410, "application/json", "", []byte(`{"kind":"Status","code":"410"}`))
 	f.Add(401, "application/json;charset=utf-8", "-1", []byte{0xff, 0xfe, 'x'})
 
 	f.Fuzz(func(t *testing.T, code int, contentType, retryAfter string, body []byte) {

@@ -86,36 +86,6 @@ func TestHideManagedFields(t *testing.T) {
 	}
 }
 
-func TestDecodeStatus(t *testing.T) {
-	want := goneStatus()
-	for name, body := range map[string][]byte{
-		"JSON":     jsonOf(t, want),
-		"protobuf": protoOf(t, want),
-	} {
-		t.Run(name, func(t *testing.T) {
-			got, err := DecodeStatus(body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			semanticEqual(t, got, want)
-		})
-	}
-	for name, body := range map[string][]byte{
-		"empty":            nil,
-		"not JSON":         []byte("<html>"),
-		"a pod":            jsonOf(t, realisticPod(1)),
-		"a protobuf pod":   protoOf(t, realisticPod(1)),
-		"broken protobuf":  []byte("k8s\x00\x12\x05"),
-		"protobuf garbage": append(append([]byte("k8s\x00"), tagged(1, append(tagged(2, []byte("Status")), 0))...), tagged(2, []byte{0x2a, 0x10})...),
-	} {
-		t.Run(name, func(t *testing.T) {
-			if _, err := DecodeStatus(body); !errors.Is(err, ErrMalformed) {
-				t.Fatalf("got %v", err)
-			}
-		})
-	}
-}
-
 func TestErrorMessages(t *testing.T) {
 	wk := &WrongKindError{Got: schemaGVK("apps", "v1", "Deployment"), Want: podGVK}
 	if wk.Error() != "object of the wrong kind: got Deployment apps/v1, want Pod v1" {

@@ -171,19 +171,6 @@ func FuzzProtobufList(f *testing.F) {
 	})
 }
 
-func FuzzStatus(f *testing.F) {
-	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := DecodeStatus(data)
-		checkErr(t, err)
-		if err == nil && (s == nil || s.Kind != "Status") {
-			t.Fatalf("no error and status %+v", s)
-		}
-		if err != nil && s != nil {
-			t.Fatalf("error %v and a status", err)
-		}
-	})
-}
-
 func jsonWatchSeeds(t testing.TB) [][]byte {
 	pod := string(jsonOf(t, realisticPod(1)))
 	return [][]byte{
@@ -238,12 +225,6 @@ func protobufListSeeds(t testing.TB) [][]byte {
 	}
 }
 
-func statusSeeds(t testing.TB) [][]byte {
-	st := goneStatus()
-	st.Details = &metav1.StatusDetails{Name: "x", Causes: []metav1.StatusCause{{Type: "FieldValueInvalid", Field: "spec"}}, RetryAfterSeconds: 2}
-	return [][]byte{jsonOf(t, st), protoOf(t, st), []byte(`{"kind":"Status","code":"410"}`), []byte("k8s\x00")}
-}
-
 // TestWriteFuzzCorpus checks that the committed corpus files under
 // testdata/fuzz are the seeds above, so that go test runs them without
 // -fuzz and the fuzzer starts from them: it fails on a seed file that is
@@ -257,7 +238,6 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		"FuzzProtobufWatch":               protobufWatchSeeds(t),
 		"FuzzJSONList":                    jsonListSeeds(t),
 		"FuzzProtobufList":                protobufListSeeds(t),
-		"FuzzStatus":                      statusSeeds(t),
 		"FuzzJSONListMatchesApimachinery": jsonListDiffSeeds(t),
 		"FuzzJSONMatchesApimachinery": {
 			jsonOf(t, realisticPod(1)),
