@@ -154,19 +154,23 @@ func holdsItselfUncounted(m, t reflect.Type, seen map[reflect.Type]bool) bool {
 	return holdsItselfUncounted(m, t.Elem(), seen)
 }
 
-// maxMapDepth is json-iterator's limit, for the maps it does not count.
-const maxMapDepth = 10_000
+// maxDepth is json-iterator's nesting limit, encoding/json's too:
+// walkObject keeps it for every object it reads, and countedMapDecoder for
+// the maps json-iterator does not count.
+const maxDepth = 10_000
 
-// countedMapDecoder counts its depth in a mapDepth attached to the
-// iterator (nothing else here attaches anything; an iterator returned to
-// its pool is given back its attachment as nil).
+// countedMapDecoder counts the levels of its maps in the iterator's state.
 type countedMapDecoder struct {
 	inner jsoniter.ValDecoder
 	name  string
 }
 
-type mapDepth struct {
-	levels int
+// iterState is what the decoders here keep on an iterator, as its
+// attachment (nothing else sets it.Attachment; an iterator borrowed from
+// its pool has none).
+type iterState struct {
+	// mapLevels: the levels of the maps countedMapDecoder is decoding.
+	mapLevels int
 	// owned: the values a sharedJSONDecoder made for the object being
 	// read on this iterator (forgetOwned forgets them after it).
 	owned ownedSet
@@ -175,20 +179,27 @@ type mapDepth struct {
 	decoded int
 }
 
+// stateOf returns the iterator's state, attaching a new one to it if it has
+// none yet.
+func stateOf(it *jsoniter.Iterator) *iterState {
+	st, _ := it.Attachment.(*iterState)
+	if st == nil {
+		st = new(iterState)
+		it.Attachment = st
+	}
+	return st
+}
+
 // Decode implements jsoniter.ValDecoder.
 func (d *countedMapDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
-	depth, _ := it.Attachment.(*mapDepth)
-	if depth == nil {
-		depth = new(mapDepth)
-		it.Attachment = depth
-	}
-	if depth.levels == maxMapDepth {
+	st := stateOf(it)
+	if st.mapLevels == maxDepth {
 		it.ReportError("decode "+d.name, "exceeded max depth")
 		return
 	}
-	depth.levels++
+	st.mapLevels++
 	d.inner.Decode(p, it)
-	depth.levels--
+	st.mapLevels--
 }
 
 var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()

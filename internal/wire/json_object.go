@@ -38,7 +38,7 @@ func walkObject(it *jsoniter.Iterator, what string, key func(*jsoniter.Iterator)
 		return false
 	}
 	depth := iterDepth(it)
-	if *depth++; *depth > maxMapDepth {
+	if *depth++; *depth > maxDepth {
 		it.ReportError(what, "exceeded max depth")
 		return true
 	}

@@ -68,7 +68,7 @@ type sharedJSONDecoder struct {
 // Decode implements jsoniter.ValDecoder.
 func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	if !emptyPart(p, d.isSlice) {
-		st := iteratorState(it)
+		st := stateOf(it)
 		before := identity(p)
 		if !st.owned.has(p) {
 			d.unshare(p) // met again: decode into a copy
@@ -124,7 +124,7 @@ func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 		return
 	}
 	size := 0
-	if st, _ := sub.Attachment.(*mapDepth); st != nil {
+	if st, _ := sub.Attachment.(*iterState); st != nil {
 		size = st.decoded
 	}
 	addDecoded(it, size)
@@ -141,22 +141,12 @@ func (d *sharedJSONDecoder) decode(p unsafe.Pointer, it *jsoniter.Iterator) {
 	addDecoded(it, ownSize(d.typ, p))
 }
 
-// iteratorState returns what it keeps of the values decoded on it.
-func iteratorState(it *jsoniter.Iterator) *mapDepth {
-	st, _ := it.Attachment.(*mapDepth)
-	if st == nil {
-		st = new(mapDepth)
-		it.Attachment = st
-	}
-	return st
-}
-
 // addDecoded counts n bytes more decoded on it (ownSize): a part decoded
 // on an iterator of its own is as large as what is counted on that
 // iterator.
 func addDecoded(it *jsoniter.Iterator, n int) {
 	if n > 0 {
-		iteratorState(it).decoded += n
+		stateOf(it).decoded += n
 	}
 }
 
@@ -233,7 +223,7 @@ func deepCopy(v reflect.Value) reflect.Value {
 // forgetOwned drops what the object just read owns (sharedJSONDecoder), so
 // that an iterator reading a stream of objects does not keep them alive.
 func forgetOwned(it *jsoniter.Iterator) {
-	if st, _ := it.Attachment.(*mapDepth); st != nil {
+	if st, _ := it.Attachment.(*iterState); st != nil {
 		st.owned = nil
 	}
 }
