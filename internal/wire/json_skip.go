@@ -1,9 +1,7 @@
 package wire
 
 import (
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"unsafe"
 
@@ -135,22 +133,4 @@ func skipAndReturnBytes(it *jsoniter.Iterator) []byte {
 		return nil
 	}
 	return raw
-}
-
-// unmarshalerDecoder decodes a type with its own UnmarshalJSON (other
-// than those valueTypes decodes itself), as json-iterator's does and as
-// encoding/json does: its bytes, null included, handed to UnmarshalJSON.
-// They are collected with skipAndReturnBytes, so that a
-// runtime.RawExtension keeps any value encoding/json takes.
-type unmarshalerDecoder struct{ typ reflect.Type }
-
-func (d unmarshalerDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
-	raw := skipAndReturnBytes(it)
-	if it.Error != nil {
-		return
-	}
-	u := reflect.NewAt(d.typ, ptr).Interface().(json.Unmarshaler)
-	if err := u.UnmarshalJSON(raw); err != nil {
-		it.ReportError("unmarshalerDecoder", err.Error())
-	}
 }

@@ -71,6 +71,24 @@ func (v *valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 	return nil
 }
 
+// unmarshalerDecoder decodes a type with its own UnmarshalJSON (other
+// than those valueTypes decodes itself), as json-iterator's does and as
+// encoding/json does: its bytes, null included, handed to UnmarshalJSON.
+// They are collected with skipAndReturnBytes, so that a
+// runtime.RawExtension keeps any value encoding/json takes.
+type unmarshalerDecoder struct{ typ reflect.Type }
+
+func (d unmarshalerDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
+	raw := skipAndReturnBytes(it)
+	if it.Error != nil {
+		return
+	}
+	u := reflect.NewAt(d.typ, ptr).Interface().(json.Unmarshaler)
+	if err := u.UnmarshalJSON(raw); err != nil {
+		it.ReportError("decode "+d.typ.String(), err.Error())
+	}
+}
+
 // jsonNumberDecoder decodes a json.Number (a type of one's own may have
 // them, to keep a number exact) as encoding/json does: from a number, or
 // from a string that holds one; null leaves it as it was. Read as a

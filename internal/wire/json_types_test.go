@@ -246,3 +246,27 @@ func TestJSONQuantityNumberFollowsTheGrammar(t *testing.T) {
 		}
 	}
 }
+
+// strict decodes itself from JSON and refuses anything but a string.
+type strict string
+
+func (s *strict) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '"' {
+		return fmt.Errorf("want a string, got %s", b)
+	}
+	*s = strict(b)
+	return nil
+}
+
+// The error of a type decoding its own JSON names that type, as
+// json-iterator's decoders name theirs; it named unmarshalerDecoder.
+func TestSelfDecodingTypeErrorNamesTheType(t *testing.T) {
+	var got struct {
+		S strict `json:"s"`
+	}
+	it := plainJSON.BorrowIterator([]byte(`{"s":1}`))
+	defer plainJSON.ReturnIterator(it)
+	it.ReadVal(&got)
+	require.Error(t, it.Error)
+	require.Contains(t, it.Error.Error(), "decode wire.strict: want a string, got 1")
+}
