@@ -274,7 +274,7 @@ func (d quantityDecoder) Decode(ptr unsafe.Pointer, it *jsoniter.Iterator) {
 		// A string is parsed once per table: the parsed quantity is
 		// remembered by the string's bytes (which, having no control
 		// characters, never look like a protobuf key, which starts with
-		// 0x0a: see proto_quantity.go).
+		// 0x0a: see intern_quantity.go).
 		b, ok := stringInBuffer(it)
 		if !ok {
 			parseQuantity(it, q, it.ReadString())

@@ -27,7 +27,7 @@ import (
 //     (written one after the other) is counted, so it is allocated once,
 //     at its final size;
 //   - managedFields' FieldsV1 bytes are interned like strings, and parsed
-//     quantities are remembered by their bytes (proto_quantity.go).
+//     quantities are remembered by their bytes (intern_quantity.go).
 //
 // The result equals the generated Unmarshal's for every input that
 // Unmarshal accepts (TestProtoDecodeMatchesGenerated on random objects of
