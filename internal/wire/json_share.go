@@ -65,37 +65,54 @@ type sharedJSONDecoder struct {
 	quantity *share.QuantityPlan // where it may hold a Quantity in place
 }
 
-// Decode implements jsoniter.ValDecoder.
+// Decode implements jsoniter.ValDecoder. A value met again (a key given
+// twice in one object) is merged into a copy (decodeAgain); an empty one
+// gets the part remembered for its bytes, or remembers what they decode to
+// (share), unless it is null or of a type whose parts rarely repeat
+// (worthLookingUp).
 func (d *sharedJSONDecoder) Decode(p unsafe.Pointer, it *jsoniter.Iterator) {
-	if !emptyPart(p, d.isSlice) {
-		st := stateOf(it)
-		before := identity(p)
-		if !st.owned.has(p) {
-			d.unshare(p) // met again: decode into a copy
-		}
-		d.inner.Decode(p, it)
-		if it.Error == nil {
-			st.owned.made(p, before)
-		}
-		st.decoded += ownSize(d.typ, p)
-		return
-	}
-	if it.WhatIsNext() == jsoniter.NilValue || !d.table.worthLookingUp(d.id) {
+	switch {
+	case !emptyPart(p, d.isSlice):
+		d.decodeAgain(p, it)
+	case it.WhatIsNext() == jsoniter.NilValue || !d.table.worthLookingUp(d.id):
 		d.decode(p, it)
-		return
+	default:
+		d.share(p, it)
 	}
-	// A part is looked up by its bytes where they lie in the read buffer;
-	// a hit has the bytes of a part decoded before, so they need no
-	// parsing. A part that does not lie whole in the buffer is copied out
-	// first, unless the buffer holds more than maxPartLen of it: then it
-	// is too long to be remembered, and is decoded from the stream.
-	//
-	// Decoding from the stream also keeps json-iterator's depth limit,
-	// which counts on one iterator: a part decoded from its bytes gets an
-	// iterator of its own, counting from nothing, so parts are taken from
-	// the buffer only up to maxPartLen, which no more than maxPartLen/2
-	// levels fit in. (And a part copied out was skipped, within the limit,
-	// by the stream's iterator.)
+}
+
+// decodeAgain decodes into the value at p, which holds what an earlier
+// key of the object gave it and may be shared with other objects: into a
+// deep copy of it, made once per object (the iterator's owned values).
+func (d *sharedJSONDecoder) decodeAgain(p unsafe.Pointer, it *jsoniter.Iterator) {
+	st := stateOf(it)
+	before := identity(p)
+	if !st.owned.has(p) {
+		d.unshare(p)
+	}
+	d.inner.Decode(p, it)
+	if it.Error == nil {
+		st.owned.made(p, before)
+	}
+	st.decoded += ownSize(d.typ, p)
+}
+
+// share gives the empty value at p the part remembered for its bytes, or
+// decodes them and remembers the part.
+//
+// A part is looked up by its bytes where they lie in the read buffer; a
+// hit has the bytes of a part decoded before, so they need no parsing. A
+// part that does not lie whole in the buffer is copied out first, unless
+// the buffer holds more than maxPartLen of it: then it is too long to be
+// remembered, and is decoded from the stream.
+//
+// Decoding from the stream also keeps json-iterator's depth limit, which
+// counts on one iterator: a part decoded from its bytes gets an iterator of
+// its own, counting from nothing, so parts are taken from the buffer only
+// up to maxPartLen, which no more than maxPartLen/2 levels fit in. (And a
+// part copied out was skipped, within the limit, by the stream's
+// iterator.)
+func (d *sharedJSONDecoder) share(p unsafe.Pointer, it *jsoniter.Iterator) {
 	raw, inBuffer := valueInBuffer(it, maxPartLen)
 	if !inBuffer {
 		if buf, _ := unread(it); len(buf) > maxPartLen {
