@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // modulePath is this module's path, used to find its version for the
@@ -31,8 +29,7 @@ type Client struct {
 	auth    *authTransport
 	conns   idleCloser   // the *http.Transport, or the caFileTransport over it
 	tracker *connTracker // every connection the transports opened
-	timeout time.Duration
-	first   *firstGate // the first request goes alone
+	first   *firstGate   // the first request goes alone
 }
 
 // Option configures NewClient.
@@ -219,7 +216,6 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 		conns:   conns,
 		tracker: tracker,
 		first:   first,
-		timeout: c.Timeout,
 	}, nil
 }
 
@@ -288,24 +284,6 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// DoShort is Do for a short request such as a LIST page: when
-// Config.Timeout is set, the whole exchange, reading the body included,
-// must end within it, so a server that trickles bytes cannot hold the
-// caller forever. The deadline is released when the body is closed.
-func (c *Client) DoShort(req *http.Request) (*http.Response, error) {
-	if c.timeout <= 0 {
-		return c.Do(req)
-	}
-	ctx, cancel := context.WithTimeout(req.Context(), c.timeout)
-	resp, err := c.Do(req.WithContext(ctx))
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
-	return resp, nil
-}
-
 // InvalidateCredentials drops cached credentials: the next request runs the
 // exec plugin again (or waits for the run under way, whose failure is then
 // not held) or re-reads the token file. The client already does this by
@@ -347,17 +325,6 @@ func (c *Client) String() string {
 // print the client's internals, shows String only.
 func (c *Client) Format(s fmt.State, _ rune) {
 	_, _ = io.WriteString(s, c.String())
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelOnClose) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }
 
 // defaultUserAgent is "listwatch/<version> (<goos>/<goarch>)", the version

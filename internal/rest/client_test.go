@@ -591,65 +591,6 @@ func TestProxyURL(t *testing.T) {
 	}
 }
 
-// DoShort bounds the whole exchange: a body that never ends fails in time.
-func TestDoShortTimeout(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		fmt.Fprint(w, `{"items":[`)
-		w.(http.Flusher).Flush()
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
-
-	c := newClient(t, &Config{Host: srv.URL, Timeout: 200 * time.Millisecond})
-	req, _ := http.NewRequest(http.MethodGet, c.URL("/api/v1/pods", nil).String(), nil)
-	start := time.Now()
-	resp, err := c.DoShort(req)
-	if err == nil { // the deadline covers the answer's headers too: on a loaded machine it may pass before them
-		_, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("reading a trickling body: err = %v, want a deadline error", err)
-	}
-	if !IsRetryable(err) {
-		t.Errorf("IsRetryable(%v) = false", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the deadline hit after %v", d)
-	}
-}
-
-func TestDoShortReleasesOnClose(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
-	defer srv.Close()
-	for _, timeout := range []time.Duration{0, time.Minute} {
-		c := newClient(t, &Config{Host: srv.URL, Timeout: timeout})
-		req, _ := http.NewRequest(http.MethodGet, c.URL("/", nil).String(), nil)
-		resp, err := c.DoShort(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		if err != nil || string(body) != "ok" {
-			t.Errorf("Timeout %v: %q, %v", timeout, body, err)
-		}
-		if err := resp.Body.Close(); err != nil {
-			t.Error(err)
-		}
-	}
-	c := newClient(t, &Config{Host: "http://127.0.0.1:1", Timeout: time.Minute})
-	req, _ := http.NewRequest(http.MethodGet, c.URL("/", nil).String(), nil)
-	if _, err := c.DoShort(req); !IsRetryable(err) {
-		t.Errorf("connection refused: err = %v, want a retryable error", err)
-	}
-}
-
 func TestCheckResponseOverHTTP(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -79,9 +79,8 @@ type Config struct {
 
 	// Timeout bounds a whole short request, body included: a LIST page
 	// (with reflector.WithListTimeout, whichever is shorter), a request for
-	// the server version, one made with Client.DoShort. Watches are not
-	// bounded by it. Zero: no bound but the request's context (and
-	// WithListTimeout).
+	// the server version. Watches are not bounded by it. Zero: no bound
+	// but the request's context (and WithListTimeout).
 	Timeout time.Duration
 	// DisableHTTP2 keeps every connection on HTTP/1.1. The environment
 	// variable DISABLE_HTTP2, set to anything but "", does so too, as it

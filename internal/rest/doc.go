@@ -8,7 +8,7 @@
 //	  ▲ HTTPS (HTTP/2 with PING health checks, or HTTP/1.1 with TCP keepalive
 //	  │        and TCP_USER_TIMEOUT), bearer token / client certificate / exec plugin
 //	rest.Client          ← this package: Config → TLS, transport, auth chain
-//	  ▲ Do / DoShort, URL, CheckResponse, LimitReader
+//	  ▲ Do, URL, CheckResponse, LimitReader
 //	the HTTP ListerWatcher (decodes LIST pages and WATCH frames)
 //	  ▲
 //	reflector.Reflector
@@ -24,8 +24,7 @@
 //  3. Build request URLs with Client.URL and send them with Client.Do,
 //     bounded by the request's context (the HTTP ListerWatcher bounds each
 //     LIST page itself, by the shorter of its list timeout and
-//     Config.Timeout), or Client.DoShort, which bounds a short request by
-//     Config.Timeout as well.
+//     Config.Timeout).
 //  4. Turn a non-2xx response into an *APIError with CheckResponse (or an
 //     ERROR event's Status into one with FromStatus), bound every body with
 //     LimitReader, and decide what to do: IsGone (relist),

@@ -198,26 +198,11 @@ func IsTooLargeResourceVersion(err error) bool {
 	return !madeUp && strings.Contains(e.ErrStatus.Message, tooLargeRV)
 }
 
-// IsUnauthorized reports whether err is a 401: the credentials were not
-// accepted. Not retryable with the same credentials (an exec plugin's are
-// refreshed on the next request).
-func IsUnauthorized(err error) bool {
-	e, ok := asAPIError(err)
-	return ok && e.ErrStatus.Code == http.StatusUnauthorized
-}
-
 // IsForbidden reports whether err is a 403: the user may not do this. Not
 // retryable.
 func IsForbidden(err error) bool {
 	e, ok := asAPIError(err)
 	return ok && e.ErrStatus.Code == http.StatusForbidden
-}
-
-// IsNotFound reports whether err is a 404: the resource or its API does not
-// exist (for example a CRD that is not installed). Not retryable as is.
-func IsNotFound(err error) bool {
-	e, ok := asAPIError(err)
-	return ok && e.ErrStatus.Code == http.StatusNotFound
 }
 
 // RetryAfter returns how long the server asked the caller to wait before

@@ -76,13 +76,12 @@ func TestAPIErrorFromRealStatusBodies(t *testing.T) {
 		tooLarge   bool
 		retryable  bool
 		forbidden  bool
-		unauth     bool
 		retryAfter time.Duration
 	}{
 		{name: "403 forbidden", code: 403, body: status403,
 			wantErr:   `403 Forbidden: pods is forbidden: User "system:serviceaccount:default:default" cannot list resource "pods" in API group "" at the cluster scope`,
 			forbidden: true},
-		{name: "401 unauthorized", code: 401, body: status401, wantErr: "401 Unauthorized: Unauthorized", unauth: true},
+		{name: "401 unauthorized", code: 401, body: status401, wantErr: "401 Unauthorized: Unauthorized"},
 		{name: "410 expired", code: 410, body: status410, wantErr: "410 Expired: too old resource version: 1 (5012)", gone: true},
 		{name: "410 gone (old servers)", code: 410, body: status410Gone, wantErr: "410 Gone: too old resource version: 1 (5012)", gone: true},
 		{name: "504 too large RV", code: 504, body: status504TooLarge,
@@ -116,7 +115,6 @@ func TestAPIErrorFromRealStatusBodies(t *testing.T) {
 				{"IsTooLargeResourceVersion", IsTooLargeResourceVersion(err), tt.tooLarge},
 				{"IsRetryable", IsRetryable(err), tt.retryable},
 				{"IsForbidden", IsForbidden(err), tt.forbidden},
-				{"IsUnauthorized", IsUnauthorized(err), tt.unauth},
 			}
 			for _, c := range checks {
 				if c.got != c.want {
@@ -311,7 +309,7 @@ func TestIsRetryableConnectionErrors(t *testing.T) {
 
 func TestHelpersOnOtherErrors(t *testing.T) {
 	err := errors.New("boom")
-	if IsGone(err) || IsTooLargeResourceVersion(err) || IsForbidden(err) || IsUnauthorized(err) || IsNotFound(err) || RetryAfter(err) != 0 {
+	if IsGone(err) || IsTooLargeResourceVersion(err) || IsForbidden(err) || RetryAfter(err) != 0 {
 		t.Error("a plain error matched an API error helper")
 	}
 	if IsGone(nil) || IsTooLargeResourceVersion(nil) || RetryAfter(nil) != 0 {
