@@ -198,10 +198,6 @@ func (c *Codec[T]) GroupVersionKind() schema.GroupVersionKind { return c.gvk }
 // (application/vnd.kubernetes.protobuf). Ask the server for JSON otherwise.
 func (c *Codec[T]) SupportsProtobuf() bool { return c.unmarshalProto != nil }
 
-// DropsManagedFields reports whether the codec was built with
-// WithoutManagedFields.
-func (c *Codec[T]) DropsManagedFields() bool { return c.dropManagedFields }
-
 // TypedCodec returns a codec for a Go type generated from the Kubernetes API
 // such as *corev1.Pod (T must be a pointer to a struct). gvk is the kind the
 // server sends for it (for example corev1.SchemeGroupVersion.WithKind("Pod")).

@@ -38,11 +38,8 @@ func TestTypedCodec(t *testing.T) {
 		t.Fatalf("GVK without a version was accepted")
 	}
 	c := mustCodec[*corev1.Pod](t, podGVK)
-	if !c.SupportsProtobuf() || c.GroupVersionKind() != podGVK || c.DropsManagedFields() {
-		t.Fatalf("pod codec: protobuf %v, gvk %v, drops %v", c.SupportsProtobuf(), c.GroupVersionKind(), c.DropsManagedFields())
-	}
-	if !mustCodec[*corev1.Pod](t, podGVK, WithoutManagedFields()).DropsManagedFields() {
-		t.Fatalf("WithoutManagedFields not recorded")
+	if !c.SupportsProtobuf() || c.GroupVersionKind() != podGVK {
+		t.Fatalf("pod codec: protobuf %v, gvk %v", c.SupportsProtobuf(), c.GroupVersionKind())
 	}
 }
 
