@@ -206,8 +206,7 @@ func NewClient(cfg *Config, opts ...Option) (*Client, error) {
 	}
 	var first *firstGate
 	if base.Scheme == "https" && !c.DisableHTTP2 {
-		first = newFirstGate(tracker.idle) // HTTP/2: one connection to share
-		first.dials = func() bool { return tracker.dialed.Load() && !tracker.http1.Load() }
+		first = newFirstGate(tracker.idle, tracker.sharesDials) // HTTP/2: one connection to share
 	}
 	return &Client{
 		base:    base,

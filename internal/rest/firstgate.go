@@ -19,21 +19,22 @@ import (
 //
 // While no connection to a host is up, net/http dials one for every
 // request waiting (it cannot know before the TLS handshake that HTTP/2
-// will carry them all on one), then throws the extra ones away. Without
-// the gate, a Factory starting 500 informers made 560–780 TCP and TLS
-// dials in a review's test; past 100 requests before SETTINGS, one dial
-// for each request over 100 (101 dials for 200 informers, with 5 ms of
-// latency); and 200 watches whose connection was reset, coming back after
-// their Reflectors' jittered backoff, made 43–127 dials through a slow
-// handshake (TestWatchesCutAtOnceComeBackOnOneConnection). With it, one.
+// will carry them all on one), and one for every request past the streams
+// it assumes before SETTINGS: with the gate, a burst of requests on a
+// Client with no connection up, or coming back after their connection was
+// cut, dials one (TestFirstRequestGoesAlone,
+// TestFirstGateLetsGoWhatTheConnectionTakesBeforeItsSettings,
+// TestWatchesCutAtOnceComeBackOnOneConnection,
+// TestWatchesComeBackOnOneConnectionOnceTheServerIsUp).
 //
 // Past the gate, one request at a time looks for a connection (seek): it
 // holds the others until the transport has given it one, at once when a
 // connection has room. When every connection is at the server's stream
 // limit (kube-apiserver's is 100), net/http dials one for every request
-// that finds none with room; the requests the gate let go at its first
-// answer all did (68–101 dials for 200 watches in a review's test). One
-// dials now, and the others find its connection.
+// that finds none with room; with seek, one dials and the others find its
+// connection (TestWatchesPastTheStreamLimitOpenOneMoreConnection), and a
+// server that never finishes its handshakes is dialed once per
+// firstRequestWait (TestAHungHandshakeIsDialedOnePerWait).
 //
 // A connection is usable once a request was given it, until it is closed
 // or fails to read (connTracker). A server that ends its streams before
@@ -105,14 +106,15 @@ const preSettingsStreams = 100
 // rest, which by then find the connection up.
 const firstRequestWait = 2 * time.Second
 
-// newFirstGate returns a gate whose first request goes alone, and which
+// newFirstGate returns a gate whose first request goes alone, which
 // starts a new round whenever idle reports no connection usable (nil:
-// never).
-func newFirstGate(idle func() bool) *firstGate {
+// never), and past which one request at a time looks for a connection
+// while dials reports that they share the Client's (nil: never).
+func newFirstGate(idle, dials func() bool) *firstGate {
 	if idle == nil {
 		idle = func() bool { return false }
 	}
-	g := &firstGate{idle: idle, wait: firstRequestWait, seeking: make(chan struct{}, 1)}
+	g := &firstGate{idle: idle, dials: dials, wait: firstRequestWait, seeking: make(chan struct{}, 1)}
 	g.round.Store(g.newRound(gateUnused))
 	return g
 }
@@ -168,7 +170,13 @@ func (g *firstGate) abandon(r *gateRound) {
 	if g == nil {
 		return
 	}
-	if st := r.state.Load(); st != gateFirst && (st != gateLimited || !g.idle()) {
+	switch r.state.Load() {
+	case gateFirst: // it failed before it had its connection
+	case gateLimited: // it had its connection: only if none is usable now
+		if !g.idle() {
+			return
+		}
+	default: // the round is open: nobody waits in it
 		return
 	}
 	g.round.CompareAndSwap(r, g.newRound(gateUnused))
@@ -303,7 +311,7 @@ func (r *gateRound) done() {
 
 // traced returns req with the hooks the gate needs, for a request that
 // went in round (first: as its first). Every request tells the gate which
-// connection it was given (gotConn); the first of a round lets up to the
+// connection it was given (noteConn); the first of a round lets up to the
 // connection's first streams go once it has it, not at its answer, which
 // may be a large LIST read from etcd; any answer in a round not open yet
 // opens it, the connection's stream limit then known; a seeker gives way
@@ -316,13 +324,13 @@ func traced(req *http.Request, round *gateRound, first bool, s *seeker) *http.Re
 	// A new trace each time: WithClientTrace writes into the one it is
 	// given.
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		gotConn(info)
+		noteConn(info)
 		s.gotConn()
 	}}
 	switch {
 	case first:
 		trace.GotConn = func(info httptrace.GotConnInfo) {
-			switch usable, http1 := gotConn(info); {
+			switch usable, http1 := noteConn(info); {
 			case usable && http1:
 				round.done() // HTTP/1.1: nothing to share, nobody waits
 			case usable:

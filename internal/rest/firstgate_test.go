@@ -114,7 +114,7 @@ func newCountingHTTP2Server(t *testing.T, h http.HandlerFunc) (*httptest.Server,
 // own context; once it is done, nobody waits.
 func TestFirstGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newFirstGate(nil)
+		g := newFirstGate(nil, nil)
 		r, first, err := g.enter(t.Context())
 		if !first || err != nil {
 			t.Fatalf("the first request: first %v, err %v", first, err)
@@ -160,7 +160,7 @@ func TestFirstGate(t *testing.T) {
 // latency, in a review's test.
 func TestFirstGateLetsGoWhatTheConnectionTakesBeforeItsSettings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newFirstGate(nil)
+		g := newFirstGate(nil, nil)
 		r, first, _ := g.enter(t.Context())
 		if !first {
 			t.Fatal("the first request is not first")
@@ -448,7 +448,7 @@ func reflectorBackoff(i int) time.Duration {
 func TestFirstGateStartsAgainWhenNoConnectionIsUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var idle atomic.Bool
-		g := newFirstGate(idle.Load)
+		g := newFirstGate(idle.Load, nil)
 		r, first, _ := g.enter(t.Context())
 		if !first {
 			t.Fatal("the first request is not first")
@@ -497,7 +497,7 @@ func TestFirstGateStartsAgainWhenNoConnectionIsUp(t *testing.T) {
 // 201 connections, in a review's test.
 func TestFirstGateHandsOverWhenTheFirstFailsBeforeItsConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newFirstGate(nil)
+		g := newFirstGate(nil, nil)
 		r, first, _ := g.enter(t.Context())
 		if !first {
 			t.Fatal("the first request is not first")
@@ -635,7 +635,7 @@ func TestConnectionThatTimedOutIsNotUsable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if usable, _ := gotConn(httptrace.GotConnInfo{Conn: conn}); !usable || tracker.idle() {
+	if usable, _ := noteConn(httptrace.GotConnInfo{Conn: conn}); !usable || tracker.idle() {
 		t.Fatal("a connection given to a request does not count as usable")
 	}
 	_, err = conn.Read(make([]byte, 1))
@@ -657,7 +657,7 @@ func (timedOutConn) Read([]byte) (int, error) {
 func TestFirstGateHandsOverWhenTheFirstsConnectionFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var idle atomic.Bool
-		g := newFirstGate(idle.Load)
+		g := newFirstGate(idle.Load, nil)
 		r, _, _ := g.enter(t.Context())
 		const others = preSettingsStreams + 10
 		var went, firsts atomic.Int32

@@ -167,7 +167,10 @@ func clientKeyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 // connTracker remembers open connections so that they can be closed: after
 // a new client certificate (from an exec plugin, or files replaced),
 // connections authenticated with the old one must not be reused, and
-// Client.CloseConnections closes them all. It is safe for concurrent use.
+// Client.CloseConnections closes them all. It also tells the firstGate
+// whether a usable HTTP/2 connection exists (idle), and whether requests
+// reach the Client's dialer and share its connections (sharesDials). It is
+// safe for concurrent use.
 type connTracker struct {
 	mu      sync.Mutex
 	conns   map[*trackedConn]struct{}
@@ -242,11 +245,18 @@ func (t *connTracker) idle() bool {
 	return t.dialed.Load() && !t.http1.Load() && t.usable.Load() <= 0
 }
 
-// gotConn notes that a request was given conn: it is usable until it
+// sharesDials reports that a connection was dialed and the last one given
+// to a request speaks HTTP/2 (or none was given yet): requests reach the
+// Client's dialer, and share its connections.
+func (t *connTracker) sharesDials() bool {
+	return t.dialed.Load() && !t.http1.Load()
+}
+
+// noteConn notes that a request was given conn: it is usable until it
 // fails or is closed. It reports whether conn is usable (a request may be
 // given one that failed a moment before, which the HTTP/2 client has not
 // put aside yet), and whether it speaks HTTP/1.1.
-func gotConn(info httptrace.GotConnInfo) (usable, http1 bool) {
+func noteConn(info httptrace.GotConnInfo) (usable, http1 bool) {
 	conn := info.Conn
 	if tc, ok := conn.(*tls.Conn); ok {
 		http1 = tc.ConnectionState().NegotiatedProtocol != "h2"
