@@ -61,9 +61,11 @@
 // TCP_USER_TIMEOUT do the same job in the kernel.
 //
 // Over HTTPS with HTTP/2, a request made while no connection is up goes
-// alone: the others wait until it has its connection (or its answer,
-// through a wrapped transport that does not tell; at most two seconds,
-// after which nobody waits), so that a Factory starting hundreds of
+// alone: once it has its connection, up to 99 more go (Go's HTTP/2 client
+// assumes 100 streams until the server's SETTINGS come), and the rest wait
+// for the first answer on it (through a wrapped transport that does not
+// say when the connection is up, everyone waits for that answer); nobody
+// waits more than two seconds. So a Factory starting hundreds of
 // informers at once, or watches coming back after their connection was
 // cut, share one HTTP/2 connection rather than dialing one each. After
 // that, one request at a time looks for a connection (two seconds at
