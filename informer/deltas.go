@@ -143,12 +143,12 @@ func (s *SharedIndexInformer[T]) applyState(key string, d deltafifo.Delta[T], w 
 // unchanged reports whether a relisted object is the one cached: the same
 // object (a Sync's), or one of the same resourceVersion and the same
 // content, compared as the mutation detector compares it (semantic.Equal:
-// a type with unexported fields too). The content is compared whatever the
-// resourceVersion: a server may serve an object otherwise under the same
-// one (a CRD whose new schema prunes a field, by the review of a real
-// kube-apiserver), and the cache then changes, which the handlers must hear
-// of; and a resource whose objects have none (componentstatuses, listed on
-// a timer) has only its content to tell.
+// a type with unexported fields too). An equal resourceVersion is not
+// trusted alone: the content is compared too, because a server may serve
+// an object otherwise under the same one (a CRD whose new schema prunes a
+// field), and the cache then changes, which the handlers must hear of;
+// and objects without one (componentstatuses, listed on a timer) have only
+// their content to tell.
 func unchanged(old, cur metav1.Object) bool {
 	if old == cur {
 		return true
