@@ -2,9 +2,10 @@
 // with equality.Semantic.DeepEqual (a Quantity by its value, a nil map or
 // slice the same as an empty one), for any Go type: DeepEqual panics on a
 // struct with unexported fields, and a type of one's own embedding a Pod
-// may have some. The informer's mutation detector and relists of objects
-// without a resourceVersion use it, and so do listwatchtest's Source and
-// internal/generation, which decide whether an Update changes anything.
+// may have some. The informer's mutation detector uses it, and so does
+// every relist, on each object listed with the resourceVersion it has in
+// the cache; so do listwatchtest's Source and internal/generation, which
+// decide whether an Update changes anything.
 package semantic
 
 import (
