@@ -848,7 +848,7 @@ func TestRequestsWaitingWhenHTTP1IsLearntGoAtOnce(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	}))
-	const handshake = 300 * time.Millisecond
+	const handshake = 500 * time.Millisecond
 	srv.Listener = slowHelloListener{Listener: srv.Listener, d: handshake}
 	srv.StartTLS() // HTTP/1.1 only
 	t.Cleanup(srv.Close)
