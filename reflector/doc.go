@@ -30,14 +30,13 @@
 //     fails twice in a row in its stream at the same resourceVersion, on
 //     what the server sent (an event it cannot decode, an ERROR event), is
 //     relisted instead: resuming again would bring the same event back.
-//     And once watches have failed three times in a row, for at least the
-//     backoff's cap, without moving the cache forward (a server or a proxy
-//     that answers lists and fails every watch), the Reflector lists again,
-//     and again after each such run, so that the cache follows the server
-//     at that pace, as client-go's does (it relists after every failed
-//     watch); not for watches refused with 429, which are only resumed, as
-//     client-go does. WithRelistInterval's relists come on time whether a
-//     watch is open or not.
+//     Watches that keep failing are resumed, not relisted, however long
+//     the failures last: once the server serves them again, the watch
+//     brings every change since the Store's resourceVersion (or a 410,
+//     and a relist). While they fail, the cache stays at its last state;
+//     WithRelistInterval's relists come on time whether a watch is open or
+//     not, for those who want the cache refreshed meanwhile. (client-go
+//     relists after a watch refused with 500, 503 or 504.)
 //   - A watch that ends at once without moving the resourceVersion forward
 //     counts as a failure, so that a server doing that is not asked again
 //     in a tight loop.

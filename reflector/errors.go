@@ -173,13 +173,6 @@ func isForbidden(err error) bool {
 	return ok && (s.Code == http.StatusForbidden || s.Reason == metav1.StatusReasonForbidden)
 }
 
-// isTooManyRequests reports a 429: the server is turning requests away
-// for now (API Priority and Fairness).
-func isTooManyRequests(err error) bool {
-	s, ok := statusOf(err)
-	return ok && (s.Code == http.StatusTooManyRequests || s.Reason == metav1.StatusReasonTooManyRequests)
-}
-
 // isMethodNotAllowed reports a 405: the resource does not serve the verb
 // asked for, as a resource that can be listed but not watched (an
 // aggregated API's, such as metrics.k8s.io's) answers every watch.

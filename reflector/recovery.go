@@ -33,13 +33,9 @@ type runState struct {
 	failedInStream bool   // the last attempt's watch failed after it was opened
 	stuck          int    // watches that failed in their stream at stuckAt
 	stuckAt        string // the resourceVersion they failed at
-	// failedWatches counts the watches (not lists, not probes) that failed
-	// in a row without moving the cache forward, since failingSince.
-	failedWatches int
-	failingSince  time.Time
-	probe         bool // the server was out of reach: check it is not behind the Store before watching (probe)
-	probed        bool // a probe found it was not, and no watch has opened since
-	pageRelists   bool // a list in one answer ran out of the list timeout: relists are paged
+	probe          bool   // the server was out of reach: check it is not behind the Store before watching (probe)
+	probed         bool   // a probe found it was not, and no watch has opened since
+	pageRelists    bool   // a list in one answer ran out of the list timeout: relists are paged
 	// toldUnversioned: a list without a resourceVersion was logged (once a Run)
 	toldUnversioned bool
 }
@@ -50,7 +46,6 @@ type runState struct {
 // for ever. It resets by itself once no failure has come for a while.
 func (s *runState) refilled() {
 	s.needList, s.listOnce, s.latest, s.listedAt, s.stuck, s.stuckAt = false, false, false, time.Now(), 0, ""
-	s.failedWatches, s.failingSince = 0, time.Time{}
 	s.streamFailed = false
 	s.behindSince, s.takeOlder, s.probe, s.probed = time.Time{}, false, false, false
 	s.relistDraw = rand.Float64()
@@ -113,28 +108,12 @@ const behindPatience = 2 * time.Minute
 // as client-go's relist after such errors does.
 const maxStuckWatches = 2
 
-// maxFailedWatches is how many watches in a row may fail without moving
-// the cache forward, for at least the backoff's cap, before the Reflector
-// lists again. Resuming is cheap and is what a short outage needs (the
-// probe checks the server that comes back); but a server or a proxy that
-// answers lists and fails every watch (a 500, 503 or 504 to each, streams
-// cut at once) would keep the cache at its last list for good, where
-// client-go relists after every failed watch. Then the cache follows the
-// server at the pace of its lists. Not a watch answered 429: a list would
-// only add to the load the server turns away (client-go resumes those too);
-// nor one that went quiet for an idle timeout under a second (ErrStalled):
-// a quiet resource is no failing server.
-const maxFailedWatches = 3
-
 // nextAttempt decides, after a list or a watch ended with err, what the
 // next attempt is and how long to wait before it.
 func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	now := time.Now()
 	movedOn := s.movedOn || s.progressed
 	s.movedOn = false
-	// What failed: a list (a refill), a probe (a list of one object), or
-	// a watch.
-	refill, probing := s.needList, s.probe
 	switch {
 	case err == nil:
 		// A watch stream that ended cleanly after doing some work:
@@ -143,7 +122,6 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		// (a proxy that cuts long streams cleanly), the next failure is
 		// treated as one that cut it with an error (below).
 		s.stuck, s.stuckAt, s.probed = 0, "", false
-		s.failedWatches, s.failingSince = 0, time.Time{}
 		s.movedOn = movedOn
 		return 0
 	case errors.Is(err, errRelistDue):
@@ -166,6 +144,7 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 	if !errors.As(err, &fallback) || fallback.err == nil || r.opt.mode != Auto {
 		r.report(err)
 	}
+	refill := s.needList // the attempt that failed was a list
 	// The attempt that failed was a streaming list (in WatchList mode, or
 	// Auto not falling back this once), not a LIST.
 	streamed := refill && s.streaming && !s.listOnce
@@ -308,20 +287,6 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 			s.stuck, s.stuckAt = 0, rv
 		}
 		if s.stuck++; s.stuck >= maxStuckWatches {
-			s.needList = true
-		}
-	}
-	switch {
-	case refill || probing || s.needList:
-	case movedOn:
-		s.failedWatches, s.failingSince = 0, time.Time{}
-	case !isTooManyRequests(err) && !errors.Is(err, ErrStalled):
-		if s.failedWatches == 0 {
-			s.failingSince = now
-		}
-		if s.failedWatches++; s.failedWatches >= maxFailedWatches && now.Sub(s.failingSince) >= r.opt.backoffMax {
-			r.opt.logger.Info("watches keep failing, listing again", "resource", r.opt.name,
-				"failed", s.failedWatches, "since", s.failingSince)
 			s.needList = true
 		}
 	}
