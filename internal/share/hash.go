@@ -15,7 +15,7 @@ import (
 type hasher struct {
 	seed maphash.Seed
 	h    uint64
-	n    uintptr // bytes hashed since the Table last zeroed it (not reset)
+	strs uintptr // string bytes hashed since the Table last zeroed it (not reset)
 }
 
 const (
@@ -34,7 +34,6 @@ func (x *hasher) word(v uint64) {
 // bytes mixes the n bytes at p into the hash: a few words one by one,
 // longer runs (byte slices such as managedFields) through maphash.
 func (x *hasher) bytes(p unsafe.Pointer, n uintptr) {
-	x.n += n
 	b := unsafe.Slice((*byte)(p), n)
 	if n > 64 {
 		x.word(maphash.Bytes(x.seed, b) ^ uint64(n)*mul2)
@@ -53,7 +52,7 @@ func (x *hasher) bytes(p unsafe.Pointer, n uintptr) {
 
 // string mixes s, its length included, into the hash.
 func (x *hasher) string(s string) {
-	x.n += uintptr(len(s))
+	x.strs += uintptr(len(s))
 	x.word(maphash.String(x.seed, s) ^ uint64(len(s))*mul2)
 }
 

@@ -45,6 +45,7 @@ type nodePlan struct {
 	elemSize uintptr
 	typ      reflect.Type  // map type
 	key, val *content      // map key and value
+	entry    uintptr       // a map entry's size, with a word of the map's own per entry
 	strMap   bool          // underlying type map[string]string
 	id       int           // index of its counts in a Table's stats
 	quantity *QuantityPlan // where it may hold a Quantity in place (nil: nowhere)
@@ -148,6 +149,7 @@ func nodePlanOf(typ reflect.Type) *nodePlan {
 		}
 		np.strMap = typ.ConvertibleTo(reflect.TypeFor[map[string]string]())
 		np.key, np.val = compileContent(typ.Key()), compileContent(typ.Elem())
+		np.entry = typ.Key().Size() + typ.Elem().Size() + unsafe.Sizeof(uintptr(0))
 	default:
 		if typ.Elem().Size() == 0 {
 			nodePlans[typ] = nil

@@ -20,9 +20,10 @@ const DefaultSlots = 1 << 14
 const firstSlots = 1 << 10
 
 // What a Table keeps alive is bounded in bytes as well as in values: a
-// value's size is the bytes its hash read (its own memory and the strings
-// it holds; the maps, slices and pointed-to values inside it are values of
-// their own). A value larger than maxValueBytes (a ConfigMap's data of a
+// value's size is its own memory (a pointed-to value's, a slice's array to
+// its capacity, a map's entries and a word for each) and the bytes of the
+// strings it holds; the maps, slices and pointed-to values inside it are
+// values of their own. A value larger than maxValueBytes (a ConfigMap's data of a
 // megabyte) is never remembered, so never shared; once the values
 // remembered would pass maxBytes, the Table forgets them all and starts
 // afresh. Pods' parts are far smaller: a managedFields entry, the largest,
@@ -62,7 +63,7 @@ type slot struct {
 	hash uint64
 	plan *nodePlan
 	node node
-	size int // the bytes its hash read (see maxBytes)
+	size int // see maxBytes
 }
 
 // node is the words by which a parent holds a map, a pointer (ptr) or a
@@ -300,15 +301,18 @@ func (t *Table) find(h uint64, np *nodePlan, n node) *slot {
 }
 
 // hashNode hashes what n holds: the contents of its elements, or of its
-// entries in any order. It also returns n's size: the bytes it hashed.
+// entries in any order. It also returns n's size (see maxBytes).
 func (t *Table) hashNode(np *nodePlan, n node) (hash uint64, size int) {
 	h := &t.h
 	h.reset(uint64(uintptr(unsafe.Pointer(np))))
-	h.n, t.entry.n = 0, 0
+	h.strs, t.entry.strs = 0, 0
+	var own uintptr
 	switch np.kind {
 	case reflect.Pointer:
+		own = np.elemSize
 		np.elem.hash(h, n.ptr)
 	case reflect.Slice:
+		own = uintptr(n.cap) * np.elemSize
 		h.word(uint64(n.len))
 		if np.elem.dense {
 			h.bytes(n.ptr, uintptr(n.len)*np.elemSize)
@@ -318,8 +322,10 @@ func (t *Table) hashNode(np *nodePlan, n node) (hash uint64, size int) {
 			np.elem.hash(h, unsafe.Add(n.ptr, uintptr(i)*np.elemSize))
 		}
 	case reflect.Map:
-		h.word(uint64(np.mapLen(t, n.ptr)))
+		entries := np.mapLen(t, n.ptr)
+		own = uintptr(entries) * np.entry
+		h.word(uint64(entries))
 		h.word(np.mapSum(t, n.ptr))
 	}
-	return h.sum(), int(h.n + t.entry.n)
+	return h.sum(), int(own + h.strs + t.entry.strs)
 }
