@@ -17,7 +17,7 @@
 //     a field, or a resource has no resourceVersions, as
 //     componentstatuses, listed on a timer rather than watched) is an
 //     update, so that what the handlers were told stays what the cache
-//     holds. (Comparing a pod costs a relist about three times what
+//     holds. (Comparing a pod costs a relist about three quarters of what
 //     decoding it from JSON does, BenchmarkRelistUnchanged; client-go
 //     sends updates of every relisted object instead: see the README.)
 //   - An object deleted and created again under the same name while the
