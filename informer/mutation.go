@@ -2,12 +2,14 @@ package informer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
 
@@ -23,7 +25,7 @@ import (
 type MutationError struct {
 	Resource string // the informer's resource, such as `pods in "default"`
 	Key      string // the object's namespace/name
-	Diff     string // a unified diff of the object's JSON: as cached (-), as found (+)
+	Diff     string // a unified diff of the object's JSON: as cached (-), as found (+); a Secret's values redacted
 }
 
 func (e *MutationError) Error() string {
@@ -240,7 +242,7 @@ func (d *mutationDetector[T]) check() {
 		if c.copyErr != nil || semantic.Equal(c.copy, c.obj) {
 			continue
 		}
-		err := &MutationError{Resource: d.resource, Key: c.key, Diff: diff.Diff(c.copy, c.obj)}
+		err := &MutationError{Resource: d.resource, Key: c.key, Diff: mutationDiff(c.copy, c.obj)}
 		if fresh, cerr := d.deepCopy(c.obj); cerr == nil {
 			c.copy = fresh
 		} else {
@@ -281,4 +283,61 @@ func (d *mutationDetector[T]) safeReport(err error) {
 func samePointer[T any](a, b T) bool {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Pointer() == vb.Pointer()
+}
+
+// mutationDiff is MutationError's diff of an object as cached and as found.
+// A report lands in test logs and CI output, so a Secret's data and
+// stringData values are redacted: each reads "REDACTED", or, where the
+// two differ, "REDACTED (as cached)" and "REDACTED (as found)", which
+// shows which keys changed and nothing of their values.
+func mutationDiff(cached, found any) string {
+	a, b, ok := redactSecrets(cached, found)
+	if !ok {
+		return diff.Diff(cached, found)
+	}
+	return diff.Diff(a, b)
+}
+
+// redactSecrets returns the JSON trees of two versions of a Secret (typed,
+// or unstructured of kind Secret in v1) with their values redacted, and
+// false for objects of any other kind.
+func redactSecrets(cached, found any) (a, b map[string]any, ok bool) {
+	_, typed := cached.(*corev1.Secret)
+	a, b = jsonTree(cached), jsonTree(found)
+	if a == nil || b == nil {
+		return nil, nil, false
+	}
+	if !typed && (a["kind"] != "Secret" || a["apiVersion"] != "v1") {
+		return nil, nil, false
+	}
+	for _, field := range []string{"data", "stringData"} {
+		va, _ := a[field].(map[string]any)
+		vb, _ := b[field].(map[string]any)
+		for k, v := range va {
+			if w, in := vb[k]; in && reflect.DeepEqual(v, w) {
+				va[k], vb[k] = "REDACTED", "REDACTED"
+				continue
+			}
+			va[k] = "REDACTED (as cached)"
+		}
+		for k := range vb {
+			if vb[k] != "REDACTED" {
+				vb[k] = "REDACTED (as found)"
+			}
+		}
+	}
+	return a, b, true
+}
+
+// jsonTree is obj's JSON as a tree of maps, nil if it has none.
+func jsonTree(obj any) map[string]any {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil
+	}
+	var tree map[string]any
+	if json.Unmarshal(raw, &tree) != nil {
+		return nil
+	}
+	return tree
 }

@@ -3,6 +3,7 @@ package informer_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"log/slog"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -575,5 +577,39 @@ func TestMutationDetectorSeesAnIndexFunctionsChange(t *testing.T) {
 		synctest.Wait()
 		stop()
 		assert.Equal(t, []string{"ns/a"}, got.keys())
+	})
+}
+
+// A mutation report lands in test logs and CI output: a Secret's values
+// are redacted in its diff, which still tells which keys changed. It
+// showed them, as cached and as found (base64 in the JSON).
+func TestMutationDetectorRedactsSecrets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := fakelw.New(func() *corev1.Secret { return &corev1.Secret{} })
+		src.Create(&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"},
+			Data:       map[string][]byte{"password": []byte("hunter2-cached"), "user": []byte("admin-kept")},
+		})
+		var got reports
+		inf := informer.New[*corev1.Secret](src, informer.WithName[*corev1.Secret]("secrets"),
+			informer.WithMutationDetector[*corev1.Secret](time.Second, got.add))
+		defer start(t, inf)()
+		synctest.Wait()
+		s, _ := inf.Indexer().GetByKey("ns/db")
+		s.Data["password"] = []byte("hunter2-found") // the bug it is for
+		s.Data["token"] = []byte("token-added")
+		src.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other"}}) // after the change, for the race detector
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Len(t, got.all(), 1)
+		d := got.all()[0].Diff
+		for _, secret := range []string{"hunter2-cached", "hunter2-found", "admin-kept", "token-added"} {
+			assert.NotContains(t, d, secret)
+			assert.NotContains(t, d, base64.StdEncoding.EncodeToString([]byte(secret)))
+		}
+		assert.Contains(t, d, `-  "password": "REDACTED (as cached)"`)
+		assert.Contains(t, d, `+  "password": "REDACTED (as found)"`)
+		assert.Contains(t, d, `+  "token": "REDACTED (as found)"`)
+		assert.Contains(t, d, `"user": "REDACTED"`)
 	})
 }
