@@ -109,7 +109,8 @@ var (
 // bad selector, say, which apimachinery's errors helpers can still tell).
 type streamingUnsupportedError struct {
 	reason string
-	ended  bool
+	ended  bool // cut short: the stream ended, or went quiet (quiet)
+	quiet  bool
 	err    error
 }
 

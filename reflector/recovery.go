@@ -22,6 +22,7 @@ type runState struct {
 	listOnce       bool      // but refill with LIST this once
 	streamFailed   bool      // listOnce because a streaming list failed: a failed LIST streams again
 	streamCutAt    time.Time // when the last streaming list cut short was (zero after a whole one)
+	quietStreams   int       // streaming lists that went quiet before their end bookmark, since a whole one
 	latest         bool      // ask for the server's latest state, not one at least as new as the Store's
 	behindSince    time.Time // when a refill first found the server behind the Store (zero after a refill)
 	takeOlder      bool      // the server has been behind for behindPatience: its latest state is taken, older as it is
@@ -186,7 +187,13 @@ func (r *Reflector[T]) nextAttempt(s *runState, err error) time.Duration {
 		if r.opt.mode == WatchList {
 			return s.backoff.next(now)
 		}
-		if fallback.ended && (s.streamCutAt.IsZero() || now.Sub(s.streamCutAt) > streamCutMemory) {
+		if fallback.quiet {
+			// Quiet for the idle timeout each, so counted whatever the
+			// time between them: a server whose streaming lists always
+			// go quiet would cost every refill that wait.
+			s.quietStreams++
+		}
+		if fallback.ended && s.quietStreams < 2 && (fallback.quiet || s.streamCutAt.IsZero() || now.Sub(s.streamCutAt) > streamCutMemory) {
 			// A server restarting ends its streams too: LIST this once,
 			// and stream again next time.
 			s.streamCutAt = now

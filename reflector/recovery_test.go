@@ -340,3 +340,36 @@ func TestOneQuietStreamingListDoesNotTurnStreamingOff(t *testing.T) {
 		assert.Equal(t, int32(1), lw.lists.Load(), "LISTs")
 	})
 }
+
+// alwaysStalls: every streaming list goes quiet before its end bookmark.
+type alwaysStalls struct{ *countsLists }
+
+func (s *alwaysStalls) Watch(ctx context.Context, opts reflector.WatchOptions) (reflector.Watcher[*corev1.Pod], error) {
+	if opts.SendInitialEvents {
+		s.streaming.Add(1)
+		return &stalledWatcher{}, nil
+	}
+	return s.countsLists.Watch(ctx, opts)
+}
+
+// A server whose streaming lists always go quiet costs two of them (an
+// idle timeout each) before Auto gives up streaming, however far apart
+// the refills: counted by time, as lists that end early are, refills more
+// than an hour apart waited the idle timeout every time.
+func TestAlwaysQuietStreamingListsAreGivenUp(t *testing.T) {
+	for _, every := range []time.Duration{30 * time.Minute, 2 * time.Hour} {
+		t.Run(every.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newSource()
+				src.Create(pod("a"))
+				lw := &alwaysStalls{&countsLists{Source: src}}
+				r := reflector.New[*corev1.Pod](lw, newRecorder(), reflector.WithRelistInterval[*corev1.Pod](every))
+				defer run(t, r)()
+				time.Sleep(12 * time.Hour)
+				synctest.Wait()
+				assert.Equal(t, int32(2), lw.streaming.Load(), "quiet streaming lists in 12 h, relisting every %v", every)
+				assert.Greater(t, lw.lists.Load(), int32(5), "LISTs in 12 h")
+			})
+		})
+	}
+}

@@ -83,9 +83,9 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				// A server that serves streaming lists sends the bookmark
 				// right after the initial events; one that goes quiet
 				// instead may do so again on every attempt, or may have
-				// lost its connection once: as a stream that ended, LIST
-				// this once, and give up streaming after two in a row.
-				return r.streamingFailed(&streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark", ended: true})
+				// lost its connection once: LIST this once, and give up
+				// streaming after two in a row (see quietStreams).
+				return r.streamingFailed(&streamingUnsupportedError{reason: "the stream went quiet before the initial-events-end bookmark", ended: true, quiet: true})
 			}
 			if errors.Is(err, ErrSkipped) {
 				// An event skipped (one of another kind) fails the list:
@@ -137,7 +137,7 @@ func (r *Reflector[T]) watchList(ctx context.Context, s *runState) error {
 				r.tookOlderState(s, rv, since)
 			}
 			s.refilled()
-			s.streamCutAt = time.Time{}
+			s.streamCutAt, s.quietStreams = time.Time{}, 0
 			r.following()
 			// The watch goes on in the same stream, opened at started:
 			// one that ends soon after a long list did not end at once.
