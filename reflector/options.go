@@ -22,11 +22,12 @@ const (
 	// after which the Reflector asks for the latest state),
 	// sends a MODIFIED, DELETED or unannotated BOOKMARK event before the
 	// initial-events-end bookmark, sends that bookmark without a
-	// resourceVersion, or ends two streaming lists in a row before it
-	// within an hour (one that ends early, as a restarting server's do,
-	// goes quiet for the watch's idle timeout, or has not sent it 30 s past
-	// its timeoutSeconds, is followed at once by LISTs until one succeeds,
-	// and the next refill streams again). A streaming list that fails otherwise (refused with
+	// resourceVersion, ends two streaming lists in a row before it within
+	// an hour, or lets two in a row go quiet before it for the watch's idle
+	// timeout, however far apart (one that ends early, as a restarting
+	// server's do, goes quiet, or has not sent it 30 s past its
+	// timeoutSeconds, is followed at once by LISTs until one succeeds, and
+	// the next refill streams again). A streaming list that fails otherwise (refused with
 	// 403, 429, 5xx or "too large resource version", a stream cut or
 	// spoiled) is followed by a LIST too, as client-go falls back: the
 	// watch cache that serves streaming lists may refuse them while a LIST
