@@ -45,7 +45,7 @@ type nodePlan struct {
 	elemSize uintptr
 	typ      reflect.Type  // map type
 	key, val *content      // map key and value
-	entry    uintptr       // a map entry's size, with a word of the map's own per entry
+	entry    uintptr       // what a map takes per entry: its slot, twice (a map's table is up to half empty), and a word
 	strMap   bool          // underlying type map[string]string
 	id       int           // index of its counts in a Table's stats
 	quantity *QuantityPlan // where it may hold a Quantity in place (nil: nowhere)
@@ -143,13 +143,13 @@ func nodePlanOf(typ reflect.Type) *nodePlan {
 	nodePlans[typ] = np
 	switch typ.Kind() {
 	case reflect.Map:
-		if !plainKey(typ.Key().Kind()) {
+		if !plainKey(typ.Key().Kind()) || holdsReferences(typ.Elem()) {
 			nodePlans[typ] = nil
 			return nil
 		}
 		np.strMap = typ.ConvertibleTo(reflect.TypeFor[map[string]string]())
 		np.key, np.val = compileContent(typ.Key()), compileContent(typ.Elem())
-		np.entry = typ.Key().Size() + typ.Elem().Size() + unsafe.Sizeof(uintptr(0))
+		np.entry = 2*(typ.Key().Size()+typ.Elem().Size()) + unsafe.Sizeof(uintptr(0))
 	default:
 		if typ.Elem().Size() == 0 {
 			nodePlans[typ] = nil
@@ -158,6 +158,27 @@ func nodePlanOf(typ reflect.Type) *nodePlan {
 		np.elem, np.elemSize = compileContent(typ.Elem()), typ.Elem().Size()
 	}
 	return np
+}
+
+// holdsReferences reports whether values of typ hold exported maps,
+// slices or pointers, or interfaces: a map's entries are not shared, so
+// such a map (a Secret's map[string][]byte) is equal to another only if
+// they hold the very same references, which two decodes never do, and
+// remembered, it would keep what they point to alive uncounted.
+func holdsReferences(typ reflect.Type) bool {
+	switch typ.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+		return true
+	case reflect.Struct:
+		for i := range typ.NumField() {
+			if f := typ.Field(i); (f.IsExported() || f.Anonymous) && holdsReferences(f.Type) {
+				return true
+			}
+		}
+	case reflect.Array:
+		return typ.Len() > 0 && holdsReferences(typ.Elem())
+	}
+	return false
 }
 
 // plainKey reports whether map keys of kind k are equal under == exactly

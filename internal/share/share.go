@@ -21,7 +21,8 @@ const firstSlots = 1 << 10
 
 // What a Table keeps alive is bounded in bytes as well as in values: a
 // value's size is its own memory (a pointed-to value's, a slice's array to
-// its capacity, a map's entries and a word for each) and the bytes of the
+// its capacity, a map's entries counted twice, as its table may be half
+// empty, and a word for each) and the bytes of the
 // strings it holds; the maps, slices and pointed-to values inside it are
 // values of their own. A value larger than maxValueBytes (a ConfigMap's data of a
 // megabyte) is never remembered, so never shared; once the values
@@ -111,8 +112,12 @@ func Share[T any](t *Table, obj T) {
 
 // canon shares the nodes held in the value of content c at p, deepest
 // first, so that by the time a node is hashed its own nodes are shared and
-// can be compared by identity.
-func (t *Table) canon(c *content, p unsafe.Pointer) {
+// can be compared by identity. It reports whether one of them is held by
+// the Table neither remembered nor shared (not looked up, or too large):
+// a node that holds such a node is not looked up either, as it could equal
+// no other (it holds a reference none other does) and, remembered, it
+// would keep that node alive uncounted.
+func (t *Table) canon(c *content, p unsafe.Pointer) (unshared bool) {
 	for _, f := range c.nodes {
 		at := unsafe.Add(p, f.offset)
 		np := f.plan
@@ -129,17 +134,19 @@ func (t *Table) canon(c *content, p unsafe.Pointer) {
 				continue
 			}
 		}
+		var inner bool // a node inside n is unshared
 		if np.elem != nil && len(np.elem.nodes) > 0 {
 			switch np.kind {
 			case reflect.Pointer:
-				t.canon(np.elem, n.ptr)
+				inner = t.canon(np.elem, n.ptr)
 			case reflect.Slice:
 				for i := range n.len {
-					t.canon(np.elem, unsafe.Add(n.ptr, uintptr(i)*np.elemSize))
+					inner = t.canon(np.elem, unsafe.Add(n.ptr, uintptr(i)*np.elemSize)) || inner
 				}
 			}
 		}
-		if !t.worthLookingUp(np) || np.quantity.In(at) {
+		if inner || np.quantity.In(at) || !t.worthLookingUp(np) {
+			unshared = true
 			if np.kind == reflect.Slice && n.cap > n.len {
 				*(*node)(at) = trim(np, at, n)
 			}
@@ -152,15 +159,24 @@ func (t *Table) canon(c *content, p unsafe.Pointer) {
 			*(*node)(at) = shared
 		case ok:
 			*(*unsafe.Pointer)(at) = shared.ptr
-		case np.kind == reflect.Slice && n.cap > n.len:
-			// Decoders grow slices by doubling: five conditions sit
-			// in an array of eight. Kept, the slice is trimmed.
-			*(*node)(at) = trim(np, at, n)
-			if remembered != nil {
-				remembered.node = *(*node)(at)
+		default:
+			if remembered == nil {
+				unshared = true // too large, or no room left
+			}
+			if np.kind == reflect.Slice && n.cap > n.len {
+				// Decoders grow slices by doubling: five conditions
+				// sit in an array of eight. Kept, the slice is trimmed.
+				*(*node)(at) = trim(np, at, n)
+				if remembered != nil {
+					// Its size was counted to its capacity.
+					spare := int(uintptr(n.cap-n.len) * np.elemSize)
+					remembered.node, remembered.size = *(*node)(at), remembered.size-spare
+					t.bytes -= spare
+				}
 			}
 		}
 	}
+	return unshared
 }
 
 // Forget empties the Table: what it remembered is no longer shared with
