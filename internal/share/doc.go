@@ -31,6 +31,8 @@
 // correctness. A remembered value stays in memory after the objects that
 // held it left the cache, until it is pushed out, so the Table bounds
 // bytes as well: a value of more than 64 KiB is never remembered (so never
-// shared), and once the values remembered would pass 32 MiB the Table
-// forgets them all.
+// shared), nor one that holds a value it did not remember, nor a map whose
+// values hold references (a Secret's data: its values are not shared, so
+// two such maps never match); and once the values remembered would pass
+// 32 MiB the Table forgets them all.
 package share
