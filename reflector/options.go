@@ -27,12 +27,13 @@ const (
 	// timeout, however far apart (one that ends early, as a restarting
 	// server's do, goes quiet, or has not sent it 30 s past its
 	// timeoutSeconds, is followed at once by LISTs until one succeeds, and
-	// the next refill streams again). A streaming list that fails otherwise (refused with
-	// 403, 429, 5xx or "too large resource version", a stream cut or
-	// spoiled) is followed by a LIST too, as client-go falls back: the
-	// watch cache that serves streaming lists may refuse them while a LIST
-	// is served. If that LIST fails, the next refill streams again (after a
-	// 403, it lists until a LIST succeeds). It is the default.
+	// the next refill streams again). A streaming list that fails
+	// otherwise (refused with 403, 429, 5xx or "too large resource
+	// version", a stream cut or spoiled) is followed by a LIST too, as
+	// client-go falls back: the watch cache that serves streaming lists may
+	// refuse them while a LIST is served. If that LIST fails, the next
+	// refill streams again (after a 403, it lists until a LIST succeeds).
+	// It is the default.
 	Auto Mode = iota
 	// ListWatch always lists with LIST requests (see WithPageSize for when
 	// they are paged).
